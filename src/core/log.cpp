@@ -1,0 +1,58 @@
+#include "core/log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <vector>
+
+namespace ggdiff {
+namespace {
+std::atomic<int> g_level{static_cast<int>(LogLevel::Info)};
+std::mutex g_mutex;
+LogSink g_sink;
+
+std::string vformat(const char* fmt, va_list ap) {
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = std::vsnprintf(nullptr, 0, fmt, ap2);
+    va_end(ap2);
+    if (n <= 0) return std::string();
+    std::vector<char> buf(static_cast<size_t>(n) + 1);
+    std::vsnprintf(buf.data(), buf.size(), fmt, ap);
+    return std::string(buf.data(), static_cast<size_t>(n));
+}
+}  // namespace
+
+void set_log_level(LogLevel level) { g_level = static_cast<int>(level); }
+LogLevel log_level() { return static_cast<LogLevel>(g_level.load()); }
+
+void set_log_sink(LogSink sink) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_sink = std::move(sink);
+}
+
+std::string string_format(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::string s = vformat(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+void log_message(LogLevel level, const char* fmt, ...) {
+    if (static_cast<int>(level) < g_level.load()) return;
+    va_list ap;
+    va_start(ap, fmt);
+    std::string s = vformat(fmt, ap);
+    va_end(ap);
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_sink) {
+        g_sink(level, s);
+        return;
+    }
+    static const char* kPrefix[] = {"[debug] ", "", "warning: ", "error: ", ""};
+    std::fprintf(stderr, "%s%s\n", kPrefix[static_cast<int>(level)], s.c_str());
+    std::fflush(stderr);
+}
+
+}  // namespace ggdiff

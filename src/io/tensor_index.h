@@ -1,0 +1,80 @@
+// TensorIndex: every tensor of a model, from one or more checkpoint files, under
+// canonical (LDM-layout) names. Data stays in the mmap'd files until read().
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "io/dtype.h"
+
+namespace ggdiff {
+
+class MappedFile;
+
+struct TensorInfo {
+    std::string name;            // canonical name (prefix + normalized layout)
+    std::string source_name;     // name as stored in the file
+    DType dtype = DType::F32;    // storage type in the file
+    std::vector<int64_t> shape;  // torch order: outermost first
+    size_t file = 0;             // index into TensorIndex::files()
+    uint64_t offset = 0;         // absolute byte offset of the data in the file
+    uint64_t nbytes = 0;         // bytes in the file
+
+    int64_t numel() const;
+    // ggml order (innermost first), padded to at least 1 dim.
+    std::vector<int64_t> ne() const;
+};
+
+// Which component a canonical tensor belongs to (for sizes, placement and detection).
+enum class Component { Diffusion, TextEncoder, Vae, Other };
+Component component_of(const std::string& canonical_name);
+const char* component_name(Component c);
+
+class TensorIndex {
+public:
+    TensorIndex();
+    ~TensorIndex();
+    TensorIndex(TensorIndex&&) noexcept;
+    TensorIndex& operator=(TensorIndex&&) noexcept;
+
+    // Adds a .safetensors or .gguf file, or a diffusers folder, under a role prefix
+    // ("" for -m full checkpoints, "model.diffusion_model." for --diffusion-model,
+    // "first_stage_model." for --vae, ...). Names are normalized to the canonical
+    // layout. Fails with a message naming the file and the problem.
+    Status add(const std::string& path, const std::string& prefix = "");
+
+    const TensorInfo* find(const std::string& name) const;
+    bool has(const std::string& name) const { return find(name) != nullptr; }
+    const std::vector<TensorInfo>& tensors() const { return tensors_; }
+    size_t size() const { return tensors_.size(); }
+    const std::vector<std::string>& files() const { return paths_; }
+    // String metadata (safetensors __metadata__, GGUF string KVs).
+    const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+    // Raw stored bytes (mmap'd), valid while the index lives.
+    const uint8_t* raw(const TensorInfo& t) const;
+
+    // Reads a tensor converted to `type` (a ggml_type value: F32, F16, BF16 or a
+    // quantized type whose block size divides ne[0]) into dst, which must hold
+    // ggml_row_size(type, ne[0]) * rows bytes.
+    Status read(const TensorInfo& t, int type, void* dst) const;
+    // Convenience: the tensor as floats.
+    Status read_f32(const TensorInfo& t, std::vector<float>& out) const;
+
+private:
+    std::vector<TensorInfo> tensors_;
+    std::map<std::string, size_t> by_name_;
+    std::vector<std::string> paths_;
+    std::vector<std::unique_ptr<MappedFile>> maps_;
+    std::map<std::string, std::string> metadata_;
+    friend class TensorIndexBuilder;
+};
+
+// Canonical prefixes for the CLI's file roles.
+std::string prefix_for_role(const std::string& role);  // "model","diffusion-model","vae","clip_l",...
+
+}  // namespace ggdiff
