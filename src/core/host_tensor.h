@@ -2,7 +2,9 @@
 // fastest-moving (innermost) dimension, so a latent is {W, H, C, N}.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace ggdiff {

@@ -23,8 +23,12 @@ std::string vformat(const char* fmt, va_list ap) {
 }
 }  // namespace
 
-void set_log_level(LogLevel level) { g_level = static_cast<int>(level); }
-LogLevel log_level() { return static_cast<LogLevel>(g_level.load()); }
+void set_log_level(LogLevel level) {
+    g_level = static_cast<int>(level);
+}
+LogLevel log_level() {
+    return static_cast<LogLevel>(g_level.load());
+}
 
 void set_log_sink(LogSink sink) {
     std::lock_guard<std::mutex> lock(g_mutex);

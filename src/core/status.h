@@ -8,7 +8,7 @@
 namespace ggdiff {
 
 class Status {
-public:
+  public:
     Status() = default;
     static Status Ok() { return Status(); }
     static Status Error(std::string message) { return Status(std::move(message)); }
@@ -22,7 +22,7 @@ public:
         return ok() ? *this : Status(context + ": " + message_);
     }
 
-private:
+  private:
     explicit Status(std::string message) : failed_(true), message_(std::move(message)) {}
     bool failed_ = false;
     std::string message_;
@@ -30,9 +30,9 @@ private:
 
 template <class T>
 class Result {
-public:
-    Result(T value) : v_(std::move(value)) {}                // NOLINT: implicit by design
-    Result(Status status) : v_(std::move(status)) {}         // NOLINT: must be an error
+  public:
+    Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+    Result(Status status) : v_(std::move(status)) {}  // NOLINT: must be an error
     bool ok() const { return std::holds_alternative<T>(v_); }
     explicit operator bool() const { return ok(); }
     const Status& status() const {
@@ -47,15 +47,15 @@ public:
     T& operator*() { return value(); }
     const T& operator*() const { return value(); }
 
-private:
+  private:
     std::variant<T, Status> v_;
 };
 
 }  // namespace ggdiff
 
 // Returns early from the enclosing function when a Status-returning expression fails.
-#define GGDIFF_TRY(expr)                      \
-    do {                                      \
-        ::ggdiff::Status _st = (expr);        \
-        if (!_st.ok()) return _st;            \
+#define GGDIFF_TRY(expr)               \
+    do {                               \
+        ::ggdiff::Status _st = (expr); \
+        if (!_st.ok()) return _st;     \
     } while (0)

@@ -1,0 +1,140 @@
+// ggdiff-bench: times one generation (or just opening a checkpoint) and prints the
+// figures as JSON on stdout, so runs can be compared one against another.
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ggdiff.h"
+#include "io/tensor_index.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double peak_rss_mib() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0;  // Linux reports KiB
+}
+
+struct Phases {
+    std::map<std::string, double> last_secs;
+    std::vector<double> step_ends;
+};
+
+int on_progress(const char* phase, int step, int total, double secs, void* user) {
+    auto* p = static_cast<Phases*>(user);
+    const std::string name(phase);
+    p->last_secs[name.rfind("sampling", 0) == 0 ? "sampling" : name] = secs;
+    if (name.rfind("sampling", 0) == 0) p->step_ends.push_back(secs);
+    (void)step;
+    (void)total;
+    return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"ggdiff-bench: time a generation and print the figures as JSON"};
+    std::vector<std::string> index_only;
+    std::map<std::string, std::string> opts;
+    std::vector<std::pair<std::string, std::string>> flags = {
+        {"-m,--model", "model"},
+        {"--diffusion-model", "diffusion-model"},
+        {"--vae", "vae"},
+        {"--tokenizer", "tokenizer"},
+        {"-p,--prompt", "prompt"},
+        {"-n,--negative-prompt", "negative-prompt"},
+        {"-W,--width", "width"},
+        {"-H,--height", "height"},
+        {"--steps", "steps"},
+        {"--cfg-scale", "cfg-scale"},
+        {"--sampling-method", "sampling-method"},
+        {"--scheduler", "scheduler"},
+        {"-s,--seed", "seed"},
+        {"-t,--threads", "threads"},
+        {"--type", "type"},
+        {"--backend", "backend"},
+        {"--params-backend", "params-backend"},
+        {"--rpc-servers", "rpc-servers"},
+        {"-b,--batch-count", "batch-count"},
+    };
+    for (const auto& [flag, name] : flags) {
+        app.add_option_function<std::string>(
+            flag, [&opts, n = name](const std::string& v) { opts[n] = v; }, "as for ggdiff");
+    }
+    app.add_option("--index-only", index_only,
+                   "only open and index these checkpoint files (no compute)");
+    CLI11_PARSE(app, argc, argv);
+
+    if (!index_only.empty()) {
+        auto t0 = Clock::now();
+        ggdiff::TensorIndex index;
+        for (const std::string& f : index_only) {
+            ggdiff::Status st = index.add(f);
+            if (!st.ok()) {
+                std::fprintf(stderr, "error: %s\n", st.message().c_str());
+                return 1;
+            }
+        }
+        std::printf("{\"index_seconds\": %.6f, \"tensors\": %zu, \"peak_rss_mib\": %.1f}\n",
+                    since(t0), index.size(), peak_rss_mib());
+        return 0;
+    }
+
+    ggdiff_options* o = ggdiff_options_new();
+    for (const auto& [k, v] : opts) {
+        if (ggdiff_options_set(o, k.c_str(), v.c_str()) != 0) {
+            std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+            return 1;
+        }
+    }
+    auto t0 = Clock::now();
+    ggdiff_model* model = nullptr;
+    if (ggdiff_model_load(o, &model) != 0) {
+        std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+        return 1;
+    }
+    const double load = since(t0);
+    Phases phases;
+    ggdiff_image* images = nullptr;
+    int n = 0;
+    auto t1 = Clock::now();
+    if (ggdiff_generate(model, o, on_progress, &phases, &images, &n) != 0) {
+        std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+        return 1;
+    }
+    const double total = since(t1);
+    std::string steps = "[";
+    double prev = 0.0;
+    for (size_t i = 0; i < phases.step_ends.size(); ++i) {
+        const double end = phases.step_ends[i];
+        if (end < prev) prev = 0.0;  // next batch image
+        steps += (i ? ", " : "") + std::to_string(end - prev);
+        prev = end;
+    }
+    steps += "]";
+    const double sampling = phases.last_secs["sampling"];
+    const size_t nsteps = phases.step_ends.size();
+    std::printf(
+        "{\"load_seconds\": %.3f, \"text_seconds\": %.3f, \"encode_seconds\": %.3f, "
+        "\"sampling_seconds\": %.3f, \"step_seconds\": %s, \"mean_step_seconds\": %.3f, "
+        "\"vae_decode_seconds\": %.3f, \"generate_seconds\": %.3f, \"images\": %d, "
+        "\"peak_rss_mib\": %.1f}\n",
+        load, phases.last_secs["text"], phases.last_secs["encode"], sampling, steps.c_str(),
+        nsteps ? sampling / static_cast<double>(nsteps) : 0.0, phases.last_secs["decode"], total, n,
+        peak_rss_mib());
+    ggdiff_images_free(images, n);
+    ggdiff_model_free(model);
+    ggdiff_options_free(o);
+    return 0;
+}

@@ -1,0 +1,118 @@
+// ggdiff: the command-line front end (sd-cli compatible flags).
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "api/api_options.h"
+#include "cli_options.h"
+#include "core/log.h"
+#include "ggdiff.h"
+#include "modes.h"
+
+namespace {
+
+int progress_bar(const char* phase, int step, int total, double secs, void*) {
+    ggdiff::cli::print_progress(phase, step, total, secs);
+    return 1;
+}
+
+// out.png, out_1.png, out_2.png, ... (or base_N from --output-begin-idx).
+std::string output_name(const std::string& output, int index, int begin_idx) {
+    if (begin_idx < 0 && index == 0) return output;
+    std::filesystem::path p(output);
+    const int n = begin_idx < 0 ? index : begin_idx + index;
+    std::string name = p.stem().string() + "_" + std::to_string(n) + p.extension().string();
+    return (p.parent_path() / name).string();
+}
+
+int generate(const ggdiff::cli::CliOptions& cli) {
+    ggdiff_options* o = ggdiff_options_new();
+    auto set = [&](const std::string& name, const std::string& value) {
+        if (ggdiff_options_set(o, name.c_str(), value.c_str()) != 0) {
+            std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+            return false;
+        }
+        return true;
+    };
+    // Every generation/model flag the user gave goes to the library as typed.
+    for (const auto& [flag, value] : cli.given) {
+        const std::string name = flag.substr(2);
+        if (ggdiff::is_api_option(name) && !set(name, value)) return 1;
+    }
+    // Values the CLI resolved itself.
+    if (!set("prompt", cli.prompt) || !set("negative-prompt", cli.negative_prompt)) return 1;
+    int64_t seed = cli.seed;
+    if (seed < 0) seed = static_cast<int64_t>(std::time(nullptr)) & 0x7fffffff;
+    if (!set("seed", std::to_string(seed))) return 1;
+    if (cli.clip_on_cpu && !set("clip-on-cpu", "true")) return 1;
+    if (cli.vae_on_cpu && !set("vae-on-cpu", "true")) return 1;
+
+    ggdiff_model* model = nullptr;
+    if (ggdiff_model_load(o, &model) != 0) {
+        std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+        ggdiff_options_free(o);
+        return 1;
+    }
+    ggdiff_image* images = nullptr;
+    int n = 0;
+    int rc = 0;
+    if (ggdiff_generate(model, o, progress_bar, nullptr, &images, &n) != 0) {
+        std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+        rc = 1;
+    }
+    for (int i = 0; i < n; ++i) {
+        const std::string path = output_name(cli.output, i, cli.output_begin_idx);
+        if (!ggdiff::cli::save_image(images[i], path, !cli.disable_image_metadata)) {
+            rc = 1;
+            continue;
+        }
+        std::fprintf(stderr, "saved %s (seed %lld)\n", path.c_str(),
+                     static_cast<long long>(images[i].seed));
+    }
+    ggdiff_images_free(images, n);
+    ggdiff_model_free(model);
+    ggdiff_options_free(o);
+    return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    auto parsed = ggdiff::cli::parse_cli(argc, argv);
+    if (!parsed.ok()) {
+        std::fprintf(stderr, "error: %s\n(see ggdiff --help)\n", parsed.status().message().c_str());
+        return 2;
+    }
+    const ggdiff::cli::CliOptions& cli = *parsed;
+    if (cli.action == ggdiff::cli::CliAction::help) {
+        std::fputs(cli.help_text.c_str(), stdout);
+        return 0;
+    }
+    if (cli.action == ggdiff::cli::CliAction::version) {
+        std::printf("%s\n", cli.version_text.c_str());
+        return 0;
+    }
+    ggdiff::set_log_level(cli.verbose ? ggdiff::LogLevel::Debug : ggdiff::LogLevel::Info);
+    ggdiff::Status supported = ggdiff::cli::check_supported(cli);
+    if (!supported.ok()) {
+        std::fprintf(stderr, "error: %s\n", supported.message().c_str());
+        return 2;
+    }
+    if (cli.list_devices) return ggdiff::cli::run_list_devices(cli);
+    switch (cli.mode) {
+        case ggdiff::cli::Mode::info:
+            return ggdiff::cli::run_info(cli);
+        case ggdiff::cli::Mode::convert:
+            return ggdiff::cli::run_convert(cli);
+        case ggdiff::cli::Mode::metadata:
+            return ggdiff::cli::run_metadata(cli);
+        case ggdiff::cli::Mode::img_gen:
+            return generate(cli);
+        default:
+            std::fprintf(stderr, "error: -M %s is not supported yet\n",
+                         ggdiff::cli::mode_name(cli.mode));
+            return 2;
+    }
+}

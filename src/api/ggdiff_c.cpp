@@ -1,0 +1,151 @@
+// The C API over the C++ engine: options by name, errors as codes + a message.
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "api/api_options.h"
+#include "devices/devices.h"
+#include "ggdiff.h"
+#include "pipeline/engine.h"
+
+struct ggdiff_options {
+    ggdiff::ApiOptions opts;
+};
+
+struct ggdiff_model {
+    std::unique_ptr<ggdiff::Engine> engine;
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+int fail(const std::string& message) {
+    g_last_error = message;
+    return 1;
+}
+
+int fail(const ggdiff::Status& st) {
+    return fail(st.message());
+}
+
+char* dup_string(const std::string& s) {
+    char* p = static_cast<char*>(std::malloc(s.size() + 1));
+    if (p) std::memcpy(p, s.c_str(), s.size() + 1);
+    return p;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* ggdiff_version(void) {
+    return "0.1.0";
+}
+
+const char* ggdiff_last_error(void) {
+    return g_last_error.c_str();
+}
+
+ggdiff_options* ggdiff_options_new(void) {
+    return new (std::nothrow) ggdiff_options();
+}
+
+void ggdiff_options_free(ggdiff_options* options) {
+    delete options;
+}
+
+int ggdiff_options_set(ggdiff_options* options, const char* name, const char* value) {
+    if (!options || !name) return fail("ggdiff_options_set: null argument");
+    ggdiff::Status st = ggdiff::set_api_option(options->opts, name, value ? value : "");
+    return st.ok() ? 0 : fail(st);
+}
+
+int ggdiff_model_load(const ggdiff_options* options, ggdiff_model** out_model) {
+    if (!options || !out_model) return fail("ggdiff_model_load: null argument");
+    *out_model = nullptr;
+    try {
+        if (!options->opts.rpc_servers.empty()) {
+            ggdiff::Status st = ggdiff::add_rpc_servers(options->opts.rpc_servers);
+            if (!st.ok()) return fail(st);
+        }
+        auto engine = ggdiff::Engine::load(options->opts.model);
+        if (!engine.ok()) return fail(engine.status());
+        *out_model = new ggdiff_model{std::move(*engine)};
+        return 0;
+    } catch (const std::exception& e) {
+        return fail(std::string("loading failed: ") + e.what());
+    }
+}
+
+void ggdiff_model_free(ggdiff_model* model) {
+    delete model;
+}
+
+int ggdiff_generate(ggdiff_model* model, const ggdiff_options* options, ggdiff_progress_fn progress,
+                    void* user, ggdiff_image** out_images, int* out_count) {
+    if (!model || !options || !out_images || !out_count) {
+        return fail("ggdiff_generate: null argument");
+    }
+    *out_images = nullptr;
+    *out_count = 0;
+    try {
+        ggdiff::ApiOptions opts = options->opts;
+        ggdiff::Status st = ggdiff::resolve_api_inputs(opts);
+        if (!st.ok()) return fail(st);
+        ggdiff::ProgressFn fn;
+        if (progress) {
+            fn = [&](const std::string& phase, int step, int total, double secs) {
+                return progress(phase.c_str(), step, total, secs, user) != 0;
+            };
+        }
+        auto images = model->engine->generate(opts.gen, fn);
+        if (!images.ok()) return fail(images.status());
+        const int n = static_cast<int>(images->size());
+        auto* out =
+            static_cast<ggdiff_image*>(std::calloc(static_cast<size_t>(n), sizeof(ggdiff_image)));
+        if (!out && n > 0) return fail("out of memory");
+        for (int i = 0; i < n; ++i) {
+            const ggdiff::GeneratedImage& g = (*images)[static_cast<size_t>(i)];
+            out[i].width = g.image.width;
+            out[i].height = g.image.height;
+            out[i].channels = g.image.channels;
+            out[i].seed = g.seed;
+            out[i].data = static_cast<unsigned char*>(std::malloc(g.image.pixels.size()));
+            if (out[i].data) std::memcpy(out[i].data, g.image.pixels.data(), g.image.pixels.size());
+            out[i].parameters = dup_string(g.infotext);
+        }
+        *out_images = out;
+        *out_count = n;
+        return 0;
+    } catch (const std::exception& e) {
+        return fail(std::string("generation failed: ") + e.what());
+    }
+}
+
+void ggdiff_images_free(ggdiff_image* images, int count) {
+    if (!images) return;
+    for (int i = 0; i < count; ++i) {
+        std::free(images[i].data);
+        std::free(images[i].parameters);
+    }
+    std::free(images);
+}
+
+int ggdiff_list_devices(const char* rpc_servers, char** out_text) {
+    if (!out_text) return fail("ggdiff_list_devices: null argument");
+    if (rpc_servers && *rpc_servers) {
+        ggdiff::Status st = ggdiff::add_rpc_servers(rpc_servers);
+        if (!st.ok()) return fail(st);
+    }
+    std::string text;
+    for (const ggdiff::DeviceInfo& d : ggdiff::list_devices()) {
+        text += d.name + "\t" + d.description + "\n";
+    }
+    *out_text = dup_string(text);
+    return 0;
+}
+
+}  // extern "C"

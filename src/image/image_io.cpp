@@ -1,0 +1,61 @@
+#include "image/image_io.h"
+
+#include "image/codecs.h"
+#include "image/file_io.h"
+
+namespace ggdiff {
+
+Result<Image> decode_image(const uint8_t* data, size_t size) {
+    if (data == nullptr || size == 0) return Status::Error("no image data (empty input)");
+    const std::optional<ImageFormat> format = detect_image_format(data, size);
+    if (!format) {
+        return Status::Error("not a PNG, JPEG or WebP image: " +
+                             describe_unknown_image_data(data, size));
+    }
+    switch (*format) {
+        case ImageFormat::Png:
+            return codec::decode_png(data, size);
+        case ImageFormat::Jpeg:
+            return codec::decode_jpeg(data, size);
+        case ImageFormat::WebP:
+            return codec::decode_webp(data, size);
+    }
+    return Status::Error("unsupported image format");
+}
+
+Result<Image> decode_image(const std::vector<uint8_t>& data) {
+    return decode_image(data.data(), data.size());
+}
+
+Result<Image> read_image(const std::string& path) {
+    Result<std::vector<uint8_t>> bytes = read_file_bytes(path, kMaxImageFileBytes);
+    if (!bytes.ok()) return bytes.status().with_context("cannot read image '" + path + "'");
+    Result<Image> image = decode_image(*bytes);
+    if (!image.ok()) return image.status().with_context("cannot decode image '" + path + "'");
+    return image;
+}
+
+Result<std::vector<uint8_t>> encode_image(const Image& image, ImageFormat format,
+                                          const ImageWriteOptions& options) {
+    GGDIFF_TRY(validate_image(image).with_context("cannot encode image"));
+    switch (format) {
+        case ImageFormat::Png:
+            return codec::encode_png(image, options.png_compression, options.parameters);
+        case ImageFormat::Jpeg:
+            return codec::encode_jpeg(image, options.quality, options.parameters);
+        case ImageFormat::WebP:
+            return codec::encode_webp(image, options.quality, options.lossless, options.parameters);
+    }
+    return Status::Error("unsupported image format");
+}
+
+Status write_image(const std::string& path, const Image& image, const ImageWriteOptions& options) {
+    const std::string context = "cannot write image '" + path + "'";
+    Result<ImageFormat> format = image_format_from_path(path);
+    if (!format.ok()) return format.status();
+    Result<std::vector<uint8_t>> bytes = encode_image(image, *format, options);
+    if (!bytes.ok()) return bytes.status().with_context(context);
+    return write_file_atomic(path, bytes->data(), bytes->size()).with_context(context);
+}
+
+}  // namespace ggdiff

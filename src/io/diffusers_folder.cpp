@@ -1,0 +1,138 @@
+#include "io/diffusers_folder.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/log.h"
+
+namespace ggdiff {
+
+namespace {
+
+constexpr const char* kDiffusion = "model.diffusion_model.";
+constexpr const char* kVae = "first_stage_model.";
+
+std::string join(const std::string& dir, const std::string& name) {
+    return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+Result<std::vector<std::string>> shards_from_index(const std::string& dir,
+                                                   const std::string& index_path) {
+    std::ifstream in(index_path);
+    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") ||
+        !j["weight_map"].is_object()) {
+        return Status::Error(index_path + ": not a valid safetensors index (no weight_map)");
+    }
+    std::set<std::string> files;
+    for (const auto& [key, value] : j["weight_map"].items()) {
+        if (!value.is_string() || value.get<std::string>().find('/') != std::string::npos) {
+            return Status::Error(index_path + ": bad weight_map entry for '" + key + "'");
+        }
+        files.insert(value.get<std::string>());
+    }
+    std::vector<std::string> out;
+    for (const std::string& f : files) out.push_back(join(dir, f));
+    if (out.empty()) return Status::Error(index_path + ": empty weight_map");
+    return out;
+}
+
+}  // namespace
+
+bool is_directory(const std::string& path) {
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool is_regular_file(const std::string& path) {
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+Result<std::vector<std::string>> component_weight_files(const std::string& dir) {
+    for (const char* base : {"diffusion_pytorch_model", "model"}) {
+        for (const char* variant : {"", ".fp16"}) {
+            const std::string stem = join(dir, std::string(base) + variant + ".safetensors");
+            if (is_regular_file(stem)) return std::vector<std::string>{stem};
+            if (is_regular_file(stem + ".index.json")) {
+                return shards_from_index(dir, stem + ".index.json");
+            }
+        }
+    }
+    for (const char* bin : {"diffusion_pytorch_model.bin", "pytorch_model.bin"}) {
+        if (is_regular_file(join(dir, bin))) {
+            return Status::Error(dir + ": only pickle weights (" + bin +
+                                 ") found; ggdiff reads safetensors and GGUF");
+        }
+    }
+    return Status::Error(dir +
+                         ": no diffusion_pytorch_model.safetensors or model.safetensors in folder");
+}
+
+Result<std::vector<FolderPart>> diffusers_folder_parts(const std::string& dir,
+                                                       const std::string& prefix) {
+    std::vector<FolderPart> parts;
+    if (!is_regular_file(join(dir, "model_index.json"))) {
+        // A single component folder, or not a model folder at all.
+        auto files = component_weight_files(dir);
+        if (!files.ok()) {
+            return Status::Error(dir +
+                                 ": a directory, but neither a diffusers pipeline (no "
+                                 "model_index.json) nor a component folder with weights");
+        }
+        for (const std::string& f : *files) parts.push_back({f, prefix});
+        return parts;
+    }
+
+    const bool sdxl = is_directory(join(dir, "text_encoder_2"));
+    std::vector<std::pair<std::string, std::string>> wanted;  // (subfolder, prefix)
+    if (prefix.empty()) {
+        if (!is_directory(join(dir, "unet"))) {
+            return Status::Error(
+                dir +
+                ": diffusers pipelines without a unet/ folder (transformer models) are "
+                "not supported; use the original single-file checkpoint");
+        }
+        wanted = {{"unet", kDiffusion}, {"vae", kVae}};
+        if (sdxl) {
+            wanted.push_back({"text_encoder", "conditioner.embedders.0.transformer."});
+            wanted.push_back({"text_encoder_2", "conditioner.embedders.1.transformer."});
+        } else {
+            wanted.push_back({"text_encoder", "cond_stage_model.transformer."});
+        }
+    } else if (prefix == kDiffusion) {
+        wanted = {{"unet", prefix}};
+    } else if (prefix == kVae) {
+        wanted = {{"vae", prefix}};
+    } else if (prefix == "text_encoders.clip_l.") {
+        wanted = {{"text_encoder", prefix}};
+    } else if (prefix == "text_encoders.clip_g.") {
+        wanted = {{"text_encoder_2", prefix}};
+    } else if (prefix == "text_encoders.t5xxl.") {
+        wanted = {{is_directory(join(dir, "text_encoder_3")) ? "text_encoder_3" : "text_encoder_2",
+                   prefix}};
+    } else {
+        return Status::Error(dir + ": no component of this diffusers pipeline matches prefix '" +
+                             prefix + "'");
+    }
+
+    for (const auto& [sub, p] : wanted) {
+        const std::string subdir = join(dir, sub);
+        if (!is_directory(subdir)) {
+            if (prefix.empty() && sub != "unet") {
+                GGDIFF_LOG_WARN("%s: no %s/ folder, skipping", dir.c_str(), sub.c_str());
+                continue;
+            }
+            return Status::Error(dir + ": diffusers pipeline has no " + sub + "/ folder");
+        }
+        auto files = component_weight_files(subdir);
+        if (!files.ok()) return files.status();
+        for (const std::string& f : *files) parts.push_back({f, p});
+    }
+    return parts;
+}
+
+}  // namespace ggdiff

@@ -1,0 +1,105 @@
+#include "io/model_info.h"
+
+#include <ggml.h>
+
+#include "core/log.h"
+#include "io/name_util.h"
+
+namespace ggdiff {
+
+namespace {
+
+constexpr const char* kUnet = "model.diffusion_model.";
+
+bool has_prefix(const TensorIndex& index, const std::string& p) {
+    for (const TensorInfo& t : index.tensors()) {
+        if (starts_with(t.name, p)) return true;
+    }
+    return false;
+}
+
+// Width of the UNet's cross-attention context (attn2.to_k takes [dim, context]).
+int unet_context_dim(const TensorIndex& index) {
+    for (const TensorInfo& t : index.tensors()) {
+        if (starts_with(t.name, kUnet) && ends_with(t.name, ".attn2.to_k.weight") &&
+            t.shape.size() == 2) {
+            return static_cast<int>(t.shape[1]);
+        }
+    }
+    return 0;
+}
+
+std::string type_label(const TensorInfo& t) {
+    if (t.dtype == DType::GGML && t.ggml_type >= 0 && t.ggml_type < GGML_TYPE_COUNT) {
+        return ggml_type_name(static_cast<ggml_type>(t.ggml_type));
+    }
+    return dtype_name(t.dtype);
+}
+
+std::string human_bytes(uint64_t b) {
+    if (b >= (1ull << 30)) return string_format("%.2f GiB", b / double(1ull << 30));
+    if (b >= (1ull << 20)) return string_format("%.1f MiB", b / double(1ull << 20));
+    if (b >= (1ull << 10)) return string_format("%.1f KiB", b / double(1ull << 10));
+    return string_format("%llu B", (unsigned long long)b);
+}
+
+}  // namespace
+
+std::string detect_family(const TensorIndex& index, int* context_dim) {
+    const int ctx = unet_context_dim(index);
+    if (context_dim) *context_dim = ctx;
+    const std::string d = kUnet;
+    if (has_prefix(index, d + "double_blocks.")) return "flux";
+    if (has_prefix(index, d + "joint_blocks.")) return "sd3";
+    if (has_prefix(index, d + "transformer_blocks.") && index.has(d + "img_in.weight") &&
+        index.has(d + "txt_in.weight")) {
+        return index.has(d + "time_text_embed.addition_t_embedding.weight") ? "qwen_image_layered"
+                                                                            : "qwen_image";
+    }
+    if (has_prefix(index, d + "input_blocks.")) {
+        if (has_prefix(index, "conditioner.embedders.") || has_prefix(index, d + "label_emb.") ||
+            ctx == 2048) {
+            return "sdxl";
+        }
+        if (ctx == 768) return "sd1";
+        if (ctx == 1024) return "sd2";
+    }
+    return "unknown";
+}
+
+ModelInfo summarize(const TensorIndex& index) {
+    ModelInfo info;
+    info.tensor_count = index.size();
+    info.files = index.files();
+    info.family = detect_family(index, &info.context_dim);
+    for (const TensorInfo& t : index.tensors()) {
+        ++info.dtype_histogram[type_label(t)];
+        info.component_bytes[static_cast<size_t>(component_of(t.name))] += t.nbytes;
+        info.total_bytes += t.nbytes;
+    }
+    return info;
+}
+
+std::string format_model_info(const ModelInfo& info) {
+    std::string s;
+    for (const std::string& f : info.files) s += "file:        " + f + "\n";
+    s += "family:      " + info.family;
+    if (info.context_dim) s += string_format(" (context width %d)", info.context_dim);
+    s += "\n";
+    s += string_format("tensors:     %zu\n", info.tensor_count);
+    s += "types:      ";
+    for (const auto& [name, count] : info.dtype_histogram) {
+        s += string_format(" %s=%zu", name.c_str(), count);
+    }
+    s += "\n";
+    s += "bytes:       " + human_bytes(info.total_bytes) + " total\n";
+    for (Component c :
+         {Component::Diffusion, Component::TextEncoder, Component::Vae, Component::Other}) {
+        const uint64_t b = info.component_bytes[static_cast<size_t>(c)];
+        if (b == 0 && c == Component::Other) continue;
+        s += string_format("  %-14s %s\n", component_name(c), human_bytes(b).c_str());
+    }
+    return s;
+}
+
+}  // namespace ggdiff

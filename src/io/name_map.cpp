@@ -1,0 +1,202 @@
+// Dispatch: which wrappers to strip and which layout converter to apply for a role.
+#include <functional>
+
+#include "io/name_map.h"
+#include "io/name_util.h"
+
+namespace ggdiff {
+
+namespace {
+
+constexpr const char* kDiffusionPrefix = "model.diffusion_model.";
+constexpr const char* kVaePrefix = "first_stage_model.";
+
+enum class RoleKind { Full, Diffusion, Vae, TextEncoder, Other };
+
+RoleKind kind_of(const std::string& prefix) {
+    if (prefix.empty()) return RoleKind::Full;
+    if (prefix == kDiffusionPrefix) return RoleKind::Diffusion;
+    if (prefix == kVaePrefix) return RoleKind::Vae;
+    if (starts_with(prefix, "text_encoders.") || starts_with(prefix, "cond_stage_model.") ||
+        starts_with(prefix, "conditioner.")) {
+        return RoleKind::TextEncoder;
+    }
+    return RoleKind::Other;
+}
+
+bool is_full_checkpoint(const std::vector<std::string>& names) {
+    static const char* kTop[] = {kDiffusionPrefix, kVaePrefix, "cond_stage_model.", "conditioner.",
+                                 "text_encoders."};
+    for (const std::string& n : names) {
+        for (const char* p : kTop) {
+            if (starts_with(n, p)) return true;
+        }
+    }
+    return false;
+}
+
+bool any_starts_with(const std::vector<std::string>& names, const char* p) {
+    for (const std::string& n : names) {
+        if (starts_with(n, p)) return true;
+    }
+    return false;
+}
+
+// Working set: the surviving stored tensors and their current (partly rewritten) names.
+struct Work {
+    std::vector<size_t> source;
+    std::vector<std::string> names;
+};
+
+// Strips `wrapper` when some name has it; names without it belong to other components
+// and are dropped. With `all`, strips only when every name has it.
+bool strip_wrapper(Work* w, const std::string& wrapper, bool all, std::vector<std::string>* notes) {
+    size_t with = 0;
+    for (const std::string& n : w->names) with += starts_with(n, wrapper);
+    if (with == 0 || (all && with != w->names.size())) return false;
+    Work kept;
+    for (size_t i = 0; i < w->names.size(); ++i) {
+        if (starts_with(w->names[i], wrapper)) {
+            kept.source.push_back(w->source[i]);
+            kept.names.push_back(w->names[i].substr(wrapper.size()));
+        }
+    }
+    if (notes && kept.names.size() != w->names.size()) {
+        notes->push_back("ignored " + std::to_string(w->names.size() - kept.names.size()) +
+                         " tensors outside '" + wrapper + "'");
+    }
+    *w = std::move(kept);
+    return true;
+}
+
+// Applies a one-to-one converter to every name; unmapped names stay as they are.
+void convert_all(Work* w, const std::function<bool(const std::string&, std::string*)>& f) {
+    for (std::string& n : w->names) {
+        std::string out;
+        if (f(n, &out)) n = out;
+    }
+}
+
+void emit(const Work& w, const std::string& prefix, bool openclip, std::vector<NameMapping>* out) {
+    for (size_t i = 0; i < w.names.size(); ++i) {
+        std::vector<std::string> parts;
+        if (openclip && openclip_to_hf(w.names[i], &parts)) {
+            for (size_t p = 0; p < parts.size(); ++p) {
+                out->push_back({w.source[i], prefix + parts[p], static_cast<int>(p),
+                                static_cast<int>(parts.size())});
+            }
+        } else {
+            out->push_back({w.source[i], prefix + w.names[i], 0, 1});
+        }
+    }
+}
+
+// A full checkpoint: names are already LDM; only open_clip towers are renamed
+// ("<te>.model.X" -> "<te>.transformer.<HF name>").
+std::vector<NameMapping> map_full(const std::vector<std::string>& names,
+                                  std::vector<std::string>* notes) {
+    std::vector<NameMapping> out;
+    size_t renamed = 0;
+    for (size_t i = 0; i < names.size(); ++i) {
+        const std::string& n = names[i];
+        std::string te;
+        std::string rest;
+        int idx = 0;
+        if (starts_with(n, "cond_stage_model.model.")) {
+            te = "cond_stage_model.";
+            rest = n.substr(te.size() + 6);
+        } else if (take_indexed(n, "conditioner.embedders.", &idx, &rest) &&
+                   starts_with(rest, "model.")) {
+            te = "conditioner.embedders." + std::to_string(idx) + ".";
+            rest = rest.substr(6);
+        }
+        std::vector<std::string> parts;
+        if (!te.empty() && openclip_to_hf(rest, &parts)) {
+            ++renamed;
+            for (size_t p = 0; p < parts.size(); ++p) {
+                out.push_back({i, te + "transformer." + parts[p], static_cast<int>(p),
+                               static_cast<int>(parts.size())});
+            }
+            continue;
+        }
+        out.push_back({i, n, 0, 1});
+    }
+    if (notes && renamed) {
+        notes->push_back("open_clip text encoder renamed to HF CLIP layout (" +
+                         std::to_string(renamed) + " tensors)");
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
+                                          const std::string& prefix,
+                                          std::vector<std::string>* notes) {
+    const RoleKind kind = kind_of(prefix);
+    if (kind == RoleKind::Full) {
+        if (is_full_checkpoint(names)) return map_full(names, notes);
+        // A single component given as the main model: file it under its component.
+        if (DiffusersUnetMap::detect(names) || any_starts_with(names, "input_blocks.") ||
+            any_starts_with(names, "double_blocks.") || any_starts_with(names, "joint_blocks.") ||
+            (any_starts_with(names, "transformer_blocks.") && any_starts_with(names, "img_in."))) {
+            if (notes)
+                notes->push_back("bare diffusion model: filed under " +
+                                 std::string(kDiffusionPrefix));
+            return map_tensor_names(names, kDiffusionPrefix, notes);
+        }
+        if (DiffusersVaeMap::detect(names) ||
+            (any_starts_with(names, "encoder.down.") && any_starts_with(names, "decoder.up."))) {
+            if (notes) notes->push_back("bare VAE: filed under " + std::string(kVaePrefix));
+            return map_tensor_names(names, kVaePrefix, notes);
+        }
+    }
+
+    Work w;
+    w.names = names;
+    for (size_t i = 0; i < names.size(); ++i) w.source.push_back(i);
+
+    std::vector<std::pair<std::string, bool>> wrappers;  // (wrapper, needs all names)
+    if (!prefix.empty()) wrappers.emplace_back(prefix, false);
+    switch (kind) {
+        case RoleKind::Diffusion:
+            wrappers.emplace_back("diffusion_model.", false);
+            break;
+        case RoleKind::Vae:
+            wrappers.emplace_back("vae.", false);
+            break;
+        case RoleKind::TextEncoder:
+            wrappers.emplace_back("cond_stage_model.transformer.", false);
+            wrappers.emplace_back("cond_stage_model.model.", false);
+            wrappers.emplace_back("cond_stage_model.", false);
+            wrappers.emplace_back("transformer.", true);
+            break;
+        default:
+            break;
+    }
+    for (int pass = 0; pass < 4; ++pass) {
+        bool changed = false;
+        for (const auto& [wrapper, all] : wrappers)
+            changed |= strip_wrapper(&w, wrapper, all, notes);
+        if (!changed) break;
+    }
+
+    bool openclip = false;
+    if (kind == RoleKind::Diffusion && DiffusersUnetMap::detect(w.names)) {
+        DiffusersUnetMap m(w.names);
+        convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });
+        if (notes) notes->push_back("diffusers UNet layout renamed to LDM");
+    } else if (kind == RoleKind::Vae && DiffusersVaeMap::detect(w.names)) {
+        DiffusersVaeMap m(w.names);
+        convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });
+        if (notes) notes->push_back("diffusers VAE layout renamed to LDM");
+    } else if (kind == RoleKind::TextEncoder && is_openclip_layout(w.names)) {
+        openclip = true;
+        if (notes) notes->push_back("open_clip text encoder renamed to HF CLIP layout");
+    }
+    std::vector<NameMapping> out;
+    emit(w, prefix, openclip, &out);
+    return out;
+}
+
+}  // namespace ggdiff

@@ -1,0 +1,70 @@
+// Tensor-name normalization: stored names (diffusers/HF, open_clip, LDM, with or
+// without wrapper prefixes) -> canonical LDM-layout names under a role prefix.
+//
+// Canonical layout:
+//   UNet (SD1/SD2/SDXL)   model.diffusion_model.{input_blocks,middle_block,output_blocks,...}
+//   VAE                   first_stage_model.{encoder,decoder}.{down,mid,up}...  Attention
+//                         weights keep their stored shape: [C,C,1,1] (LDM) or [C,C] (diffusers).
+//   CLIP text encoders    HF CLIPTextModel layout "<te>.transformer.text_model.*" for the
+//                         checkpoint's own encoders (<te> = cond_stage_model or
+//                         conditioner.embedders.N), "<role prefix>text_model.*" for separate
+//                         files. open_clip models (SD2, SDXL's bigG) are renamed to the same
+//                         HF names; a fused attn.in_proj_{weight,bias} becomes q/k/v_proj
+//                         slices. open_clip's text_projection is kept as "text_projection"
+//                         (open_clip orientation [width, proj], applied as x @ P), unlike HF's
+//                         "text_projection.weight" ([proj, width], x @ W^T).
+//   Anything else         kept as stored, under the role prefix.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ggdiff {
+
+// One canonical tensor made from a stored one: all of it, or slice `part` of `parts`
+// equal slices along the outermost (torch dim 0) dimension.
+struct NameMapping {
+    size_t source = 0;  // index into the stored names
+    std::string name;   // canonical name
+    int part = 0;
+    int parts = 1;
+};
+
+// Maps the names of one file added under `prefix` (see prefix_for_role). Names that a
+// role file carries for other components (a full checkpoint given as --vae) are dropped.
+// `notes`, if given, receives what was done ("diffusers UNet layout renamed to LDM",
+// "ignored 12 tensors outside 'first_stage_model.'", ...).
+std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
+                                          const std::string& prefix,
+                                          std::vector<std::string>* notes = nullptr);
+
+// Layout converters, exposed for tests. Each returns false when the name is not part of
+// the layout (the caller keeps it unchanged).
+class DiffusersUnetMap {
+  public:
+    static bool detect(const std::vector<std::string>& names);
+    explicit DiffusersUnetMap(const std::vector<std::string>& names);
+    bool map(const std::string& name, std::string* out) const;
+
+  private:
+    int down_resnets_ = 2;       // resnets per down level
+    int up_resnets_ = 3;         // resnets per up level
+    std::vector<bool> up_attn_;  // up level has attentions
+};
+
+class DiffusersVaeMap {
+  public:
+    static bool detect(const std::vector<std::string>& names);
+    explicit DiffusersVaeMap(const std::vector<std::string>& names);
+    bool map(const std::string& name, std::string* out) const;
+
+  private:
+    int up_levels_ = 4;
+};
+
+// open_clip text tower name (without the "model." wrapper) -> HF CLIP name(s). A fused
+// in_proj yields three names (q, k, v) in order.
+bool openclip_to_hf(const std::string& name, std::vector<std::string>* out);
+bool is_openclip_layout(const std::vector<std::string>& names);
+
+}  // namespace ggdiff

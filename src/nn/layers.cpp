@@ -1,0 +1,80 @@
+#include "nn/layers.h"
+
+#include <cmath>
+
+namespace ggdiff::nn {
+
+ggml_tensor* linear(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t in, int64_t out,
+                    bool bias) {
+    ggml_tensor* y = ggml_mul_mat(c.ctx, c.W(prefix + ".weight", {in, out}), x);
+    if (bias) y = ggml_add(c.ctx, y, c.W(prefix + ".bias", {out}));
+    return y;
+}
+
+ggml_tensor* conv2d(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t in, int64_t out,
+                    int k, int stride, int pad, bool bias) {
+    ggml_tensor* w = c.W(prefix + ".weight", {k, k, in, out});
+    ggml_tensor* y = ggml_conv_2d(c.ctx, w, x, stride, stride, pad, pad, 1, 1);
+    if (bias) {
+        ggml_tensor* b = c.W(prefix + ".bias", {out});
+        y = ggml_add(c.ctx, y, ggml_reshape_4d(c.ctx, b, 1, 1, out, 1));
+    }
+    return y;
+}
+
+ggml_tensor* group_norm(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t channels,
+                        int groups, float eps) {
+    ggml_tensor* y = ggml_group_norm(c.ctx, x, groups, eps);
+    ggml_tensor* w = ggml_reshape_4d(c.ctx, c.W(prefix + ".weight", {channels}), 1, 1, channels, 1);
+    ggml_tensor* b = ggml_reshape_4d(c.ctx, c.W(prefix + ".bias", {channels}), 1, 1, channels, 1);
+    return ggml_add(c.ctx, ggml_mul(c.ctx, y, w), b);
+}
+
+ggml_tensor* layer_norm(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t dim, float eps) {
+    ggml_tensor* y = ggml_norm(c.ctx, x, eps);
+    y = ggml_mul(c.ctx, y, c.W(prefix + ".weight", {dim}));
+    return ggml_add(c.ctx, y, c.W(prefix + ".bias", {dim}));
+}
+
+ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int heads,
+                       bool causal) {
+    const int64_t dim = q->ne[0];
+    const int64_t d = dim / heads;
+    const int64_t tq = q->ne[1], tk = k->ne[1];
+    const int64_t n = q->ne[2];
+    // [d, H, T, N] -> [d, T, H, N]
+    q = ggml_permute(ctx, ggml_reshape_4d(ctx, q, d, heads, tq, n), 0, 2, 1, 3);
+    k = ggml_permute(ctx, ggml_reshape_4d(ctx, k, d, heads, tk, n), 0, 2, 1, 3);
+    // v^T: [Tk, d, H, N]
+    v = ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_4d(ctx, v, d, heads, tk, n), 1, 2, 0, 3));
+    ggml_tensor* kq = ggml_mul_mat(ctx, k, q);  // [Tk, Tq, H, N]
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    if (causal) {
+        kq = ggml_scale(ctx, kq, scale);
+        kq = ggml_diag_mask_inf(ctx, kq, 0);
+        kq = ggml_soft_max(ctx, kq);
+    } else {
+        kq = ggml_soft_max_ext(ctx, kq, nullptr, scale, 0.0f);
+    }
+    ggml_tensor* out = ggml_mul_mat(ctx, v, kq);               // [d, Tq, H, N]
+    out = ggml_cont(ctx, ggml_permute(ctx, out, 0, 2, 1, 3));  // [d, H, Tq, N]
+    return ggml_reshape_3d(ctx, out, dim, tq, n);
+}
+
+ggml_tensor* image_to_tokens(ggml_context* ctx, ggml_tensor* x) {
+    const int64_t w = x->ne[0], h = x->ne[1], ch = x->ne[2], n = x->ne[3];
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 1, 2, 0, 3));  // [C, W, H, N]
+    return ggml_reshape_3d(ctx, x, ch, w * h, n);
+}
+
+ggml_tensor* tokens_to_image(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h) {
+    const int64_t ch = x->ne[0], n = x->ne[2];
+    x = ggml_reshape_4d(ctx, x, ch, w, h, n);
+    return ggml_cont(ctx, ggml_permute(ctx, x, 2, 0, 1, 3));  // [W, H, C, N]
+}
+
+ggml_tensor* upsample_nearest2x(ggml_context* ctx, ggml_tensor* x) {
+    return ggml_upscale(ctx, x, 2, GGML_SCALE_MODE_NEAREST);
+}
+
+}  // namespace ggdiff::nn

@@ -1,0 +1,40 @@
+// Layer builders shared by every model. Tensors use ggml layout: an image batch is
+// [W, H, C, N]; a token sequence is [dim, tokens, N]. Weight names are the prefix
+// plus ".weight" / ".bias" in the canonical (LDM) naming.
+#pragma once
+
+#include <string>
+
+#include "nn/weights.h"
+
+namespace ggdiff::nn {
+
+// y = x W^T + b over ne[0]; weight torch [out, in].
+ggml_tensor* linear(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t in, int64_t out,
+                    bool bias = true);
+
+// 2-D convolution, weight torch [out, in, k, k]; input [W, H, in, N].
+ggml_tensor* conv2d(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t in, int64_t out,
+                    int k, int stride = 1, int pad = 0, bool bias = true);
+
+// GroupNorm over channels (ne[2]) with affine weight/bias; input [W, H, C, N].
+ggml_tensor* group_norm(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t channels,
+                        int groups = 32, float eps = 1e-6f);
+
+// LayerNorm over ne[0] with affine weight/bias.
+ggml_tensor* layer_norm(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t dim,
+                        float eps = 1e-5f);
+
+// Scaled dot-product attention. q [d*heads, Tq, N], k/v [d*heads, Tk, N] -> [d*heads, Tq, N].
+// causal: query i sees keys 0..i only (CLIP text encoders).
+ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int heads,
+                       bool causal = false);
+
+// [W, H, C, N] <-> [C, W*H, N] token layout.
+ggml_tensor* image_to_tokens(ggml_context* ctx, ggml_tensor* x);
+ggml_tensor* tokens_to_image(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h);
+
+// Nearest-neighbour 2x upsample of [W, H, C, N].
+ggml_tensor* upsample_nearest2x(ggml_context* ctx, ggml_tensor* x);
+
+}  // namespace ggdiff::nn

@@ -1,0 +1,33 @@
+// What the planners know about a device: plain values filled in by src/devices.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ggdiff::placement {
+
+// Mirrors ggml's device types; Gpu and IGpu count as "GPU-type" for auto-fit (RPC devices
+// report themselves as GPUs).
+enum class DeviceType { Cpu, Gpu, IGpu, Accel };
+
+inline bool is_gpu_type(DeviceType t) {
+    return t == DeviceType::Gpu || t == DeviceType::IGpu;
+}
+const char* device_type_name(DeviceType t);
+
+struct DeviceInfo {
+    std::string name;  // as printed by --list-devices ("CUDA0", "RPC1", "CPU")
+    DeviceType type = DeviceType::Gpu;
+    uint64_t free_bytes = 0;        // free memory now (for splits: capped by --max-vram if given)
+    uint64_t total_bytes = 0;       // informational
+    std::string registry;           // the backend registry the device belongs to ("CUDA", "RPC")
+    bool has_split_buffer = false;  // the registry offers ggml_backend_split_buffer_type
+};
+
+// Splits shares of a device: max(free - 2 GiB, free / 8). Used by layer and row split.
+uint64_t split_weight(uint64_t free_bytes);
+// Each device's fraction of split_weight over all devices (equal if all weights are 0).
+std::vector<double> split_proportions(const std::vector<DeviceInfo>& devices);
+
+}  // namespace ggdiff::placement

@@ -1,0 +1,167 @@
+#include "runtime/graph_runner.h"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "core/log.h"
+#include "devices/devices.h"
+#include "runtime/weight_store.h"
+
+namespace ggdiff {
+namespace {
+
+constexpr size_t kGraphSize = 32768;
+
+std::mutex g_backend_mutex;
+std::map<std::string, ggml_backend_t> g_backends;
+
+ggml_backend_t cached_backend(ggml_backend_dev_t dev, int n_threads) {
+    std::lock_guard<std::mutex> lock(g_backend_mutex);
+    const std::string key = ggml_backend_dev_name(dev);
+    auto it = g_backends.find(key);
+    ggml_backend_t b = nullptr;
+    if (it != g_backends.end()) {
+        b = it->second;
+    } else {
+        b = ggml_backend_dev_init(dev, nullptr);
+        if (!b) return nullptr;
+        g_backends[key] = b;
+    }
+    set_backend_threads(b, n_threads > 0 ? n_threads : default_threads());
+    return b;
+}
+
+}  // namespace
+
+ggml_tensor* GraphBuilder::input(const HostTensor& value) {
+    int64_t d[4] = {1, 1, 1, 1};
+    for (size_t i = 0; i < value.ne.size() && i < 4; ++i) d[i] = value.ne[i];
+    ggml_tensor* t = ggml_new_tensor(nn_.ctx, GGML_TYPE_F32,
+                                     static_cast<int>(std::max<size_t>(1, value.ne.size())), d);
+    ggml_set_input(t);
+    inputs_.push_back({t, value.data.data(), value.data.size() * sizeof(float)});
+    return t;
+}
+
+ggml_tensor* GraphBuilder::input_i32(const std::vector<int32_t>& value,
+                                     const std::vector<int64_t>& ne) {
+    int64_t d[4] = {1, 1, 1, 1};
+    for (size_t i = 0; i < ne.size() && i < 4; ++i) d[i] = ne[i];
+    ggml_tensor* t = ggml_new_tensor(nn_.ctx, GGML_TYPE_I32,
+                                     static_cast<int>(std::max<size_t>(1, ne.size())), d);
+    ggml_set_input(t);
+    i32_keep_.push_back(value);
+    inputs_.push_back({t, i32_keep_.back().data(), value.size() * sizeof(int32_t)});
+    return t;
+}
+
+std::vector<ggml_backend_t> cpu_backends(int n_threads) {
+    load_backends();
+    std::vector<ggml_backend_t> out;
+    for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+        ggml_backend_dev_t dev = ggml_backend_dev_get(i);
+        if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_ACCEL) {
+            if (ggml_backend_t b = cached_backend(dev, n_threads)) out.push_back(b);
+        }
+    }
+    ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    if (cpu) {
+        if (ggml_backend_t b = cached_backend(cpu, n_threads)) out.push_back(b);
+    }
+    return out;
+}
+
+Result<ggml_backend_t> backend_for_device(const std::string& name, int n_threads) {
+    ggml_backend_dev_t dev = find_device(name);
+    if (!dev) return Status::Error("unknown device \"" + name + "\"");
+    ggml_backend_t b = cached_backend(dev, n_threads);
+    if (!b) return Status::Error("cannot initialize device " + name);
+    return b;
+}
+
+GraphRunner::GraphRunner(std::vector<ggml_backend_t> backends, std::string label)
+    : backends_(std::move(backends)), label_(std::move(label)) {
+    bool has_cpu = false;
+    for (ggml_backend_t b : backends_) {
+        ggml_backend_dev_t d = ggml_backend_get_device(b);
+        if (d && ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_CPU) has_cpu = true;
+    }
+    if (!has_cpu) {
+        for (ggml_backend_t b : cpu_backends(-1)) {
+            ggml_backend_dev_t d = ggml_backend_get_device(b);
+            if (d && ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_CPU)
+                backends_.push_back(b);
+        }
+    }
+    sched_ = ggml_backend_sched_new(backends_.data(), nullptr, static_cast<int>(backends_.size()),
+                                    kGraphSize, false, true);
+}
+
+GraphRunner::~GraphRunner() {
+    if (sched_) ggml_backend_sched_free(sched_);
+}
+
+Status GraphRunner::declare(WeightStore& weights, const BuildFn& build) {
+    ggml_init_params p = {
+        kGraphSize * ggml_tensor_overhead() + ggml_graph_overhead_custom(kGraphSize, false),
+        nullptr, true};
+    ggml_context* ctx = ggml_init(p);
+    GraphBuilder gb;
+    gb.nn_ = nn::Ctx{ctx, &weights};
+    weights.set_compute_context(ctx);
+    build(gb);
+    weights.set_compute_context(nullptr);
+    ggml_free(ctx);
+    return weights.status();
+}
+
+Result<std::vector<HostTensor>> GraphRunner::run(WeightStore& weights, const BuildFn& build) {
+    if (!sched_) return Status::Error(label_ + ": cannot create a scheduler for its devices");
+    ggml_init_params p = {
+        kGraphSize * ggml_tensor_overhead() + ggml_graph_overhead_custom(kGraphSize, false),
+        nullptr, true};
+    ggml_context* ctx = ggml_init(p);
+    GraphBuilder gb;
+    gb.nn_ = nn::Ctx{ctx, &weights};
+    weights.set_compute_context(ctx);
+    std::vector<ggml_tensor*> outs = build(gb);
+    weights.set_compute_context(nullptr);
+    if (!weights.status().ok()) {
+        ggml_free(ctx);
+        return weights.status();
+    }
+    ggml_cgraph* gf = ggml_new_graph_custom(ctx, kGraphSize, false);
+    for (ggml_tensor* o : outs) {
+        ggml_set_output(o);
+        ggml_build_forward_expand(gf, o);
+    }
+    ggml_backend_sched_reset(sched_);
+    if (!ggml_backend_sched_alloc_graph(sched_, gf)) {
+        ggml_free(ctx);
+        return Status::Error(label_ + ": cannot allocate the compute buffers (out of memory?)");
+    }
+    n_splits_ = ggml_backend_sched_get_n_splits(sched_);
+    for (const auto& in : gb.inputs_) ggml_backend_tensor_set(in.tensor, in.data, 0, in.bytes);
+    if (ggml_backend_sched_graph_compute(sched_, gf) != GGML_STATUS_SUCCESS) {
+        ggml_free(ctx);
+        return Status::Error(label_ + ": graph computation failed");
+    }
+    std::vector<HostTensor> results;
+    for (ggml_tensor* o : outs) {
+        HostTensor h;
+        for (int i = 0; i < ggml_n_dims(o); ++i) h.ne.push_back(o->ne[i]);
+        h.data.resize(static_cast<size_t>(ggml_nelements(o)));
+        if (o->type == GGML_TYPE_F32) {
+            ggml_backend_tensor_get(o, h.data.data(), 0, h.data.size() * sizeof(float));
+        } else {
+            ggml_free(ctx);
+            return Status::Error(label_ + ": output is not f32");
+        }
+        results.push_back(std::move(h));
+    }
+    ggml_free(ctx);
+    return results;
+}
+
+}  // namespace ggdiff

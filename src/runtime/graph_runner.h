@@ -1,0 +1,80 @@
+// GraphRunner: builds a compute graph from a callback, allocates it on one device
+// (or several through ggml_backend_sched), uploads inputs, computes, and returns
+// host tensors. Compute buffers are kept and reused between runs.
+#pragma once
+
+#include <ggml-backend.h>
+#include <ggml.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/host_tensor.h"
+#include "core/status.h"
+#include "nn/weights.h"
+
+namespace ggdiff {
+
+class WeightStore;
+
+// What a graph builder gets: the compute context, the weights, and a way to declare
+// inputs whose data the runner uploads after allocation.
+class GraphBuilder {
+  public:
+    nn::Ctx& nn() { return nn_; }
+    ggml_context* ctx() { return nn_.ctx; }
+    // A float input of the host tensor's shape; the data is copied in before compute.
+    ggml_tensor* input(const HostTensor& value);
+    // An int32 input (token ids, positions).
+    ggml_tensor* input_i32(const std::vector<int32_t>& value, const std::vector<int64_t>& ne);
+
+  private:
+    friend class GraphRunner;
+    struct Pending {
+        ggml_tensor* tensor;
+        const void* data;
+        size_t bytes;
+    };
+    nn::Ctx nn_{nullptr, nullptr};
+    std::vector<Pending> inputs_;
+    std::vector<std::vector<int32_t>> i32_keep_;
+};
+
+// Returns the output tensor(s) of the graph.
+using BuildFn = std::function<std::vector<ggml_tensor*>(GraphBuilder&)>;
+
+class GraphRunner {
+  public:
+    // backends: the devices to compute on, in priority order; the CPU backend is
+    // appended automatically as the scheduler's fallback if missing.
+    GraphRunner(std::vector<ggml_backend_t> backends, std::string label);
+    ~GraphRunner();
+    GraphRunner(const GraphRunner&) = delete;
+    GraphRunner& operator=(const GraphRunner&) = delete;
+
+    // Declares the weights of a graph without computing it (the first build of a
+    // module); the store's status() then says whether the checkpoint fits.
+    Status declare(WeightStore& weights, const BuildFn& build);
+
+    // Builds, allocates and computes; returns every output as a host tensor.
+    Result<std::vector<HostTensor>> run(WeightStore& weights, const BuildFn& build);
+
+    const std::string& label() const { return label_; }
+    int last_n_splits() const { return n_splits_; }
+
+  private:
+    std::vector<ggml_backend_t> backends_;
+    ggml_backend_sched_t sched_ = nullptr;
+    std::string label_;
+    int n_splits_ = 0;
+};
+
+// Backends for plain CPU compute: BLAS (when present, for large matmuls) + CPU.
+// Owned by a process-wide cache; threads applied to both.
+std::vector<ggml_backend_t> cpu_backends(int n_threads);
+// A backend for a named device (cached per device name).
+Result<ggml_backend_t> backend_for_device(const std::string& name, int n_threads);
+
+}  // namespace ggdiff

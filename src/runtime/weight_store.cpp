@@ -1,0 +1,176 @@
+#include "runtime/weight_store.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/log.h"
+#include "io/weight_type.h"
+
+namespace ggdiff {
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& ne) {
+    std::ostringstream os;
+    os << "[";
+    for (size_t i = 0; i < ne.size(); ++i) os << (i ? ", " : "") << ne[i];
+    os << "]";
+    return os.str();
+}
+
+// Drops trailing 1s so that {C} and {C,1,1,1} compare equal.
+std::vector<int64_t> squeeze_tail(std::vector<int64_t> ne) {
+    while (ne.size() > 1 && ne.back() == 1) ne.pop_back();
+    return ne;
+}
+
+int64_t product(const std::vector<int64_t>& ne) {
+    int64_t n = 1;
+    for (int64_t d : ne) n *= d;
+    return n;
+}
+
+constexpr size_t kMaxWeights = 16384;
+
+}  // namespace
+
+WeightStore::WeightStore(const TensorIndex& index, int weight_type)
+    : index_(index), weight_type_(weight_type) {
+    ggml_init_params p = {kMaxWeights * ggml_tensor_overhead(), nullptr, true};
+    wctx_ = ggml_init(p);
+}
+
+WeightStore::~WeightStore() {
+    release();
+    if (wctx_) ggml_free(wctx_);
+}
+
+bool WeightStore::has(const std::string& name) const {
+    return index_.has(name);
+}
+
+int WeightStore::choose_type(const TensorInfo& info, size_t n_dims) const {
+    // Stored float types that every backend op handles are used as they are.
+    int stored = -1;
+    switch (info.dtype) {
+        case DType::F32:
+            stored = GGML_TYPE_F32;
+            break;
+        case DType::F16:
+            stored = GGML_TYPE_F16;
+            break;
+        case DType::GGML:
+            stored = info.ggml_type;
+            break;
+        default:
+            stored = -1;
+    }
+    if (n_dims <= 1) return GGML_TYPE_F32;  // norms and biases stay f32
+    if (weight_type_ >= 0) {
+        // Convolution kernels go through im2col, which needs a float kernel.
+        if (n_dims == 4) return GGML_TYPE_F16;
+        int t = choose_weight_type(info, weight_type_);
+        return t;
+    }
+    if (stored >= 0) {
+        if (n_dims == 4 && ggml_is_quantized(static_cast<ggml_type>(stored))) return GGML_TYPE_F16;
+        return stored;
+    }
+    return GGML_TYPE_F16;  // BF16, F8, F64, ints: widened/narrowed to f16
+}
+
+ggml_tensor* WeightStore::get(const std::string& name, const std::vector<int64_t>& ne_in) {
+    std::vector<int64_t> ne = ne_in;
+    while (ne.size() < 1) ne.push_back(1);
+    auto it = tensors_.find(name);
+    if (it != tensors_.end()) {
+        ggml_tensor* t = it->second;
+        std::vector<int64_t> have(t->ne, t->ne + ggml_n_dims(t));
+        if (squeeze_tail(have) == squeeze_tail(ne)) return t;
+        if (product(have) == product(ne) && compute_ctx_ && ggml_is_contiguous(t)) {
+            int64_t d[4] = {1, 1, 1, 1};
+            for (size_t i = 0; i < ne.size() && i < 4; ++i) d[i] = ne[i];
+            return ggml_reshape_4d(compute_ctx_, t, d[0], d[1], d[2], d[3]);
+        }
+        if (status_.ok()) {
+            status_ = Status::Error("weight " + name + " is used with shapes " + shape_str(have) +
+                                    " and " + shape_str(ne));
+        }
+        return t;
+    }
+
+    const TensorInfo* info = index_.find(name);
+    int type = GGML_TYPE_F32;
+    if (!info) {
+        if (status_.ok()) status_ = Status::Error("missing tensor " + name);
+    } else {
+        std::vector<int64_t> stored = info->ne();
+        if (product(stored) != product(ne)) {
+            if (status_.ok()) {
+                status_ = Status::Error("tensor " + name + " has shape " + shape_str(info->shape) +
+                                        " (ggml " + shape_str(stored) + "), expected ggml " +
+                                        shape_str(ne));
+            }
+        } else {
+            type = choose_type(*info, squeeze_tail(ne).size());
+            // A quantized type needs ne[0] to be a multiple of its block size.
+            if (ggml_blck_size(static_cast<ggml_type>(type)) > 1 &&
+                ne[0] % ggml_blck_size(static_cast<ggml_type>(type)) != 0) {
+                type = GGML_TYPE_F16;
+            }
+        }
+        infos_[name] = info;
+    }
+    int64_t d[4] = {1, 1, 1, 1};
+    for (size_t i = 0; i < ne.size() && i < 4; ++i) d[i] = ne[i];
+    ggml_tensor* t =
+        ggml_new_tensor_4d(wctx_, static_cast<ggml_type>(type), d[0], d[1], d[2], d[3]);
+    // Our own key is the identity; the ggml name is only a (truncated) debugging aid.
+    ggml_set_name(t, name.size() < GGML_MAX_NAME
+                         ? name.c_str()
+                         : name.substr(name.size() - GGML_MAX_NAME + 1).c_str());
+    tensors_[name] = t;
+    order_.emplace_back(name, t);
+    return t;
+}
+
+Status WeightStore::load(ggml_backend_buffer_type_t buft) {
+    if (!status_.ok()) return status_;
+    release();
+    buffer_ = ggml_backend_alloc_ctx_tensors_from_buft(wctx_, buft);
+    if (!buffer_) {
+        return Status::Error(string_format("cannot allocate %.1f MiB of weights on %s",
+                                           bytes() / 1048576.0, ggml_backend_buft_name(buft)));
+    }
+    ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    const bool host = ggml_backend_buffer_is_host(buffer_);
+    std::vector<uint8_t> staging;
+    for (const auto& [name, t] : order_) {
+        auto it = infos_.find(name);
+        if (it == infos_.end()) return Status::Error("missing tensor " + name);
+        const size_t nb = ggml_nbytes(t);
+        void* dst = t->data;
+        if (!host) {
+            staging.resize(nb);
+            dst = staging.data();
+        }
+        Status st = index_.read(*it->second, t->type, dst);
+        if (!st.ok()) return st.with_context("reading " + name);
+        if (!host) ggml_backend_tensor_set(t, staging.data(), 0, nb);
+    }
+    return Status::Ok();
+}
+
+void WeightStore::release() {
+    if (buffer_) {
+        ggml_backend_buffer_free(buffer_);
+        buffer_ = nullptr;
+    }
+}
+
+size_t WeightStore::bytes() const {
+    size_t n = 0;
+    for (const auto& kv : order_) n += ggml_nbytes(kv.second);
+    return n;
+}
+
+}  // namespace ggdiff

@@ -1,0 +1,61 @@
+// WeightStore: the weights one model module uses, declared by building its graph
+// once, validated against the checkpoint (first missing or mis-shaped tensor named),
+// then allocated on a device buffer and read from the TensorIndex.
+#pragma once
+
+#include <ggml-backend.h>
+#include <ggml.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "io/tensor_index.h"
+#include "nn/weights.h"
+
+namespace ggdiff {
+
+class WeightStore : public nn::Weights {
+  public:
+    // weight_type: a ggml_type for matrices (from --type), or -1 to keep the stored type.
+    WeightStore(const TensorIndex& index, int weight_type = -1);
+    ~WeightStore() override;
+    WeightStore(const WeightStore&) = delete;
+    WeightStore& operator=(const WeightStore&) = delete;
+
+    ggml_tensor* get(const std::string& name, const std::vector<int64_t>& ne) override;
+    bool has(const std::string& name) const override;
+
+    // The compute context of the graph being built (reshaped views are made there).
+    void set_compute_context(ggml_context* ctx) { compute_ctx_ = ctx; }
+
+    // First missing/mis-shaped weight seen while declaring, if any.
+    const Status& status() const { return status_; }
+
+    // Allocates every declared weight in `buft` and reads it from the checkpoint.
+    Status load(ggml_backend_buffer_type_t buft);
+    bool loaded() const { return buffer_ != nullptr; }
+    // Frees the device buffer (weights must be loaded again before use).
+    void release();
+
+    size_t bytes() const;
+    size_t count() const { return tensors_.size(); }
+    // Declared tensors in declaration order: (canonical name, ggml tensor).
+    const std::vector<std::pair<std::string, ggml_tensor*>>& declared() const { return order_; }
+
+  private:
+    int choose_type(const TensorInfo& info, size_t n_dims) const;
+
+    const TensorIndex& index_;
+    int weight_type_;
+    ggml_context* wctx_ = nullptr;
+    ggml_context* compute_ctx_ = nullptr;
+    ggml_backend_buffer_t buffer_ = nullptr;
+    std::map<std::string, ggml_tensor*> tensors_;
+    std::vector<std::pair<std::string, ggml_tensor*>> order_;
+    std::map<std::string, const TensorInfo*> infos_;
+    Status status_;
+};
+
+}  // namespace ggdiff

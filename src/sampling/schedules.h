@@ -1,0 +1,57 @@
+// Sigma schedules: which noise levels a sampler visits. Every schedule returns `steps`
+// descending sigmas followed by a terminal 0 (steps + 1 values), computed the way
+// stable-diffusion.cpp computes them for the same model so the trajectories match.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "sampling/parameterization.h"
+#include "sampling/schedule_tables.h"
+
+namespace ggdiff::sampling {
+
+enum class ScheduleKind {
+    Discrete,
+    Karras,
+    Exponential,
+    Ays,
+    Gits,
+    SgmUniform,
+    Simple,
+    Smoothstep,
+    Lcm
+};
+
+// CLI names ("discrete", "karras", ..., "sgm_uniform") and A1111 "Schedule type" names
+// ("Karras", "Align Your Steps", "SGM Uniform", "Normal"/"Uniform" for discrete ...),
+// case-insensitive, '-'/'_'/' ' interchangeable.
+Result<ScheduleKind> parse_schedule(const std::string& name);
+const char* schedule_name(ScheduleKind kind);
+const char* schedule_a1111_name(ScheduleKind kind);
+std::vector<std::string> schedule_names();
+
+struct ScheduleOptions {
+    // Which Align-Your-Steps table; AYS was published for these model families only.
+    AysModel ays = AysModel::Sd1;
+    // Karras' rho.
+    float karras_rho = 7.0f;
+};
+
+// `steps` in [1, 10000]. discrete/sgm_uniform/simple/smoothstep/lcm walk the model's
+// timesteps; karras/exponential span [sigma_min, sigma_max] of the model; ays/gits use
+// their published tables (in SD sigma space) regardless of the model.
+Result<std::vector<float>> make_sigmas(ScheduleKind kind, int steps, const Parameterization& model,
+                                       const ScheduleOptions& options = {});
+
+// --sigmas "14.6,7.1,...,0": comma (or space) separated, at least 2 finite values >= 0, not
+// increasing. A list without a trailing 0 is kept as is (sampling then stops at that level).
+Result<std::vector<float>> parse_sigmas(const std::string& csv);
+
+// img2img: the tail of a full schedule that a strength in (0, 1) keeps, as sd.cpp cuts it:
+// t_enc = int(steps * strength) (minus one if that equals steps), sigmas[steps - t_enc - 1 :].
+// strength >= 1 keeps everything; strength <= 0 keeps the final step only.
+std::vector<float> img2img_sigmas(const std::vector<float>& sigmas, float strength);
+
+}  // namespace ggdiff::sampling
