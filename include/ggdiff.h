@@ -54,6 +54,12 @@ int ggdiff_generate(ggdiff_model* model, const ggdiff_options* options,
                     int* out_count);
 void ggdiff_images_free(ggdiff_image* images, int count);
 
+/* The --auto-fit plan for the model files the options name, as JSON (devices with
+ * free and budget bytes, components with params and reserve bytes, targets, split and
+ * time-share flags, derived --backend/--params-backend), without loading weights.
+ * *out_json is malloc'd (free()). */
+int ggdiff_auto_fit_plan(const ggdiff_options* options, char** out_json);
+
 /* Writes "name<TAB>description\n" per device into a malloc'd string (free()). */
 int ggdiff_list_devices(const char* rpc_servers, char** out_text);
 

@@ -1,5 +1,6 @@
 // ggdiff: the command-line front end (sd-cli compatible flags).
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <string>
@@ -49,6 +50,19 @@ int generate(const ggdiff::cli::CliOptions& cli) {
     if (cli.clip_on_cpu && !set("clip-on-cpu", "true")) return 1;
     if (cli.vae_on_cpu && !set("vae-on-cpu", "true")) return 1;
 
+    if (cli.fit_dry_run) {
+        // The plan as JSON on stdout; no weights are loaded.
+        char* json = nullptr;
+        const int rc = ggdiff_auto_fit_plan(o, &json);
+        if (rc != 0) {
+            std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+        } else {
+            std::printf("%s\n", json);
+        }
+        std::free(json);
+        ggdiff_options_free(o);
+        return rc;
+    }
     ggdiff_model* model = nullptr;
     if (ggdiff_model_load(o, &model) != 0) {
         std::fprintf(stderr, "error: %s\n", ggdiff_last_error());

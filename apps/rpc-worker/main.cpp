@@ -1,11 +1,95 @@
 // ggdiff-rpc: serves this machine's ggml devices to other ggdiff processes over
 // ggml's RPC protocol (`ggdiff --rpc-servers host:port`).
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "devices/devices.h"
+
+namespace {
+
+// SIGTERM / SIGINT / SIGHUP stop the worker at once: ggml's server loop has no stop
+// call, and everything it holds (sockets, device memory) goes away with the process.
+void on_stop_signal(int sig) {
+    const char* msg = sig == SIGINT    ? "ggdiff-rpc: stopping (SIGINT)\n"
+                      : sig == SIGHUP ? "ggdiff-rpc: stopping (SIGHUP)\n"
+                                      : "ggdiff-rpc: stopping (SIGTERM)\n";
+    ssize_t n = write(STDERR_FILENO, msg, std::strlen(msg));
+    (void)n;
+    _exit(0);
+}
+
+void install_signal_handlers() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGHUP, &sa, nullptr);
+    // A client that disconnects mid-reply must not kill the server (ggml's send() would
+    // raise SIGPIPE); the failed send just ends that client's session.
+    signal(SIGPIPE, SIG_IGN);
+}
+
+// Resolves the bind host to a numeric IPv4 address (ggml's server takes only those).
+bool resolve_host(const std::string& host, std::string* ip, std::string* error) {
+    if (host.find(':') != std::string::npos || host.find('[') != std::string::npos) {
+        *error = "IPv6 addresses are not supported by ggml RPC; use an IPv4 address or a host name";
+        return false;
+    }
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+    if (rc != 0 || !res) {
+        if (res) freeaddrinfo(res);
+        *error = std::string("cannot resolve host (") + (rc ? gai_strerror(rc) : "no IPv4 address") + ")";
+        return false;
+    }
+    char buf[INET_ADDRSTRLEN] = {0};
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, buf, sizeof(buf));
+    freeaddrinfo(res);
+    *ip = buf;
+    return true;
+}
+
+// Binds host:port once (then releases it) so a busy port or a foreign address is a clear
+// error here; ggml's server only says "Failed to create server socket".
+bool check_bindable(const std::string& ip, int port, std::string* error) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        *error = std::string("socket: ") + std::strerror(errno);
+        return false;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, ip.c_str(), &addr.sin_addr);
+    bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    if (ok) ok = listen(fd, 1) == 0;
+    if (!ok) *error = std::strerror(errno);
+    close(fd);
+    return ok;
+}
+
+bool is_loopback(const std::string& ip) {
+    return ip.rfind("127.", 0) == 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"ggdiff-rpc: serve local ggml devices over the ggml RPC protocol"};
@@ -18,26 +102,49 @@ int main(int argc, char** argv) {
                    "address to bind (loopback by default; anything else is exposed "
                    "to the network without authentication)")
         ->capture_default_str();
-    app.add_option("-p,--port", port, "TCP port")
+    app.add_option("-p,--port", port, "TCP port (1-65535)")
         ->capture_default_str()
+        ->check(CLI::TypeValidator<int>("whole number"))
         ->check(CLI::Range(1, 65535));
     app.add_option("-t,--threads", threads, "CPU threads for the served CPU device")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
-    app.add_option("-d,--device", devices, "device to serve (repeatable; default: the CPU device)");
+        ->check(CLI::TypeValidator<int>("whole number"))
+        ->check(CLI::Range(1, 4096));
+    app.add_option("-d,--device", devices,
+                   "device to serve, as named by `ggdiff --list-devices` (repeatable; "
+                   "default: the CPU device)");
     app.add_option("--cache-dir", cache_dir, "directory for the RPC tensor cache (optional)");
     CLI11_PARSE(app, argc, argv);
+
+    install_signal_handlers();
+
+    std::string ip, error;
+    if (!resolve_host(host, &ip, &error)) {
+        std::fprintf(stderr, "error: --host %s: %s\n", host.c_str(), error.c_str());
+        return 1;
+    }
 
     ggdiff::load_backends();
     std::vector<ggml_backend_dev_t> devs;
     for (const std::string& name : devices) {
         ggml_backend_dev_t d = ggdiff::find_device(name);
         if (!d) {
-            std::fprintf(stderr, "error: unknown device \"%s\" (see ggdiff --list-devices)\n",
-                         name.c_str());
+            std::string known;
+            for (const std::string& n : ggdiff::device_names()) known += (known.empty() ? "" : ", ") + n;
+            std::fprintf(stderr, "error: --device: unknown device \"%s\" (devices here: %s)\n",
+                         name.c_str(), known.c_str());
             return 1;
         }
-        devs.push_back(d);
+        if (ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_ACCEL) {
+            std::fprintf(stderr,
+                         "error: --device: %s is an accelerator that runs only some ops; serve "
+                         "the CPU or a GPU device\n",
+                         ggml_backend_dev_name(d));
+            return 1;
+        }
+        bool dup = false;
+        for (ggml_backend_dev_t x : devs) dup = dup || x == d;
+        if (!dup) devs.push_back(d);
     }
     if (devs.empty()) {
         ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
@@ -60,18 +167,31 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "error: this ggml build cannot start an RPC server\n");
         return 1;
     }
-    if (host != "127.0.0.1" && host != "localhost" && host != "::1") {
-        std::fprintf(stderr,
-                     "\n!!! WARNING: binding to %s exposes these devices to the network.\n"
-                     "!!! The RPC protocol has no authentication or encryption: anyone who can\n"
-                     "!!! reach this port can run code on them. Use only on a trusted network.\n\n",
-                     host.c_str());
+    const std::string endpoint = ip + ":" + std::to_string(port);
+    if (!check_bindable(ip, port, &error)) {
+        const std::string given = host == ip ? "" : " (--host " + host + ")";
+        std::fprintf(stderr, "error: cannot listen on %s%s: %s\n", endpoint.c_str(), given.c_str(),
+                     error.c_str());
+        return 1;
     }
-    const std::string endpoint = host + ":" + std::to_string(port);
+    if (!is_loopback(ip)) {
+        std::fprintf(stderr,
+                     "\n"
+                     "!!! WARNING: ggdiff-rpc is bound to %s, not loopback: these devices are\n"
+                     "!!! exposed to the network. The RPC protocol has no authentication or\n"
+                     "!!! encryption: anyone who can reach this port can read and write their\n"
+                     "!!! memory and run graphs on them. Use only on a trusted network.\n"
+                     "\n",
+                     endpoint.c_str());
+    }
     std::fprintf(stderr, "ggdiff-rpc: serving");
     for (ggml_backend_dev_t d : devs) std::fprintf(stderr, " %s", ggml_backend_dev_name(d));
     std::fprintf(stderr, " on %s (%d threads)\n", endpoint.c_str(), threads);
     start(endpoint.c_str(), cache_dir.empty() ? nullptr : cache_dir.c_str(),
           static_cast<size_t>(threads), devs.size(), devs.data());
-    return 0;
+    // ggml's server loop returns only when it cannot listen or accept.
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: the RPC server on %s stopped (could not listen or accept)\n",
+                 endpoint.c_str());
+    return 1;
 }

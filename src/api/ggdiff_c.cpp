@@ -8,7 +8,11 @@
 #include "api/api_options.h"
 #include "devices/devices.h"
 #include "ggdiff.h"
+#include "io/weight_type.h"
 #include "pipeline/engine.h"
+#include "pipeline/model_files.h"
+#include "pipeline/placement_setup.h"
+#include "placement/auto_fit_report.h"
 
 struct ggdiff_options {
     ggdiff::ApiOptions opts;
@@ -132,6 +136,30 @@ void ggdiff_images_free(ggdiff_image* images, int count) {
         std::free(images[i].parameters);
     }
     std::free(images);
+}
+
+int ggdiff_auto_fit_plan(const ggdiff_options* options, char** out_json) {
+    if (!options || !out_json) return fail("ggdiff_auto_fit_plan: null argument");
+    *out_json = nullptr;
+    const ggdiff::ApiOptions& o = options->opts;
+    if (!o.rpc_servers.empty()) {
+        ggdiff::Status st = ggdiff::add_rpc_servers(o.rpc_servers);
+        if (!st.ok()) return fail(st);
+    }
+    auto spec = ggdiff::validate_placement(o.model);
+    if (!spec.ok()) return fail(spec.status());
+    auto index = ggdiff::open_model_files(o.model);
+    if (!index.ok()) return fail(index.status());
+    int wtype = -1;
+    if (!o.model.weight_type.empty()) {
+        auto t = ggdiff::parse_weight_type(o.model.weight_type);
+        if (!t.ok()) return fail(t.status());
+        wtype = *t;
+    }
+    auto plan = ggdiff::plan_auto_fit_for(o.model, *index, wtype);
+    if (!plan.ok()) return fail(plan.status());
+    *out_json = dup_string(ggdiff::placement::plan_to_json(*plan));
+    return 0;
 }
 
 int ggdiff_list_devices(const char* rpc_servers, char** out_text) {

@@ -1,5 +1,6 @@
 // ggml devices: dynamic backend loading, listing, lookup by name, RPC servers and
-// memory queries. Device names are those ggml reports ("CPU", "BLAS", "RPC0", ...).
+// memory queries. Device names are those ggml reports ("CPU", "BLAS", "RPC0", ...);
+// ggml 0.27 itself names RPC devices RPC<n> (description: the endpoint).
 #pragma once
 
 #include <ggml-backend.h>
@@ -35,9 +36,40 @@ std::vector<std::string> device_names();
 // Finds a device by name, case-insensitively. nullptr if none.
 ggml_backend_dev_t find_device(const std::string& name);
 
-// Adds remote RPC servers ("host:port,host:port") as devices. Each endpoint is
-// checked to be reachable; the error names the endpoint that failed.
-Status add_rpc_servers(const std::string& csv);
+// One `host:port` of --rpc-servers. ggml's RPC client speaks IPv4 only (it splits the
+// endpoint at the first ':'), so the host is an IPv4 address or a host name.
+struct RpcEndpoint {
+    std::string host;
+    int port = 0;
+    std::string text() const { return host + ":" + std::to_string(port); }
+};
+
+// Checks one endpoint's syntax without touching the network; the error names it.
+Result<RpcEndpoint> parse_rpc_endpoint(const std::string& text);
+// Splits a comma-separated list (spaces around entries are ignored) and checks every
+// entry; an empty list is fine, an empty entry is an error. Repeats are dropped.
+Result<std::vector<RpcEndpoint>> parse_rpc_servers(const std::string& csv);
+
+struct RpcConnectOptions {
+    int connect_timeout_ms = 3000;     // TCP reachability probe per endpoint
+    int handshake_timeout_ms = 30000;  // RPC hello + device count (a busy server waits)
+};
+
+// Adds remote RPC servers ("host:port,host:port") as devices. ggml names them RPC0,
+// RPC1, ... in the order they are added in this process (a worker serving several
+// devices gives consecutive numbers), so one --rpc-servers list gives RPC<i> for its
+// i-th server. Every endpoint is validated, then probed with a bounded TCP connect and a
+// bounded handshake before ggml sees it (ggml aborts the process on a dead endpoint);
+// the error names the endpoint that failed. Endpoints already added are skipped. Two
+// entries that resolve to the same server are an error (a ggml RPC server serves one
+// client connection at a time, so the second would wait forever). `added` (optional)
+// receives the names of the devices this call registered.
+Status add_rpc_servers(const std::string& csv, std::vector<std::string>* added = nullptr,
+                       const RpcConnectOptions& options = {});
+
+// Handshakes abandoned after handshake_timeout_ms that are still blocked in ggml. While
+// one is, add_rpc_servers refuses new servers (ggml's RPC registry lock is held).
+int pending_rpc_handshakes();
 
 // Looks up a backend-specific function by name on a device's registry.
 void* device_proc(ggml_backend_dev_t dev, const char* name);

@@ -92,7 +92,6 @@ class TensorIndexBuilder {
         const std::vector<NameMapping> mapped = map_tensor_names(names, prefix, &notes);
 
         const size_t file_index = index_->paths_.size() + staged_paths_.size();
-        std::map<std::string, const std::string*> seen;
         for (const NameMapping& m : mapped) {
             const StoredTensor& s = header->tensors[m.source];
             TensorInfo t;
@@ -105,9 +104,9 @@ class TensorIndexBuilder {
             t.offset = s.offset;
             t.nbytes = s.nbytes;
             if (m.parts > 1) GGDIFF_TRY(slice(&t, m.part, m.parts).with_context(path));
-            auto [it, fresh] = seen.emplace(t.name, &s.name);
+            auto [it, fresh] = seen_.emplace(t.name, path + ": '" + s.name + "'");
             if (!fresh) {
-                return Status::Error(path + ": tensors '" + *it->second + "' and '" + s.name +
+                return Status::Error("tensors " + it->second + " and " + path + ": '" + s.name +
                                      "' both map to '" + t.name + "'");
             }
             staged_.push_back(std::move(t));
@@ -194,6 +193,7 @@ class TensorIndexBuilder {
     std::vector<std::unique_ptr<MappedFile>> staged_maps_;
     std::map<std::string, std::string> metadata_;
     std::set<std::string> prefixes_;
+    std::map<std::string, std::string> seen_;  // canonical name -> "file: stored name"
 };
 
 TensorIndex::TensorIndex() = default;

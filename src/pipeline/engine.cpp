@@ -6,11 +6,15 @@
 #include "devices/devices.h"
 #include "io/model_info.h"
 #include "pipeline/model_files.h"
+#include "pipeline/placement_setup.h"
 #include "pipeline/sd_engine.h"
 
 namespace ggdiff {
 
 Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options) {
+    // Placement flags are checked before any file is opened.
+    auto spec = validate_placement(options);
+    if (!spec.ok()) return spec.status();
     auto index = open_model_files(options);
     if (!index.ok()) return index.status();
     ModelInfo info = summarize(*index);

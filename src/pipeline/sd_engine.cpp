@@ -12,6 +12,7 @@
 #include "io/weight_type.h"
 #include "models/vae/tiling.h"
 #include "pipeline/latent_image.h"
+#include "pipeline/placement_setup.h"
 #include "tokenizers/clip_tokenizer.h"
 #include "tokenizers/find_tokenizer.h"
 #include "tokenizers/token_windows.h"
@@ -122,39 +123,36 @@ Status SdEngine::init(const ModelOptions& opt, TensorIndex index) {
 }
 
 Status SdEngine::setup_modules(const ModelOptions& opt, int wtype) {
-    (void)opt;
-    std::vector<ggml_backend_t> backends = cpu_backends(threads_);
-    ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-    ggml_backend_buffer_type_t buft = ggml_backend_dev_buffer_type(cpu);
+    auto placement = resolve_placement(opt, index_, wtype);
+    if (!placement.ok()) return placement.status();
+    auto_fit_ = placement->auto_fit;
+    has_encoder_ = vae_cfg_.has_encoder;
 
-    auto make = [&](Module& m, const char* label, const BuildFn& declare) -> Status {
-        m.weights = std::make_unique<WeightStore>(index_, wtype);
-        m.runner = std::make_unique<GraphRunner>(backends, label);
-        Status st = m.runner->declare(*m.weights, declare);
-        if (!st.ok()) return st.with_context(label);
+    auto make = [&](std::unique_ptr<ModuleRunner>& m, const ModuleDevices& where,
+                    const char* label, const BuildFn& declare) -> Status {
         auto t0 = Clock::now();
-        st = m.weights->load(buft);
-        if (!st.ok()) return st.with_context(label);
-        GGDIFF_LOG_DEBUG("%s: %zu tensors, %.1f MiB loaded in %.2fs", label, m.weights->count(),
-                         m.weights->bytes() / 1048576.0, seconds_since(t0));
+        m = std::make_unique<ModuleRunner>(index_, wtype, where, threads_, label);
+        GGDIFF_TRY(m->prepare(declare));
+        GGDIFF_LOG_DEBUG("%s: %zu tensors, %.1f MiB, ready in %.2fs", label,
+                         m->weights().count(), m->weights().bytes() / 1048576.0,
+                         seconds_since(t0));
         return Status::Ok();
     };
 
-    GGDIFF_TRY(make(te_, "text encoder", [&](GraphBuilder& gb) {
+    GGDIFF_TRY(make(te_, placement->te, "text encoder", [&](GraphBuilder& gb) {
         std::vector<int32_t> ids(kChunk, 0);
         ggml_tensor* t = gb.input_i32(ids, {kChunk, 1});
         return std::vector<ggml_tensor*>{models::build_clip_text(gb.nn(), clip_cfg_, t, 1)};
     }));
-    GGDIFF_TRY(make(unet_, "UNet", [&](GraphBuilder& gb) {
-        const int64_t s = 8;
+    GGDIFF_TRY(make(unet_, placement->diffusion, "UNet", [&](GraphBuilder& gb) {
+        const int64_t s = spatial_multiple() / 8;
         HostTensor x({s, s, unet_cfg_.in_channels, 1});
         HostTensor t({1});
         HostTensor c({unet_cfg_.context_dim, kChunk, 1});
-        return std::vector<ggml_tensor*>{
-            models::build_unet(gb.nn(), unet_cfg_, gb.input(x), gb.input(t), gb.input(c))};
+        return std::vector<ggml_tensor*>{models::build_unet(gb.nn(), unet_cfg_, gb.input(x),
+                                                            gb.input(t), gb.input(c))};
     }));
-    has_encoder_ = vae_cfg_.has_encoder;
-    GGDIFF_TRY(make(vae_, "VAE", [&](GraphBuilder& gb) {
+    GGDIFF_TRY(make(vae_, placement->vae, "VAE", [&](GraphBuilder& gb) {
         HostTensor z({8, 8, vae_cfg_.z_channels, 1});
         std::vector<ggml_tensor*> outs{models::build_vae_decode(gb.nn(), vae_cfg_, gb.input(z))};
         if (has_encoder_) {
@@ -178,7 +176,7 @@ Result<HostTensor> SdEngine::encode_prompt(const std::string& prompt, int clip_s
     for (int w = 0; w < n; ++w) {
         std::vector<int32_t> ids(tw.tokens.begin() + w * kChunk,
                                  tw.tokens.begin() + (w + 1) * kChunk);
-        auto r = te_.runner->run(*te_.weights, [&](GraphBuilder& gb) {
+        auto r = te_->run([&](GraphBuilder& gb) {
             ggml_tensor* t = gb.input_i32(ids, {kChunk, 1});
             return std::vector<ggml_tensor*>{
                 models::build_clip_text(gb.nn(), clip_cfg_, t, clip_skip)};
@@ -195,7 +193,7 @@ Result<HostTensor> SdEngine::run_unet(const HostTensor& x, const std::vector<flo
                                       const HostTensor& context) {
     HostTensor ts({static_cast<int64_t>(t.size())});
     ts.data = t;
-    auto r = unet_.runner->run(*unet_.weights, [&](GraphBuilder& gb) {
+    auto r = unet_->run([&](GraphBuilder& gb) {
         return std::vector<ggml_tensor*>{
             models::build_unet(gb.nn(), unet_cfg_, gb.input(x), gb.input(ts), gb.input(context))};
     });
@@ -207,7 +205,7 @@ Result<HostTensor> SdEngine::vae_decode(const HostTensor& latent, const TilingOp
     HostTensor z = latent;
     for (float& v : z.data) v = v / vae_cfg_.scale_factor + vae_cfg_.shift_factor;
     auto decode = [&](const HostTensor& in, HostTensor& out) -> Status {
-        auto r = vae_.runner->run(*vae_.weights, [&](GraphBuilder& gb) {
+        auto r = vae_->run([&](GraphBuilder& gb) {
             return std::vector<ggml_tensor*>{
                 models::build_vae_decode(gb.nn(), vae_cfg_, gb.input(in))};
         });
@@ -232,7 +230,7 @@ Result<HostTensor> SdEngine::vae_encode(const HostTensor& image, sampling::Rng& 
     if (!has_encoder_) {
         return Status::Error("this VAE has no encoder weights: img2img needs a full VAE");
     }
-    auto r = vae_.runner->run(*vae_.weights, [&](GraphBuilder& gb) {
+    auto r = vae_->run([&](GraphBuilder& gb) {
         return std::vector<ggml_tensor*>{
             models::build_vae_encode(gb.nn(), vae_cfg_, gb.input(image))};
     });
@@ -310,6 +308,7 @@ Result<std::vector<GeneratedImage>> SdEngine::generate(const GenerateOptions& o,
         if (!u.ok()) return u.status();
         uncond = std::move(*u);
     }
+    te_->end_phase();
     timings_.text = seconds_since(t0);
     GGDIFF_LOG_DEBUG("text encoding: %.2fs", timings_.text);
     if (progress && !progress("text", 1, 1, timings_.text)) return Status::Error("cancelled");
@@ -409,10 +408,20 @@ Result<std::vector<GeneratedImage>> SdEngine::generate(const GenerateOptions& o,
         if (!st.ok()) return st;
         timings_.steps.push_back(seconds_since(ts) / std::max(1, total));
 
+        if (b + 1 == o.batch) unet_->end_phase();
         auto td = Clock::now();
         HostTensor latent({lw, lh, lc, 1});
         latent.data = std::move(x);
         auto img = vae_decode(latent, o.vae_tiling);
+        if (!img.ok() && auto_fit_ && !o.vae_tiling.enabled) {
+            // Under auto-fit a decode that does not fit is retried once with tiling.
+            GGDIFF_LOG_WARN("VAE decode failed (%s); retrying with 256x256 tiles",
+                            img.status().message().c_str());
+            TilingOptions tiles;
+            tiles.enabled = true;
+            img = vae_decode(latent, tiles);
+        }
+        if (b + 1 == o.batch) vae_->end_phase();
         if (!img.ok()) return img.status().with_context("VAE decode");
         timings_.decode = seconds_since(td);
         GGDIFF_LOG_DEBUG("VAE decode: %.2fs", timings_.decode);

@@ -11,8 +11,7 @@
 #include "models/te/clip_text.h"
 #include "models/vae/vae.h"
 #include "pipeline/engine.h"
-#include "runtime/graph_runner.h"
-#include "runtime/weight_store.h"
+#include "runtime/module_runner.h"
 #include "sampling/sampling.h"
 #include "tokenizers/clip_tokenizer.h"
 
@@ -35,11 +34,6 @@ class SdEngine : public Engine {
     const PhaseTimings& timings() const { return timings_; }
 
   private:
-    struct Module {
-        std::unique_ptr<WeightStore> weights;
-        std::unique_ptr<GraphRunner> runner;
-    };
-
     Status setup_modules(const ModelOptions& options, int weight_type);
     int spatial_multiple() const;
     Result<HostTensor> encode_prompt(const std::string& prompt, int clip_skip);
@@ -55,7 +49,8 @@ class SdEngine : public Engine {
     std::optional<ClipTokenizer> tokenizer_;
     sampling::Parameterization param_ =
         sampling::Parameterization::discrete(sampling::Prediction::Eps);
-    Module te_, unet_, vae_;
+    std::unique_ptr<ModuleRunner> te_, unet_, vae_;
+    bool auto_fit_ = false;
     bool sd2_ = false;
     bool has_encoder_ = false;
     int pad_token_ = 49407;

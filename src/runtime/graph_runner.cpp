@@ -137,11 +137,17 @@ Result<std::vector<HostTensor>> GraphRunner::run(WeightStore& weights, const Bui
         ggml_build_forward_expand(gf, o);
     }
     ggml_backend_sched_reset(sched_);
+    if (pin_) pin_nodes(gf);
     if (!ggml_backend_sched_alloc_graph(sched_, gf)) {
         ggml_free(ctx);
         return Status::Error(label_ + ": cannot allocate the compute buffers (out of memory?)");
     }
-    n_splits_ = ggml_backend_sched_get_n_splits(sched_);
+    const int splits = ggml_backend_sched_get_n_splits(sched_);
+    if (splits != n_splits_) {
+        GGDIFF_LOG_DEBUG("%s: graph of %d nodes in %d splits, %d copies", label_.c_str(),
+                         ggml_graph_n_nodes(gf), splits, ggml_backend_sched_get_n_copies(sched_));
+    }
+    n_splits_ = splits;
     for (const auto& in : gb.inputs_) ggml_backend_tensor_set(in.tensor, in.data, 0, in.bytes);
     if (ggml_backend_sched_graph_compute(sched_, gf) != GGML_STATUS_SUCCESS) {
         ggml_free(ctx);

@@ -61,6 +61,12 @@ class GraphRunner {
     // Builds, allocates and computes; returns every output as a host tensor.
     Result<std::vector<HostTensor>> run(WeightStore& weights, const BuildFn& build);
 
+    // Layer split: the backend that computes the ops of each weight (nullptr: no
+    // preference). Each weightless op then runs on the backend of the most recent
+    // weight before it in graph order; views are left to the scheduler.
+    using PinFn = std::function<ggml_backend_t(const ggml_tensor* weight)>;
+    void set_pinning(PinFn fn) { pin_ = std::move(fn); }
+
     const std::string& label() const { return label_; }
     int last_n_splits() const { return n_splits_; }
 
@@ -69,6 +75,9 @@ class GraphRunner {
     ggml_backend_sched_t sched_ = nullptr;
     std::string label_;
     int n_splits_ = 0;
+    PinFn pin_;
+
+    void pin_nodes(ggml_cgraph* gf);
 };
 
 // Backends for plain CPU compute: BLAS (when present, for large matmuls) + CPU.

@@ -1,5 +1,7 @@
 #include "runtime/weight_store.h"
 
+#include <ggml-alloc.h>
+
 #include <algorithm>
 #include <sstream>
 
@@ -134,20 +136,57 @@ ggml_tensor* WeightStore::get(const std::string& name, const std::vector<int64_t
 }
 
 Status WeightStore::load(ggml_backend_buffer_type_t buft) {
+    return load_placed([buft](const std::string&) { return buft; });
+}
+
+ggml_tensor* WeightStore::tensor(const std::string& name) const {
+    auto it = tensors_.find(name);
+    return it == tensors_.end() ? nullptr : it->second;
+}
+
+Status WeightStore::load_placed(const BufferTypeFn& buft_for) {
     if (!status_.ok()) return status_;
     release();
-    buffer_ = ggml_backend_alloc_ctx_tensors_from_buft(wctx_, buft);
-    if (!buffer_) {
-        return Status::Error(string_format("cannot allocate %.1f MiB of weights on %s",
-                                           bytes() / 1048576.0, ggml_backend_buft_name(buft)));
+    // Group the weights by buffer type, then place each group with a tensor allocator.
+    std::vector<ggml_backend_buffer_type_t> types;
+    std::vector<std::vector<ggml_tensor*>> groups;
+    for (const auto& [name, t] : order_) {
+        ggml_backend_buffer_type_t b = buft_for(name);
+        size_t g = std::find(types.begin(), types.end(), b) - types.begin();
+        if (g == types.size()) {
+            types.push_back(b);
+            groups.emplace_back();
+        }
+        groups[g].push_back(t);
     }
-    ggml_backend_buffer_set_usage(buffer_, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-    const bool host = ggml_backend_buffer_is_host(buffer_);
+    for (size_t g = 0; g < types.size(); ++g) {
+        const size_t align = ggml_backend_buft_get_alignment(types[g]);
+        size_t size = 0;
+        for (ggml_tensor* t : groups[g]) {
+            size += GGML_PAD(ggml_backend_buft_get_alloc_size(types[g], t), align);
+        }
+        ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(types[g], std::max<size_t>(size, align));
+        if (!buf) {
+            release();
+            return Status::Error(string_format("cannot allocate %.1f MiB of weights on %s",
+                                               size / 1048576.0, ggml_backend_buft_name(types[g])));
+        }
+        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        buffers_.push_back(buf);
+        ggml_tallocr alloc = ggml_tallocr_new(buf);
+        for (ggml_tensor* t : groups[g]) {
+            if (ggml_tallocr_alloc(&alloc, t) != GGML_STATUS_SUCCESS) {
+                release();
+                return Status::Error("cannot place weights in their buffer");
+            }
+        }
+    }
     std::vector<uint8_t> staging;
     for (const auto& [name, t] : order_) {
         auto it = infos_.find(name);
         if (it == infos_.end()) return Status::Error("missing tensor " + name);
         const size_t nb = ggml_nbytes(t);
+        const bool host = ggml_backend_buffer_is_host(t->buffer);
         void* dst = t->data;
         if (!host) {
             staging.resize(nb);
@@ -161,9 +200,12 @@ Status WeightStore::load(ggml_backend_buffer_type_t buft) {
 }
 
 void WeightStore::release() {
-    if (buffer_) {
-        ggml_backend_buffer_free(buffer_);
-        buffer_ = nullptr;
+    for (ggml_backend_buffer_t b : buffers_) ggml_backend_buffer_free(b);
+    buffers_.clear();
+    // Tensors keep their shapes and types; only the memory behind them is gone.
+    for (auto& kv : order_) {
+        kv.second->data = nullptr;
+        kv.second->buffer = nullptr;
     }
 }
 

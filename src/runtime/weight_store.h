@@ -6,6 +6,7 @@
 #include <ggml-backend.h>
 #include <ggml.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,7 +36,13 @@ class WeightStore : public nn::Weights {
 
     // Allocates every declared weight in `buft` and reads it from the checkpoint.
     Status load(ggml_backend_buffer_type_t buft);
-    bool loaded() const { return buffer_ != nullptr; }
+    // Allocates each weight in the buffer type `buft_for(name)` chooses (one buffer per
+    // distinct type, e.g. one per device of a layer split) and reads it.
+    using BufferTypeFn = std::function<ggml_backend_buffer_type_t(const std::string& name)>;
+    Status load_placed(const BufferTypeFn& buft_for);
+    bool loaded() const { return !buffers_.empty(); }
+    // The tensor of a declared weight (nullptr if not declared).
+    ggml_tensor* tensor(const std::string& name) const;
     // Frees the device buffer (weights must be loaded again before use).
     void release();
 
@@ -51,7 +58,7 @@ class WeightStore : public nn::Weights {
     int weight_type_;
     ggml_context* wctx_ = nullptr;
     ggml_context* compute_ctx_ = nullptr;
-    ggml_backend_buffer_t buffer_ = nullptr;
+    std::vector<ggml_backend_buffer_t> buffers_;
     std::map<std::string, ggml_tensor*> tensors_;
     std::vector<std::pair<std::string, ggml_tensor*>> order_;
     std::map<std::string, const TensorInfo*> infos_;

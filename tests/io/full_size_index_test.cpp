@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/index_bench.h"
 #include "io/model_info.h"
 #include "io/tensor_index.h"
 #include "io_test_util.h"
@@ -82,6 +83,13 @@ TEST(FullSizeIndex, Sd1Mc320HeaderOnly) {
               std::string::npos)
         << format_model_info(info);
     std::printf("%s", format_model_info(info).c_str());
+
+    auto figures = bench_index({{path, ""}});
+    ASSERT_TRUE(figures.ok()) << figures.status().message();
+    EXPECT_EQ(figures->tensors, count);
+    EXPECT_EQ(figures->family, "sd1");
+    EXPECT_LT(figures->rss_after_mib - figures->rss_before_mib, 64.0);  // header only
+    std::printf("%s\n", index_bench_json(*figures).c_str());
     std::remove(path.c_str());
 }
 

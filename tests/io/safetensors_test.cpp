@@ -121,6 +121,18 @@ TEST(Safetensors, FailedAddLeavesIndexUnchanged) {
     EXPECT_EQ(ix.files().size(), 1u);
 }
 
+TEST(Safetensors, CollidingCanonicalNamesAreAnError) {
+    const std::string dir = test_dir("st_collide");
+    write_safetensors(
+        dir + "/x.safetensors",
+        {f32_tensor("cond_stage_model.model.ln_final.weight", {4}),
+         f32_tensor("cond_stage_model.transformer.text_model.final_layer_norm.weight", {4})});
+    TensorIndex ix;
+    Status st = ix.add(dir + "/x.safetensors");
+    ASSERT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("both map to"), std::string::npos) << st.message();
+}
+
 TEST(Safetensors, RolePrefixes) {
     EXPECT_EQ(prefix_for_role("model"), "");
     EXPECT_EQ(prefix_for_role("diffusion-model"), "model.diffusion_model.");

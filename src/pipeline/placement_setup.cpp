@@ -1,0 +1,142 @@
+#include "pipeline/placement_setup.h"
+
+#include "core/log.h"
+#include "devices/devices.h"
+#include "io/weight_type.h"
+#include "placement/auto_fit_report.h"
+#include "placement/max_vram.h"
+
+namespace ggdiff {
+namespace {
+
+std::optional<std::string> given(const std::string& s) {
+    return s.empty() ? std::nullopt : std::optional<std::string>(s);
+}
+
+placement::DeviceType to_type(enum ggml_backend_dev_type t) {
+    switch (t) {
+        case GGML_BACKEND_DEVICE_TYPE_CPU: return placement::DeviceType::Cpu;
+        case GGML_BACKEND_DEVICE_TYPE_IGPU: return placement::DeviceType::IGpu;
+        case GGML_BACKEND_DEVICE_TYPE_ACCEL: return placement::DeviceType::Accel;
+        default: return placement::DeviceType::Gpu;
+    }
+}
+
+// The --clip-on-cpu / --vae-on-cpu shorthands as --backend entries.
+std::string backend_with_shorthands(const ModelOptions& o) {
+    std::string spec = o.backend;
+    auto add = [&](const char* entry) { spec += (spec.empty() ? "" : ",") + std::string(entry); };
+    if (o.clip_on_cpu) add("te=CPU");
+    if (o.vae_on_cpu) add("vae=CPU");
+    // A bare device name means all=DEVICE; keep it valid next to the added entries.
+    if ((o.clip_on_cpu || o.vae_on_cpu) && !o.backend.empty() &&
+        o.backend.find('=') == std::string::npos) {
+        spec = "all=" + spec;
+    }
+    return spec;
+}
+
+uint64_t converted_bytes(const TensorInfo& t, int weight_type) {
+    if (weight_type < 0 || t.shape.size() < 2) return t.nbytes;
+    const int type = choose_weight_type(t, weight_type);
+    const std::vector<int64_t> ne = t.ne();
+    const int64_t rows = t.numel() / std::max<int64_t>(1, ne[0]);
+    return ggml_row_size(static_cast<ggml_type>(type), ne[0]) * static_cast<uint64_t>(rows);
+}
+
+ModuleDevices module_devices(const placement::PlacementSpec& spec, placement::Module m,
+                             const std::vector<placement::DeviceInfo>& devices) {
+    const placement::ModulePlacement mp = spec.module(m);
+    ModuleDevices md;
+    md.module = placement::module_name(m);
+    md.devices = mp.devices;
+    if (mp.params) {
+        if (mp.params->kind == placement::ParamsLocation::Kind::Disk) {
+            md.params = ModuleDevices::Params::Disk;
+        } else if (mp.params->kind == placement::ParamsLocation::Kind::Device) {
+            md.params = ModuleDevices::Params::Device;
+            md.params_device = mp.params->device;
+        }
+    }
+    md.row_split = mp.split_mode == placement::SplitMode::Row;
+    for (const placement::DeviceInfo& d : devices) {
+        if (spec.max_vram.gib_for(d.name)) {
+            md.free_override[d.name] = placement::split_free_bytes(d, spec.max_vram);
+        }
+    }
+    return md;
+}
+
+}  // namespace
+
+std::vector<placement::DeviceInfo> placement_devices() {
+    std::vector<placement::DeviceInfo> out;
+    for (const DeviceInfo& d : list_devices()) {
+        placement::DeviceInfo p;
+        p.name = d.name;
+        p.type = to_type(d.type);
+        p.free_bytes = d.free;
+        p.total_bytes = d.total;
+        ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(d.dev);
+        p.registry = reg ? ggml_backend_reg_name(reg) : "";
+        p.has_split_buffer = device_proc(d.dev, "ggml_backend_split_buffer_type") != nullptr;
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+Result<placement::PlacementSpec> validate_placement(const ModelOptions& o) {
+    placement::PlacementArgs args;
+    args.backend = given(backend_with_shorthands(o));
+    args.params_backend = given(o.params_backend);
+    args.split_mode = given(o.split_mode);
+    args.max_vram = given(o.max_vram);
+    return placement::parse_placement_spec(args, device_names());
+}
+
+Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& o, const TensorIndex& index,
+                                                 int weight_type) {
+    auto spec = validate_placement(o);
+    if (!spec.ok()) return spec.status();
+    uint64_t bytes[4] = {0, 0, 0, 0};
+    for (const TensorInfo& t : index.tensors()) {
+        bytes[static_cast<int>(component_of(t.name))] += converted_bytes(t, weight_type);
+    }
+    placement::AutoFitInput in;
+    in.devices = placement_devices();
+    in.components = placement::standard_components(
+        bytes[static_cast<int>(Component::Diffusion)],
+        bytes[static_cast<int>(Component::TextEncoder)], bytes[static_cast<int>(Component::Vae)]);
+    in.max_vram = spec->max_vram;
+    in.split_mode = spec->split_mode;
+    return placement::plan_auto_fit(in);
+}
+
+Result<EnginePlacement> resolve_placement(const ModelOptions& o, const TensorIndex& index,
+                                          int weight_type) {
+    auto spec = validate_placement(o);
+    if (!spec.ok()) return spec.status();
+    placement::PlacementSpec effective = *spec;
+    EnginePlacement ep;
+    if (o.auto_fit) {
+        if (!o.backend.empty() || !o.params_backend.empty()) {
+            GGDIFF_LOG_WARN("--auto-fit: ignoring --backend and --params-backend");
+        }
+        auto plan = plan_auto_fit_for(o, index, weight_type);
+        if (!plan.ok()) return plan.status();
+        for (const std::string& w : plan->warnings) GGDIFF_LOG_WARN("auto-fit: %s", w.c_str());
+        GGDIFF_LOG_INFO("auto-fit plan (%s):\n%s", placement::fit_mode_name(plan->mode),
+                        placement::plan_to_table(*plan).c_str());
+        GGDIFF_LOG_INFO("auto-fit: %s", placement::plan_args(*plan).c_str());
+        effective = plan->spec;
+        effective.max_vram = spec->max_vram;
+        ep.auto_fit = true;
+    }
+    const std::vector<placement::DeviceInfo> devices = placement_devices();
+    ep.te = module_devices(effective, placement::Module::TextEncoder, devices);
+    ep.diffusion = module_devices(effective, placement::Module::Diffusion, devices);
+    ep.vae = module_devices(effective, placement::Module::Vae, devices);
+    return ep;
+}
+
+}  // namespace ggdiff

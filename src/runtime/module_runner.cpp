@@ -1,0 +1,203 @@
+#include "runtime/module_runner.h"
+
+#include <algorithm>
+
+#include "core/log.h"
+#include "devices/devices.h"
+#include "placement/block_index.h"
+#include "placement/row_split.h"
+
+namespace ggdiff {
+namespace {
+
+bool is_cpu_name(const std::string& name) {
+    ggml_backend_dev_t d = find_device(name);
+    return d && ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_CPU;
+}
+
+ggml_backend_buffer_type_t buft_of_device(const std::string& name) {
+    ggml_backend_dev_t d = find_device(name);
+    return d ? ggml_backend_dev_buffer_type(d) : nullptr;
+}
+
+placement::DeviceType to_placement_type(enum ggml_backend_dev_type t) {
+    switch (t) {
+        case GGML_BACKEND_DEVICE_TYPE_CPU: return placement::DeviceType::Cpu;
+        case GGML_BACKEND_DEVICE_TYPE_IGPU: return placement::DeviceType::IGpu;
+        case GGML_BACKEND_DEVICE_TYPE_ACCEL: return placement::DeviceType::Accel;
+        default: return placement::DeviceType::Gpu;
+    }
+}
+
+}  // namespace
+
+ModuleRunner::ModuleRunner(const TensorIndex& index, int weight_type, ModuleDevices placement,
+                           int threads, std::string label)
+    : index_(index),
+      placement_(std::move(placement)),
+      threads_(threads),
+      label_(std::move(label)),
+      weights_(std::make_unique<WeightStore>(index, weight_type)) {}
+
+ModuleRunner::~ModuleRunner() = default;
+
+void ModuleRunner::note(const std::string& line, bool warn) {
+    log_.push_back(line);
+    if (warn) {
+        GGDIFF_LOG_WARN("%s", line.c_str());
+    } else {
+        GGDIFF_LOG_INFO("%s", line.c_str());
+    }
+}
+
+Status ModuleRunner::prepare(const BuildFn& declare) {
+    // Backends in priority order; the scheduler adds the CPU as the fallback.
+    std::vector<ggml_backend_t> backends;
+    std::vector<std::string>& devs = placement_.devices;
+    if (devs.size() > 1) {
+        auto cpu = std::find_if(devs.begin(), devs.end(), is_cpu_name);
+        if (cpu != devs.end()) {
+            note(placement_.module + ": the CPU cannot be part of a layer split; running on " +
+                     devs[0] + " only (use --params-backend " + placement_.module +
+                     "=cpu to keep the weights in host memory)",
+                 true);
+            devs.resize(1);
+        }
+    }
+    if (devs.empty() || (devs.size() == 1 && is_cpu_name(devs[0]))) {
+        backends = cpu_backends(threads_);
+        default_buft_ = ggml_backend_dev_buffer_type(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+    } else {
+        for (const std::string& name : devs) {
+            auto b = backend_for_device(name, threads_);
+            if (!b.ok()) return b.status().with_context(placement_.module);
+            backends.push_back(*b);
+        }
+        default_buft_ = buft_of_device(devs[0]);
+    }
+    runner_ = std::make_unique<GraphRunner>(backends, label_);
+    Status st = runner_->declare(*weights_, declare);
+    if (!st.ok()) return st.with_context(label_);
+
+    if (devs.size() > 1) GGDIFF_TRY(plan_split(backends));
+
+    // Weights live on their compute device, or all on the explicit params device.
+    if (placement_.params == ModuleDevices::Params::Device) {
+        ggml_backend_buffer_type_t pb = buft_of_device(placement_.params_device);
+        if (!pb) return Status::Error("unknown params device " + placement_.params_device);
+        default_buft_ = pb;
+        buft_of_.clear();
+        // The compute device still runs the ops: pin them there, the scheduler copies
+        // each weight in when its range runs.
+        if (!split_ && !devs.empty() && !is_cpu_name(devs[0])) {
+            for (const auto& [name, t] : weights_->declared()) pin_map_[t] = backends[0];
+        }
+    }
+    if (!pin_map_.empty()) {
+        runner_->set_pinning([this](const ggml_tensor* w) -> ggml_backend_t {
+            auto it = pin_map_.find(w);
+            return it == pin_map_.end() ? nullptr : it->second;
+        });
+    }
+    const char* where = placement_.params == ModuleDevices::Params::Disk     ? "disk (per phase)"
+                        : placement_.params == ModuleDevices::Params::Device ? "params device"
+                                                                              : "compute devices";
+    GGDIFF_LOG_DEBUG("%s: %zu weights, %.1f MiB, on %s", label_.c_str(), weights_->count(),
+                     weights_->bytes() / 1048576.0, where);
+    if (placement_.params != ModuleDevices::Params::Disk) return load();
+    return Status::Ok();
+}
+
+Status ModuleRunner::plan_split(std::vector<ggml_backend_t>& backends) {
+    const std::vector<std::string>& devs = placement_.devices;
+    std::vector<placement::TensorRecord> records;
+    for (const auto& [name, t] : weights_->declared()) {
+        placement::TensorRecord r;
+        r.name = name;
+        r.bytes = ggml_nbytes(t);
+        for (int i = 0; i < ggml_n_dims(t); ++i) r.ne.push_back(t->ne[i]);
+        r.contiguous = ggml_is_contiguous(t);
+        records.push_back(std::move(r));
+    }
+    placement::assign_blocks(records);
+    std::vector<placement::DeviceInfo> infos;
+    for (const std::string& name : devs) {
+        ggml_backend_dev_t d = find_device(name);
+        placement::DeviceInfo info;
+        info.name = name;
+        info.type = to_placement_type(ggml_backend_dev_type(d));
+        size_t free = 0, total = 0;
+        ggml_backend_dev_memory(d, &free, &total);
+        auto ov = placement_.free_override.find(name);
+        info.free_bytes = ov != placement_.free_override.end() ? ov->second : free;
+        info.total_bytes = total;
+        ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(d);
+        info.registry = reg ? ggml_backend_reg_name(reg) : "";
+        info.has_split_buffer = device_proc(d, "ggml_backend_split_buffer_type") != nullptr;
+        infos.push_back(std::move(info));
+    }
+    if (placement_.row_split) {
+        placement::RowSplitPlan row = placement::plan_row_split(placement_.module, records, infos);
+        if (row.row_split) {
+            // Split buffers: the main device runs the module; block matmul weights are
+            // divided by rows across the devices.
+            ggml_backend_dev_t main = find_device(devs[0]);
+            auto fn = reinterpret_cast<ggml_backend_split_buffer_type_t>(
+                device_proc(main, "ggml_backend_split_buffer_type"));
+            std::vector<float> split(16, 0.0f);
+            float acc = 0.0f;
+            for (size_t i = 0; i < row.proportions.size() && i < split.size(); ++i) {
+                split[i] = acc;
+                acc += static_cast<float>(row.proportions[i]);
+            }
+            ggml_backend_buffer_type_t sb = fn(0, split.data());
+            for (size_t i : row.split_tensors) buft_of_[records[i].name] = sb;
+            note(placement::row_split_log_line(row));
+            backends.resize(1);
+            return Status::Ok();
+        }
+        note(placement_.module + ": row split is not possible (" + row.reason +
+                 "); using layer split",
+             true);
+    }
+    auto plan = placement::plan_layer_split(placement_.module, records, infos);
+    if (!plan.ok()) return plan.status();
+    for (const std::string& w : placement::layer_split_warnings(*plan)) note(w, true);
+    if (!plan->split) {
+        note(placement_.module + ": " + plan->fallback_reason, true);
+        placement_.devices.resize(1);
+        return Status::Ok();
+    }
+    for (const std::string& line : placement::layer_split_log_lines(*plan)) note(line);
+    for (size_t i = 0; i < records.size(); ++i) {
+        const size_t dev = plan->tensor_device[i];
+        buft_of_[records[i].name] = buft_of_device(devs[dev]);
+        pin_map_[weights_->tensor(records[i].name)] = backends[dev];
+    }
+    split_ = std::move(*plan);
+    return Status::Ok();
+}
+
+Status ModuleRunner::load() {
+    Status st = weights_->load_placed([this](const std::string& name) {
+        auto it = buft_of_.find(name);
+        return it == buft_of_.end() ? default_buft_ : it->second;
+    });
+    return st.with_context(label_);
+}
+
+Status ModuleRunner::begin_phase() {
+    if (weights_->loaded()) return Status::Ok();
+    return load();
+}
+
+void ModuleRunner::end_phase() {
+    if (placement_.params == ModuleDevices::Params::Disk) weights_->release();
+}
+
+Result<std::vector<HostTensor>> ModuleRunner::run(const BuildFn& build) {
+    GGDIFF_TRY(begin_phase());
+    return runner_->run(*weights_, build);
+}
+
+}  // namespace ggdiff

@@ -1,0 +1,71 @@
+// ModuleRunner: one model module (text encoder, denoiser, VAE) placed on its devices:
+// its weights (resident on the compute devices, staged from a params device, or read
+// from disk per phase), its layer split or row split, and the runner that computes it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/tensor_index.h"
+#include "placement/layer_split.h"
+#include "runtime/graph_runner.h"
+#include "runtime/weight_store.h"
+
+namespace ggdiff {
+
+struct ModuleDevices {
+    std::string module = "module";    // "diffusion", "te", "vae" (for logs)
+    std::vector<std::string> devices;  // compute devices in order; empty: the default (CPU)
+    enum class Params { Compute, Device, Disk } params = Params::Compute;
+    std::string params_device;  // with Params::Device
+    bool row_split = false;     // --split-mode row for this module
+    // Free bytes to share a split by, per device name (from --max-vram); others: the
+    // device's own free memory.
+    std::map<std::string, uint64_t> free_override;
+};
+
+class ModuleRunner {
+public:
+    ModuleRunner(const TensorIndex& index, int weight_type, ModuleDevices placement, int threads,
+                 std::string label);
+    ~ModuleRunner();
+
+    // Declares the weights by building the graph once, plans the split, logs the
+    // ranges, and loads the weights unless they come from disk per phase.
+    Status prepare(const BuildFn& declare);
+    // Makes sure the weights are on their devices (reads them for disk params).
+    Status begin_phase();
+    // With disk params, frees the weights after the phase that used them.
+    void end_phase();
+
+    Result<std::vector<HostTensor>> run(const BuildFn& build);
+
+    WeightStore& weights() { return *weights_; }
+    const std::optional<placement::LayerSplitPlan>& split_plan() const { return split_; }
+    const ModuleDevices& placement() const { return placement_; }
+    // The lines logged about where this module runs (for tests and -v).
+    const std::vector<std::string>& placement_log() const { return log_; }
+
+private:
+    Status plan_split(std::vector<ggml_backend_t>& backends);
+    Status load();
+    void note(const std::string& line, bool warn = false);
+
+    const TensorIndex& index_;
+    ModuleDevices placement_;
+    int threads_;
+    std::string label_;
+    std::unique_ptr<WeightStore> weights_;
+    std::unique_ptr<GraphRunner> runner_;
+    std::optional<placement::LayerSplitPlan> split_;
+    std::map<const ggml_tensor*, ggml_backend_t> pin_map_;
+    std::map<std::string, ggml_backend_buffer_type_t> buft_of_;
+    ggml_backend_buffer_type_t default_buft_ = nullptr;
+    std::vector<std::string> log_;
+};
+
+}  // namespace ggdiff
