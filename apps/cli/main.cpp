@@ -28,7 +28,19 @@ std::string output_name(const std::string& output, int index, int begin_idx) {
     return (p.parent_path() / name).string();
 }
 
+// The output folder must exist before minutes are spent generating into it.
+bool output_folder_ok(const std::string& output) {
+    std::filesystem::path dir = std::filesystem::path(output).parent_path();
+    if (dir.empty()) return true;
+    std::error_code ec;
+    if (std::filesystem::is_directory(dir, ec)) return true;
+    std::fprintf(stderr, "error: -o %s: the folder %s does not exist\n", output.c_str(),
+                 dir.string().c_str());
+    return false;
+}
+
 int generate(const ggdiff::cli::CliOptions& cli) {
+    if (!cli.fit_dry_run && !output_folder_ok(cli.output)) return 1;
     ggdiff_options* o = ggdiff_options_new();
     auto set = [&](const std::string& name, const std::string& value) {
         if (ggdiff_options_set(o, name.c_str(), value.c_str()) != 0) {

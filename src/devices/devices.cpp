@@ -117,8 +117,7 @@ std::string clean_ggml_message(std::string m) {
     const size_t p = m.find(": ");
     if (p != std::string::npos) {
         const size_t c = m.rfind(':', p - 1);
-        if (c != std::string::npos && c + 1 < p &&
-            m.find_first_not_of("0123456789", c + 1) == p) {
+        if (c != std::string::npos && c + 1 < p && m.find_first_not_of("0123456789", c + 1) == p) {
             m = m.substr(p + 2);  // drops the "file:line: " prefix
         }
     }
@@ -159,7 +158,8 @@ std::string tcp_probe(const sockaddr_in& addr, int timeout_ms) {
         if (errno != EINPROGRESS) {
             err = std::strerror(errno);
         } else {
-            auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+            auto deadline =
+                std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
             for (;;) {
                 auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                                 deadline - std::chrono::steady_clock::now())
@@ -236,7 +236,8 @@ Result<ggml_backend_reg_t> guarded_add(add_server_t add, const std::string& ep, 
         lock.unlock();
         worker.detach();
         return Status::Error(
-            "--rpc-servers: RPC server " + ep + " accepted the connection but did not answer within " +
+            "--rpc-servers: RPC server " + ep +
+            " accepted the connection but did not answer within " +
             std::to_string(timeout_ms / 1000) +
             " s (is it a ggml RPC server? a worker serves one client at a time: is another "
             "process using it?)");
@@ -275,8 +276,9 @@ Result<RpcEndpoint> parse_rpc_endpoint(const std::string& raw) {
         return Status::Error(q + " contains a space (expected host:port)");
     }
     if (ep.front() == '[' || std::count(ep.begin(), ep.end(), ':') > 1) {
-        return Status::Error(q + ": IPv6 addresses are not supported by ggml RPC; use an IPv4 "
-                                 "address or a host name");
+        return Status::Error(q +
+                             ": IPv6 addresses are not supported by ggml RPC; use an IPv4 "
+                             "address or a host name");
     }
     const size_t colon = ep.find(':');
     if (colon == std::string::npos) return Status::Error(q + " is not host:port (no port)");
@@ -303,13 +305,15 @@ Result<std::vector<RpcEndpoint>> parse_rpc_servers(const std::string& csv) {
     size_t begin = 0;
     for (;;) {
         size_t comma = csv.find(',', begin);
-        parts.push_back(csv.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
+        parts.push_back(
+            csv.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
         if (comma == std::string::npos) break;
         begin = comma + 1;
     }
     for (const std::string& part : parts) {
         if (trim(part).empty()) {
-            return Status::Error("--rpc-servers: empty entry in \"" + csv + "\" (expected host:port,...)");
+            return Status::Error("--rpc-servers: empty entry in \"" + csv +
+                                 "\" (expected host:port,...)");
         }
         Result<RpcEndpoint> ep = parse_rpc_endpoint(part);
         if (!ep.ok()) return ep.status();
@@ -348,8 +352,8 @@ Status add_rpc_servers(const std::string& csv, std::vector<std::string>* added,
         }
         std::string err = tcp_probe(*addr, options.connect_timeout_ms);
         if (!err.empty()) {
-            return Status::Error("--rpc-servers: cannot reach RPC server " + ep.text() + " (" + err +
-                                 "); is ggdiff-rpc running there?");
+            return Status::Error("--rpc-servers: cannot reach RPC server " + ep.text() + " (" +
+                                 err + "); is ggdiff-rpc running there?");
         }
         todo.emplace_back(ep, key);
     }
@@ -372,7 +376,8 @@ Status add_rpc_servers(const std::string& csv, std::vector<std::string>* added,
     if (g_prev_abort_callback == rpc_abort_callback) g_prev_abort_callback = nullptr;
     Status status = Status::Ok();
     for (const auto& t : todo) {
-        Result<ggml_backend_reg_t> reg = guarded_add(add, t.first.text(), options.handshake_timeout_ms);
+        Result<ggml_backend_reg_t> reg =
+            guarded_add(add, t.first.text(), options.handshake_timeout_ms);
         if (!reg.ok()) {
             status = reg.status();
             break;
@@ -396,6 +401,30 @@ void set_backend_threads(ggml_backend_t backend, int n_threads) {
     auto fn = reinterpret_cast<ggml_backend_set_n_threads_t>(
         device_proc(dev, "ggml_backend_set_n_threads"));
     if (fn) fn(backend, n_threads);
+}
+
+placement::DeviceInfo placement_info(const DeviceInfo& d) {
+    placement::DeviceInfo p;
+    p.name = d.name;
+    switch (d.type) {
+        case GGML_BACKEND_DEVICE_TYPE_CPU:
+            p.type = placement::DeviceType::Cpu;
+            break;
+        case GGML_BACKEND_DEVICE_TYPE_IGPU:
+            p.type = placement::DeviceType::IGpu;
+            break;
+        case GGML_BACKEND_DEVICE_TYPE_ACCEL:
+            p.type = placement::DeviceType::Accel;
+            break;
+        default:
+            p.type = placement::DeviceType::Gpu;
+    }
+    p.free_bytes = d.free;
+    p.total_bytes = d.total;
+    ggml_backend_reg_t reg = d.dev ? ggml_backend_dev_backend_reg(d.dev) : nullptr;
+    p.registry = reg ? ggml_backend_reg_name(reg) : "";
+    p.has_split_buffer = d.dev && device_proc(d.dev, "ggml_backend_split_buffer_type") != nullptr;
+    return p;
 }
 
 int default_threads() {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "placement/device_info.h"
 
 namespace ggdiff {
 
@@ -76,6 +77,10 @@ void* device_proc(ggml_backend_dev_t dev, const char* name);
 
 // Sets the thread count on a backend that supports it (CPU, BLAS); no-op otherwise.
 void set_backend_threads(ggml_backend_t backend, int n_threads);
+
+// What the placement planners know about a device (type, free memory, registry,
+// whether its backend offers split buffers).
+placement::DeviceInfo placement_info(const DeviceInfo& device);
 
 // Physical-ish default thread count (hardware threads).
 int default_threads();

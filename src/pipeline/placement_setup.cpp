@@ -13,15 +13,6 @@ std::optional<std::string> given(const std::string& s) {
     return s.empty() ? std::nullopt : std::optional<std::string>(s);
 }
 
-placement::DeviceType to_type(enum ggml_backend_dev_type t) {
-    switch (t) {
-        case GGML_BACKEND_DEVICE_TYPE_CPU: return placement::DeviceType::Cpu;
-        case GGML_BACKEND_DEVICE_TYPE_IGPU: return placement::DeviceType::IGpu;
-        case GGML_BACKEND_DEVICE_TYPE_ACCEL: return placement::DeviceType::Accel;
-        default: return placement::DeviceType::Gpu;
-    }
-}
-
 // The --clip-on-cpu / --vae-on-cpu shorthands as --backend entries.
 std::string backend_with_shorthands(const ModelOptions& o) {
     std::string spec = o.backend;
@@ -71,17 +62,7 @@ ModuleDevices module_devices(const placement::PlacementSpec& spec, placement::Mo
 
 std::vector<placement::DeviceInfo> placement_devices() {
     std::vector<placement::DeviceInfo> out;
-    for (const DeviceInfo& d : list_devices()) {
-        placement::DeviceInfo p;
-        p.name = d.name;
-        p.type = to_type(d.type);
-        p.free_bytes = d.free;
-        p.total_bytes = d.total;
-        ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(d.dev);
-        p.registry = reg ? ggml_backend_reg_name(reg) : "";
-        p.has_split_buffer = device_proc(d.dev, "ggml_backend_split_buffer_type") != nullptr;
-        out.push_back(std::move(p));
-    }
+    for (const DeviceInfo& d : list_devices()) out.push_back(placement_info(d));
     return out;
 }
 
@@ -104,9 +85,9 @@ Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& o, const Te
     }
     placement::AutoFitInput in;
     in.devices = placement_devices();
-    in.components = placement::standard_components(
-        bytes[static_cast<int>(Component::Diffusion)],
-        bytes[static_cast<int>(Component::TextEncoder)], bytes[static_cast<int>(Component::Vae)]);
+    in.components = placement::standard_components(bytes[static_cast<int>(Component::Diffusion)],
+                                                   bytes[static_cast<int>(Component::TextEncoder)],
+                                                   bytes[static_cast<int>(Component::Vae)]);
     in.max_vram = spec->max_vram;
     in.split_mode = spec->split_mode;
     return placement::plan_auto_fit(in);

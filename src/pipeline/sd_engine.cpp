@@ -57,13 +57,13 @@ Status SdEngine::init(const ModelOptions& opt, TensorIndex index) {
     model_name_ = std::filesystem::path(main_file).stem().string();
 
     auto unet = models::detect_unet(index_);
-    if (!unet.ok()) return unet.status().with_context("UNet");
+    if (!unet.ok()) return unet.status();
     unet_cfg_ = *unet;
     auto clip = models::detect_clip_text(index_, "cond_stage_model.transformer.text_model.");
     if (!clip.ok()) return clip.status().with_context("text encoder");
     clip_cfg_ = *clip;
     auto vae = models::detect_vae(index_);
-    if (!vae.ok()) return vae.status().with_context("VAE");
+    if (!vae.ok()) return vae.status();
     vae_cfg_ = *vae;
 
     sd2_ = unet_cfg_.context_dim == 1024;
@@ -128,14 +128,13 @@ Status SdEngine::setup_modules(const ModelOptions& opt, int wtype) {
     auto_fit_ = placement->auto_fit;
     has_encoder_ = vae_cfg_.has_encoder;
 
-    auto make = [&](std::unique_ptr<ModuleRunner>& m, const ModuleDevices& where,
-                    const char* label, const BuildFn& declare) -> Status {
+    auto make = [&](std::unique_ptr<ModuleRunner>& m, const ModuleDevices& where, const char* label,
+                    const BuildFn& declare) -> Status {
         auto t0 = Clock::now();
         m = std::make_unique<ModuleRunner>(index_, wtype, where, threads_, label);
         GGDIFF_TRY(m->prepare(declare));
-        GGDIFF_LOG_DEBUG("%s: %zu tensors, %.1f MiB, ready in %.2fs", label,
-                         m->weights().count(), m->weights().bytes() / 1048576.0,
-                         seconds_since(t0));
+        GGDIFF_LOG_DEBUG("%s: %zu tensors, %.1f MiB, ready in %.2fs", label, m->weights().count(),
+                         m->weights().bytes() / 1048576.0, seconds_since(t0));
         return Status::Ok();
     };
 
@@ -149,8 +148,8 @@ Status SdEngine::setup_modules(const ModelOptions& opt, int wtype) {
         HostTensor x({s, s, unet_cfg_.in_channels, 1});
         HostTensor t({1});
         HostTensor c({unet_cfg_.context_dim, kChunk, 1});
-        return std::vector<ggml_tensor*>{models::build_unet(gb.nn(), unet_cfg_, gb.input(x),
-                                                            gb.input(t), gb.input(c))};
+        return std::vector<ggml_tensor*>{
+            models::build_unet(gb.nn(), unet_cfg_, gb.input(x), gb.input(t), gb.input(c))};
     }));
     GGDIFF_TRY(make(vae_, placement->vae, "VAE", [&](GraphBuilder& gb) {
         HostTensor z({8, 8, vae_cfg_.z_channels, 1});
@@ -435,7 +434,7 @@ Result<std::vector<GeneratedImage>> SdEngine::generate(const GenerateOptions& o,
         info.negative_prompt = o.negative_prompt;
         info.steps = o.steps;
         info.sampler = sampling::sampler_a1111_name(*sampler);
-        if (!o.scheduler.empty()) info.schedule = sampling::schedule_name(*schedule);
+        if (!o.scheduler.empty()) info.schedule = sampling::schedule_a1111_name(*schedule);
         info.cfg_scale = o.cfg_scale;
         info.seed = seed;
         info.width = o.width;

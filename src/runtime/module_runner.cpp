@@ -20,15 +20,6 @@ ggml_backend_buffer_type_t buft_of_device(const std::string& name) {
     return d ? ggml_backend_dev_buffer_type(d) : nullptr;
 }
 
-placement::DeviceType to_placement_type(enum ggml_backend_dev_type t) {
-    switch (t) {
-        case GGML_BACKEND_DEVICE_TYPE_CPU: return placement::DeviceType::Cpu;
-        case GGML_BACKEND_DEVICE_TYPE_IGPU: return placement::DeviceType::IGpu;
-        case GGML_BACKEND_DEVICE_TYPE_ACCEL: return placement::DeviceType::Accel;
-        default: return placement::DeviceType::Gpu;
-    }
-}
-
 }  // namespace
 
 ModuleRunner::ModuleRunner(const TensorIndex& index, int weight_type, ModuleDevices placement,
@@ -66,7 +57,8 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
     }
     if (devs.empty() || (devs.size() == 1 && is_cpu_name(devs[0]))) {
         backends = cpu_backends(threads_);
-        default_buft_ = ggml_backend_dev_buffer_type(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+        default_buft_ =
+            ggml_backend_dev_buffer_type(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
     } else {
         for (const std::string& name : devs) {
             auto b = backend_for_device(name, threads_);
@@ -101,7 +93,7 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
     }
     const char* where = placement_.params == ModuleDevices::Params::Disk     ? "disk (per phase)"
                         : placement_.params == ModuleDevices::Params::Device ? "params device"
-                                                                              : "compute devices";
+                                                                             : "compute devices";
     GGDIFF_LOG_DEBUG("%s: %zu weights, %.1f MiB, on %s", label_.c_str(), weights_->count(),
                      weights_->bytes() / 1048576.0, where);
     if (placement_.params != ModuleDevices::Params::Disk) return load();
@@ -122,18 +114,14 @@ Status ModuleRunner::plan_split(std::vector<ggml_backend_t>& backends) {
     placement::assign_blocks(records);
     std::vector<placement::DeviceInfo> infos;
     for (const std::string& name : devs) {
-        ggml_backend_dev_t d = find_device(name);
-        placement::DeviceInfo info;
-        info.name = name;
-        info.type = to_placement_type(ggml_backend_dev_type(d));
-        size_t free = 0, total = 0;
-        ggml_backend_dev_memory(d, &free, &total);
+        DeviceInfo dev;
+        dev.dev = find_device(name);
+        dev.name = name;
+        dev.type = ggml_backend_dev_type(dev.dev);
+        ggml_backend_dev_memory(dev.dev, &dev.free, &dev.total);
+        placement::DeviceInfo info = placement_info(dev);
         auto ov = placement_.free_override.find(name);
-        info.free_bytes = ov != placement_.free_override.end() ? ov->second : free;
-        info.total_bytes = total;
-        ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(d);
-        info.registry = reg ? ggml_backend_reg_name(reg) : "";
-        info.has_split_buffer = device_proc(d, "ggml_backend_split_buffer_type") != nullptr;
+        if (ov != placement_.free_override.end()) info.free_bytes = ov->second;
         infos.push_back(std::move(info));
     }
     if (placement_.row_split) {

@@ -18,7 +18,7 @@
 namespace ggdiff {
 
 struct ModuleDevices {
-    std::string module = "module";    // "diffusion", "te", "vae" (for logs)
+    std::string module = "module";     // "diffusion", "te", "vae" (for logs)
     std::vector<std::string> devices;  // compute devices in order; empty: the default (CPU)
     enum class Params { Compute, Device, Disk } params = Params::Compute;
     std::string params_device;  // with Params::Device
@@ -29,7 +29,7 @@ struct ModuleDevices {
 };
 
 class ModuleRunner {
-public:
+  public:
     ModuleRunner(const TensorIndex& index, int weight_type, ModuleDevices placement, int threads,
                  std::string label);
     ~ModuleRunner();
@@ -50,7 +50,7 @@ public:
     // The lines logged about where this module runs (for tests and -v).
     const std::vector<std::string>& placement_log() const { return log_; }
 
-private:
+  private:
     Status plan_split(std::vector<ggml_backend_t>& backends);
     Status load();
     void note(const std::string& line, bool warn = false);

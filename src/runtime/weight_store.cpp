@@ -25,6 +25,14 @@ std::vector<int64_t> squeeze_tail(std::vector<int64_t> ne) {
     return ne;
 }
 
+std::vector<int64_t> squeeze_all(const std::vector<int64_t>& ne) {
+    std::vector<int64_t> out;
+    for (int64_t d : ne) {
+        if (d != 1) out.push_back(d);
+    }
+    return out;
+}
+
 int64_t product(const std::vector<int64_t>& ne) {
     int64_t n = 1;
     for (int64_t d : ne) n *= d;
@@ -106,7 +114,9 @@ ggml_tensor* WeightStore::get(const std::string& name, const std::vector<int64_t
         if (status_.ok()) status_ = Status::Error("missing tensor " + name);
     } else {
         std::vector<int64_t> stored = info->ne();
-        if (product(stored) != product(ne)) {
+        // Same sizes in the same order, ignoring size-1 dimensions: a [C,C,1,1] kernel
+        // serves as a [C,C] matrix, but a transposed or reshaped tensor is an error.
+        if (squeeze_all(stored) != squeeze_all(ne)) {
             if (status_.ok()) {
                 status_ = Status::Error("tensor " + name + " has shape " + shape_str(info->shape) +
                                         " (ggml " + shape_str(stored) + "), expected ggml " +
@@ -165,7 +175,8 @@ Status WeightStore::load_placed(const BufferTypeFn& buft_for) {
         for (ggml_tensor* t : groups[g]) {
             size += GGML_PAD(ggml_backend_buft_get_alloc_size(types[g], t), align);
         }
-        ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(types[g], std::max<size_t>(size, align));
+        ggml_backend_buffer_t buf =
+            ggml_backend_buft_alloc_buffer(types[g], std::max<size_t>(size, align));
         if (!buf) {
             release();
             return Status::Error(string_format("cannot allocate %.1f MiB of weights on %s",

@@ -164,9 +164,9 @@ struct RunResult {
 };
 
 // Runs GGDIFF_BINARY_DIR/ggdiff with `args` (no shell), stdout and stderr captured in files
-// under `log_dir`, killed after `timeout_s` seconds. `cwd`: working directory ("" = keep).
+// under `log_dir`, killed after `timeout_s` seconds.
 inline RunResult run_ggdiff(const std::vector<std::string>& args, const std::string& log_dir,
-                            int timeout_s = 300, const std::string& cwd = "") {
+                            int timeout_s = 300) {
     static int counter = 0;
     RunResult r;
     r.args = args;
@@ -189,16 +189,10 @@ inline RunResult run_ggdiff(const std::vector<std::string>& args, const std::str
                                      0644);
     posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                      0644);
-    std::string old_cwd;
-    if (!cwd.empty()) {
-        old_cwd = fs::current_path().string();
-        fs::current_path(cwd);
-    }
     const auto start = std::chrono::steady_clock::now();
     pid_t pid = 0;
     const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
-    if (!old_cwd.empty()) fs::current_path(old_cwd);
     if (rc != 0) {
         r.spawn_failed = true;
         r.err = std::string("posix_spawn failed: ") + strerror(rc);
@@ -302,6 +296,8 @@ struct ExpectedInfo {
     int height = 512;
     int batch = 1;
     std::optional<float> cfg_scale;
+    std::string scheduler;                // "" = not given
+    std::optional<float> strength;        // img2img only (-i given)
 };
 
 inline ExpectedInfo expected_from_args(const std::vector<std::string>& args) {
@@ -318,7 +314,13 @@ inline ExpectedInfo expected_from_args(const std::vector<std::string>& args) {
         else if (f == "-H" || f == "--height") e.height = std::stoi(v);
         else if (f == "-b" || f == "--batch-count") e.batch = std::stoi(v);
         else if (f == "--cfg-scale") e.cfg_scale = std::stof(v);
+        else if (f == "--scheduler") e.scheduler = v;
+        else if (f == "--strength") e.strength = std::stof(v);
     }
+    const bool img2img = std::find(args.begin(), args.end(), "-i") != args.end() ||
+                         std::find(args.begin(), args.end(), "--init-img") != args.end();
+    if (img2img && !e.strength) e.strength = 0.75f;
+    if (!img2img) e.strength.reset();
     return e;
 }
 

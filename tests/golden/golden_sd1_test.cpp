@@ -71,6 +71,17 @@ void expect_metadata(const std::string& path, const ExpectedInfo& e, int64_t see
     if (e.cfg_scale) {
         EXPECT_FLOAT_EQ(info->cfg_scale, *e.cfg_scale) << ctx;
     }
+    // "Schedule type" (A1111 accepts its name or its label, so compare without case).
+    if (!e.scheduler.empty() && e.scheduler != "discrete") {
+        EXPECT_EQ(lower(info->schedule), lower(e.scheduler)) << ctx;
+    }
+    // "Denoising strength" for img2img only.
+    if (e.strength) {
+        ASSERT_TRUE(info->denoising_strength.has_value()) << ctx;
+        EXPECT_FLOAT_EQ(*info->denoising_strength, *e.strength) << ctx;
+    } else {
+        EXPECT_FALSE(info->denoising_strength.has_value()) << ctx;
+    }
 }
 
 class GoldenSd1 : public ::testing::TestWithParam<GoldenCase> {};

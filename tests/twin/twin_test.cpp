@@ -1,0 +1,432 @@
+// Twin tests: the same request on one device and under a placement (layer split, params
+// on the CPU or on disk, row split falling back, auto-fit) must give the same image, and
+// the log must show where each range of blocks ran. Two ggdiff-rpc workers on free
+// loopback ports stand in for two GPUs (TESTING.md, "Multi-device without a GPU"); they
+// are started for every test and always stopped.
+//
+// Every twin runs the other modules on RPC0 as well ("all=RPC0,..."), so the only
+// difference from the single-device reference (`--backend RPC0`) is the placement under
+// test: the images are expected to be identical, and must be within the golden tolerance.
+//
+// The reference image is made once per build of the binaries and cached under
+// GGDIFF_TEST_TMP (keyed by the binaries, the fixture and the arguments), because under
+// ctest every test runs in its own process.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <regex>
+
+#include "../golden/e2e_support.h"
+#include "../rpc/rpc_test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ggdiff::e2e::contains;
+using ggdiff::e2e::RunResult;
+
+// SD1: 25 UNet blocks (12 input, 1 middle, 12 output), 12 CLIP text layers.
+constexpr int kUnetBlocks = 25;
+constexpr int kClipLayers = 12;
+constexpr uint64_t kGiB = 1ull << 30;
+
+// The golden case `euler` of ../shared/golden/sd1_mc32.
+std::vector<std::string> request_args() {
+    return {"-p",    "a photograph of an astronaut riding a horse",
+            "-W",    "64",
+            "-H",    "64",
+            "--steps", "4",
+            "--sampling-method", "euler",
+            "--cfg-scale", "7",
+            "-s",    "42"};
+}
+
+struct Range {
+    std::string device;
+    int begin = 0, end = 0;
+};
+
+// "<module> layer split: <device> <- blocks [a, b)" lines for one module, in log order.
+std::vector<Range> split_ranges(const std::string& log, const std::string& module) {
+    std::vector<Range> out;
+    const std::regex re(module + R"( layer split: (\S+) <- blocks \[(\d+), (\d+)\))");
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+         ++it) {
+        out.push_back({(*it)[1].str(), std::stoi((*it)[2].str()), std::stoi((*it)[3].str())});
+    }
+    return out;
+}
+
+std::string describe(const std::vector<Range>& ranges) {
+    std::string s;
+    for (const Range& r : ranges) {
+        s += r.device + " <- [" + std::to_string(r.begin) + ", " + std::to_string(r.end) + ") ";
+    }
+    return s.empty() ? "(none)" : s;
+}
+
+// The ranges cover [0, blocks) contiguously, each non-empty, on `devices` in this order.
+void expect_ranges(const std::string& log, const std::string& module,
+                   const std::vector<std::string>& devices, int blocks) {
+    const std::vector<Range> ranges = split_ranges(log, module);
+    ASSERT_EQ(ranges.size(), devices.size())
+        << "expected one '" << module << " layer split' line per device\n"
+        << describe(ranges) << "\n"
+        << log;
+    int next = 0;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+        EXPECT_EQ(ranges[i].device, devices[i]) << describe(ranges);
+        EXPECT_EQ(ranges[i].begin, next) << describe(ranges);
+        EXPECT_LT(ranges[i].begin, ranges[i].end) << "empty range: " << describe(ranges);
+        next = ranges[i].end;
+    }
+    EXPECT_EQ(next, blocks) << describe(ranges);
+}
+
+// With -v the runners log "<label>: graph of N nodes in K splits": the largest K seen.
+int max_splits(const std::string& log, const std::string& label) {
+    const std::regex re(label + R"(: graph of \d+ nodes in (\d+) splits)");
+    int k = 0;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+         ++it) {
+        k = std::max(k, std::stoi((*it)[1].str()));
+    }
+    return k;
+}
+
+// With -v the runners log "<label>: N weights, X MiB, on <where>": where.
+std::string weights_on(const std::string& log, const std::string& label) {
+    const std::regex re(label + R"(: \d+ weights, [\d.]+ MiB, on ([^\n]+))");
+    std::smatch m;
+    return std::regex_search(log, m, re) ? m[1].str() : "(not logged)";
+}
+
+// Identity of a file for the reference cache: size and modification time.
+std::string file_stamp(const std::string& path) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) return path + ":missing";
+    return path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) +
+           "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+    return s;
+}
+
+class Twin : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (!ggdiff::e2e::prerequisites_ok()) GTEST_SKIP() << "prerequisites missing";
+        std::string error;
+        ASSERT_TRUE(w0_.start(&error)) << error;
+        ASSERT_TRUE(w1_.start(&error)) << error;
+        dir_ = ggdiff::e2e::fresh_dir();
+    }
+    void TearDown() override {
+        w0_.stop();
+        w1_.stop();
+    }
+
+    std::string servers() const { return w0_.endpoint() + "," + w1_.endpoint(); }
+
+    // ggdiff with the fixture, the golden request, both workers, -v, `extra` and -o OUT.
+    RunResult generate(const std::vector<std::string>& extra, const std::string& out,
+                       const std::string& log_dir) const {
+        std::vector<std::string> args = ggdiff::e2e::model_args();
+        for (const std::string& a : request_args()) args.push_back(a);
+        args.insert(args.end(), {"--rpc-servers", servers(), "-v"});
+        args.insert(args.end(), extra.begin(), extra.end());
+        args.insert(args.end(), {"-o", out});
+        return ggdiff::e2e::run_ggdiff(args, log_dir, 300);
+    }
+
+    // A single-device image for `extra`, made once per build of the binaries.
+    std::string reference(const std::vector<std::string>& extra) const {
+        const std::string key =
+            join(extra, " ") + "|" + join(request_args(), " ") + "|" +
+            file_stamp(ggdiff::e2e::binary_path()) + "|" +
+            file_stamp(rpc_test::binary("ggdiff-rpc")) + "|" +
+            file_stamp(ggdiff::e2e::fixture_path());
+        const std::string cache = std::string(GGDIFF_TEST_TMP) + "/references";
+        fs::create_directories(cache);
+        char name[64];
+        std::snprintf(name, sizeof(name), "/ref_%016zx.png", std::hash<std::string>{}(key));
+        const std::string path = cache + name;
+        if (fs::is_regular_file(path)) return path;
+        const std::string tmp = path + ".tmp." + std::to_string(getpid());
+        RunResult r = generate(extra, tmp, dir_ + "/reference");
+        if (!r.succeeded() || !fs::is_regular_file(tmp)) {
+            ADD_FAILURE() << "the single-device reference failed\n" << r.describe();
+            return "";
+        }
+        fs::rename(tmp, path);  // atomic: parallel tests may race to make the same file
+        return path;
+    }
+
+    // The single-device reference of every twin: everything on RPC0.
+    std::string single_device() const { return reference({"--backend", "RPC0"}); }
+
+    // Runs the placement `extra`, checks it succeeded, and that its image matches
+    // `reference_path` within the golden tolerance. Returns the run (log in out/err).
+    RunResult twin(const std::vector<std::string>& extra, const std::string& reference_path) {
+        const std::string out = dir_ + "/twin.png";
+        RunResult r = generate(extra, out, dir_);
+        EXPECT_TRUE(r.succeeded()) << r.describe();
+        if (!r.succeeded() || reference_path.empty()) return r;
+        const ggdiff::e2e::ImageDiff d = ggdiff::e2e::compare_images(out, reference_path);
+        EXPECT_TRUE(d.ok) << d.error;
+        const double tol = ggdiff::e2e::manifest_tolerance();
+        EXPECT_LE(d.mean_abs, tol) << "placement image differs from the single-device image: "
+                                   << "mean " << d.mean_abs << ", max " << d.max_abs << "\n"
+                                   << r.describe();
+        std::printf("twin: mean_abs_diff %.3f max_abs_diff %d (tolerance %.2f)\n", d.mean_abs,
+                    d.max_abs, tol);
+        return r;
+    }
+
+    static std::string log_of(const RunResult& r) { return r.out + r.err; }
+
+    rpc_test::Worker w0_, w1_;
+    std::string dir_;
+};
+
+TEST_F(Twin, SingleDeviceMatchesGolden) {
+    const std::string ref = single_device();
+    ASSERT_FALSE(ref.empty());
+    const auto d = ggdiff::e2e::compare_images(ref, ggdiff::e2e::golden_dir() + "/euler.png");
+    ASSERT_TRUE(d.ok) << d.error;
+    EXPECT_LE(d.mean_abs, ggdiff::e2e::manifest_tolerance()) << "max " << d.max_abs;
+}
+
+TEST_F(Twin, DiffusionLayerSplit) {
+    RunResult r = twin({"--backend", "all=RPC0,diffusion=RPC0&RPC1"}, single_device());
+    const std::string log = log_of(r);
+    expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, kUnetBlocks);
+    EXPECT_TRUE(split_ranges(log, "te").empty()) << log;
+    EXPECT_GE(max_splits(log, "UNet"), 2) << "the UNet graph ran on one device only\n" << log;
+}
+
+TEST_F(Twin, TextEncoderLayerSplit) {
+    RunResult r = twin({"--backend", "all=RPC0,te=RPC0&RPC1"}, single_device());
+    const std::string log = log_of(r);
+    expect_ranges(log, "te", {"RPC0", "RPC1"}, kClipLayers);
+    EXPECT_TRUE(split_ranges(log, "diffusion").empty()) << log;
+    EXPECT_GE(max_splits(log, "text encoder"), 2) << log;
+}
+
+TEST_F(Twin, TextEncoderAndDiffusionLayerSplit) {
+    RunResult r =
+        twin({"--backend", "te=RPC0&RPC1,diffusion=RPC0&RPC1,vae=RPC0"}, single_device());
+    const std::string log = log_of(r);
+    expect_ranges(log, "te", {"RPC0", "RPC1"}, kClipLayers);
+    expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, kUnetBlocks);
+}
+
+TEST_F(Twin, ParamsOnCpuWithLayerSplit) {
+    RunResult r = twin({"--backend", "all=RPC0,diffusion=RPC0&RPC1", "--params-backend",
+                        "diffusion=cpu"},
+                       single_device());
+    const std::string log = log_of(r);
+    expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, kUnetBlocks);
+    EXPECT_EQ(weights_on(log, "UNet"), "params device") << log;
+}
+
+TEST_F(Twin, ParamsOnCpuSingleDevice) {
+    RunResult r = twin({"--backend", "RPC0", "--params-backend", "diffusion=cpu"}, single_device());
+    const std::string log = log_of(r);
+    EXPECT_EQ(weights_on(log, "UNet"), "params device") << log;
+    EXPECT_TRUE(split_ranges(log, "diffusion").empty()) << log;
+}
+
+TEST_F(Twin, ParamsFromDiskWithLayerSplit) {
+    RunResult r = twin({"--backend", "all=RPC0,diffusion=RPC0&RPC1", "--params-backend",
+                        "diffusion=disk"},
+                       single_device());
+    const std::string log = log_of(r);
+    expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, kUnetBlocks);
+    EXPECT_EQ(weights_on(log, "UNet"), "disk (per phase)") << log;
+}
+
+TEST_F(Twin, RowSplitFallsBackToLayerSplit) {
+    RunResult r = twin({"--backend", "all=RPC0,diffusion=RPC0&RPC1", "--split-mode", "row"},
+                       single_device());
+    const std::string log = log_of(r);
+    // RPC devices have no split buffer type: the log says so and uses the layer split.
+    EXPECT_TRUE(contains(log, "diffusion: row split is not possible")) << log;
+    EXPECT_TRUE(contains(log, "no split buffer type")) << log;
+    EXPECT_TRUE(contains(log, "using layer split")) << log;
+    expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, kUnetBlocks);
+}
+
+TEST_F(Twin, CpuInDeviceListFallsBackToFirstDevice) {
+    RunResult r = twin({"--backend", "all=RPC0,diffusion=RPC0&CPU"}, single_device());
+    const std::string log = log_of(r);
+    EXPECT_TRUE(contains(log, "the CPU cannot be part of a layer split")) << log;
+    EXPECT_TRUE(contains(log, "--params-backend diffusion=cpu")) << log;
+    EXPECT_TRUE(split_ranges(log, "diffusion").empty()) << log;
+}
+
+// --auto-fit --max-vram with budgets below the UNet's params + 2 GiB compute reserve on
+// each worker, but whose sum of (budget - reserve) holds the UNet: the plan splits it,
+// the larger budget first.
+TEST_F(Twin, AutoFitSplitsTheDiffusionModel) {
+    auto dry_run = [&](const std::vector<std::string>& extra) -> nlohmann::json {
+        std::vector<std::string> args = ggdiff::e2e::model_args();
+        args.insert(args.end(), {"-p", "x", "--rpc-servers", servers(), "--auto-fit",
+                                 "--fit-dry-run"});
+        args.insert(args.end(), extra.begin(), extra.end());
+        RunResult r = ggdiff::e2e::run_ggdiff(args, dir_ + "/dry", 120);
+        EXPECT_TRUE(r.succeeded()) << r.describe();
+        EXPECT_LT(r.seconds, 30.0) << "a dry run loads no weights\n" << r.describe();
+        try {
+            return nlohmann::json::parse(r.out);
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "--fit-dry-run did not print JSON: " << e.what() << "\n"
+                          << r.describe();
+            return nlohmann::json::object();
+        }
+    };
+    auto component = [](const nlohmann::json& plan, const std::string& module) {
+        for (const auto& c : plan.value("components", nlohmann::json::array())) {
+            if (c.value("module", "") == module) return c;
+        }
+        return nlohmann::json::object();
+    };
+
+    // The sizes, from a plan without budgets.
+    const nlohmann::json sizes = dry_run({});
+    const nlohmann::json unet = component(sizes, "diffusion");
+    ASSERT_TRUE(unet.contains("params_bytes")) << sizes.dump(1);
+    const uint64_t params = unet["params_bytes"].get<uint64_t>();
+    const uint64_t reserve = unet["reserve_bytes"].get<uint64_t>();
+    EXPECT_EQ(reserve, 2 * kGiB);
+    ASSERT_GT(params, 0u);
+
+    // RPC1 gets 70% of the UNet above the reserve, RPC0 55%: neither holds it alone.
+    char budgets[128];
+    const double gib0 = (static_cast<double>(reserve) + 0.55 * params) / kGiB;
+    const double gib1 = (static_cast<double>(reserve) + 0.70 * params) / kGiB;
+    std::snprintf(budgets, sizeof(budgets), "RPC0=%.9f,RPC1=%.9f", gib0, gib1);
+    const std::vector<std::string> fit = {"--auto-fit", "--max-vram", budgets};
+
+    const nlohmann::json plan = dry_run({"--max-vram", budgets});
+    SCOPED_TRACE(plan.dump(1));
+    EXPECT_EQ(plan.value("mode", ""), "time-share");
+    EXPECT_EQ(plan.value("time_share", false), true);
+    const nlohmann::json d = component(plan, "diffusion");
+    EXPECT_EQ(d.value("split", false), true);
+    EXPECT_EQ(d.value("split_mode", nlohmann::json()), "layer");
+    EXPECT_EQ(d.value("targets", nlohmann::json::array()),
+              nlohmann::json::array({"RPC1", "RPC0"}));
+    EXPECT_EQ(d.value("params", ""), "disk");
+    for (const auto& dev : plan.value("devices", nlohmann::json::array())) {
+        const double want = dev.value("name", "") == "RPC0" ? gib0 : gib1;
+        EXPECT_NEAR(static_cast<double>(dev.value("budget_bytes", uint64_t{0})), want * kGiB,
+                    4096.0)
+            << dev.dump();
+    }
+    EXPECT_TRUE(contains(plan.value("backend", ""), "diffusion=RPC1&RPC0"));
+
+    // The twin of the plan: each module on the first of its targets, same params.
+    std::vector<std::string> single_backend;
+    for (const auto& c : plan.value("components", nlohmann::json::array())) {
+        const auto targets = c.value("targets", nlohmann::json::array());
+        if (targets.empty()) continue;
+        single_backend.push_back(c.value("module", "") + "=" + targets[0].get<std::string>());
+    }
+    std::vector<std::string> single = {"--backend", join(single_backend, ",")};
+    if (!plan.value("params_backend", "").empty()) {
+        single.insert(single.end(), {"--params-backend", plan.value("params_backend", "")});
+    }
+    const std::string ref = reference(single);
+    ASSERT_FALSE(ref.empty());
+
+    RunResult r = twin(fit, ref);
+    const std::string log = log_of(r);
+    EXPECT_TRUE(contains(log, "auto-fit plan (time-share)")) << log;
+    EXPECT_TRUE(contains(log, "diffusion=RPC1&RPC0")) << log;
+    expect_ranges(log, "diffusion", {"RPC1", "RPC0"}, kUnetBlocks);
+    EXPECT_EQ(weights_on(log, "UNet"), "disk (per phase)") << log;
+    // And it is the golden image as well.
+    const auto g = ggdiff::e2e::compare_images(dir_ + "/twin.png",
+                                               ggdiff::e2e::golden_dir() + "/euler.png");
+    ASSERT_TRUE(g.ok) << g.error;
+    EXPECT_LE(g.mean_abs, ggdiff::e2e::manifest_tolerance()) << "max " << g.max_abs;
+}
+
+// Every invalid combination of MISSION.md fails before a weight is read: the model path
+// does not exist, so an error about the spec (not the file) shows the spec came first.
+struct BadSpec {
+    const char* what;
+    std::vector<std::string> args;
+    std::vector<std::string> message;  // substrings of the error
+};
+
+TEST_F(Twin, InvalidSpecsFailBeforeLoading) {
+    const std::vector<BadSpec> cases = {
+        {"unknown device", {"--backend", "RPC7"}, {"--backend", "unknown device \"RPC7\""}},
+        {"unknown device in a list",
+         {"--backend", "diffusion=RPC0&GPU9"},
+         {"--backend", "unknown device \"GPU9\""}},
+        {"unknown module", {"--backend", "unetz=RPC0"}, {"--backend", "unknown module \"unetz\""}},
+        {"default inside a list",
+         {"--backend", "diffusion=RPC0&default"},
+         {"--backend", "\"default\"", "RPC0&default"}},
+        {"bad split mode", {"--split-mode", "diagonal"}, {"--split-mode", "diagonal"}},
+        {"bad split mode for a module",
+         {"--split-mode", "diffusion=sideways"},
+         {"--split-mode", "sideways"}},
+        {"unknown module in split mode",
+         {"--split-mode", "foo=row"},
+         {"--split-mode", "unknown module \"foo\""}},
+        {"device list in --params-backend",
+         {"--params-backend", "diffusion=RPC0&RPC1"},
+         {"--params-backend", "RPC0&RPC1"}},
+        {"unknown params device",
+         {"--params-backend", "diffusion=RPC5"},
+         {"--params-backend", "unknown device \"RPC5\""}},
+        {"disk in --backend", {"--backend", "diffusion=disk"}, {"--backend", "\"disk\""}},
+        {"bad --max-vram value", {"--max-vram", "RPC0=abc"}, {"--max-vram", "\"abc\""}},
+        {"zero --max-vram", {"--max-vram", "RPC1=0"}, {"--max-vram", "\"0\""}},
+        {"--max-vram for an unknown device",
+         {"--max-vram", "RPC9=2"},
+         {"--max-vram", "unknown device \"RPC9\""}},
+        {"bad --max-vram under --auto-fit",
+         {"--auto-fit", "--max-vram", "lots"},
+         {"--max-vram", "\"lots\""}},
+        {"bad --max-vram under --fit-dry-run",
+         {"--auto-fit", "--fit-dry-run", "--max-vram", "RPC0=x"},
+         {"--max-vram", "\"x\""}},
+    };
+    const std::string missing = dir_ + "/no-such-model.safetensors";
+    for (const BadSpec& c : cases) {
+        SCOPED_TRACE(c.what);
+        std::vector<std::string> args = {"-m", missing, "-p", "x", "--rpc-servers", servers()};
+        args.insert(args.end(), c.args.begin(), c.args.end());
+        args.insert(args.end(), {"-o", dir_ + "/never.png"});
+        RunResult r = ggdiff::e2e::run_ggdiff(args, dir_, 60);
+        EXPECT_TRUE(r.failed_cleanly()) << r.describe();
+        for (const std::string& m : c.message) EXPECT_TRUE(contains(r.err, m)) << r.describe();
+        EXPECT_FALSE(contains(r.err, "no-such-model")) << "the spec must be checked first\n"
+                                                       << r.describe();
+        EXPECT_LT(r.seconds, 20.0) << r.describe();
+        EXPECT_FALSE(fs::exists(dir_ + "/never.png"));
+    }
+}
+
+// The control for the test above: a valid placement gets as far as the model file.
+TEST_F(Twin, ValidSpecReachesTheModelFile) {
+    const std::string missing = dir_ + "/no-such-model.safetensors";
+    RunResult r = ggdiff::e2e::run_ggdiff(
+        {"-m", missing, "-p", "x", "--rpc-servers", servers(), "--backend",
+         "te=RPC0&RPC1,diffusion=RPC1&RPC0", "--params-backend", "diffusion=disk,te=cpu",
+         "--split-mode", "diffusion=row,te=layer", "--max-vram", "RPC0=4,RPC1=-2", "-o",
+         dir_ + "/never.png"},
+        dir_, 60);
+    EXPECT_TRUE(r.failed_cleanly()) << r.describe();
+    EXPECT_TRUE(contains(r.err, "no-such-model")) << r.describe();
+}
+
+}  // namespace
