@@ -1,0 +1,125 @@
+// The C API (include/ggdiff.h) as a C caller uses it: options by name, errors as codes
+// with a message, a real generation on the SD1 fixture.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "ggdiff.h"
+
+namespace {
+
+const std::string kFixture = GGDIFF_BINARY_DIR "/fixtures/sd1_mc32.safetensors";
+const std::string kMerges = GGDIFF_SHARED_DIR "/data/clip/merges.txt";
+
+struct Options {
+    ggdiff_options* o = ggdiff_options_new();
+    ~Options() { ggdiff_options_free(o); }
+    int set(const char* k, const std::string& v) { return ggdiff_options_set(o, k, v.c_str()); }
+};
+
+TEST(CApi, VersionAndDevices) {
+    EXPECT_STRNE(ggdiff_version(), "");
+    char* text = nullptr;
+    ASSERT_EQ(ggdiff_list_devices(nullptr, &text), 0) << ggdiff_last_error();
+    ASSERT_NE(text, nullptr);
+    EXPECT_NE(std::string(text).find("CPU\t"), std::string::npos) << text;
+    std::free(text);
+}
+
+TEST(CApi, UnknownOptionAndBadValuesAreNamed) {
+    Options opts;
+    EXPECT_NE(opts.set("no-such-option", "1"), 0);
+    EXPECT_NE(std::string(ggdiff_last_error()).find("no-such-option"), std::string::npos);
+    EXPECT_NE(opts.set("steps", "abc"), 0);
+    EXPECT_NE(std::string(ggdiff_last_error()).find("steps"), std::string::npos);
+    EXPECT_NE(opts.set("steps", "0"), 0);
+    EXPECT_NE(opts.set("cfg-scale", "nan"), 0);
+    EXPECT_NE(opts.set("vae-tiling", "maybe"), 0);
+    EXPECT_EQ(opts.set("steps", "4"), 0);
+    EXPECT_EQ(ggdiff_options_set(nullptr, "steps", "4") != 0, true);
+}
+
+TEST(CApi, LoadErrorsNameTheProblem) {
+    Options missing;
+    missing.set("model", "/nonexistent/model.safetensors");
+    ggdiff_model* m = nullptr;
+    EXPECT_NE(ggdiff_model_load(missing.o, &m), 0);
+    EXPECT_EQ(m, nullptr);
+    EXPECT_NE(std::string(ggdiff_last_error()).find("/nonexistent/model.safetensors"),
+              std::string::npos)
+        << ggdiff_last_error();
+
+    // A bad placement spec is refused before the (missing) file is looked at.
+    Options bad_spec;
+    bad_spec.set("model", "/nonexistent/model.safetensors");
+    bad_spec.set("backend", "diffusion=NOSUCHDEV");
+    EXPECT_NE(ggdiff_model_load(bad_spec.o, &m), 0);
+    EXPECT_NE(std::string(ggdiff_last_error()).find("NOSUCHDEV"), std::string::npos)
+        << ggdiff_last_error();
+}
+
+int count_calls(const char* phase, int step, int total, double, void* user) {
+    auto* seen = static_cast<std::vector<std::string>*>(user);
+    seen->push_back(std::string(phase) + " " + std::to_string(step) + "/" + std::to_string(total));
+    return 1;
+}
+
+int cancel_at_first_step(const char* phase, int, int, double, void*) {
+    return std::string(phase).rfind("sampling", 0) == 0 ? 0 : 1;
+}
+
+TEST(CApi, GeneratesAndCancels) {
+    Options opts;
+    ASSERT_EQ(opts.set("model", kFixture), 0);
+    ASSERT_EQ(opts.set("tokenizer", kMerges), 0);
+    ggdiff_model* model = nullptr;
+    ASSERT_EQ(ggdiff_model_load(opts.o, &model), 0) << ggdiff_last_error();
+
+    Options gen;
+    gen.set("prompt", "a photograph of an astronaut riding a horse");
+    gen.set("width", "64");
+    gen.set("height", "64");
+    gen.set("steps", "2");
+    gen.set("sampling-method", "euler");
+    gen.set("seed", "5");
+    gen.set("batch-count", "2");
+    std::vector<std::string> seen;
+    ggdiff_image* images = nullptr;
+    int n = 0;
+    ASSERT_EQ(ggdiff_generate(model, gen.o, count_calls, &seen, &images, &n), 0)
+        << ggdiff_last_error();
+    ASSERT_EQ(n, 2);
+    for (int i = 0; i < n; ++i) {
+        EXPECT_EQ(images[i].width, 64);
+        EXPECT_EQ(images[i].height, 64);
+        EXPECT_EQ(images[i].channels, 3);
+        EXPECT_EQ(images[i].seed, 5 + i);
+        ASSERT_NE(images[i].parameters, nullptr);
+        EXPECT_NE(std::string(images[i].parameters).find("Seed: " + std::to_string(5 + i)),
+                  std::string::npos)
+            << images[i].parameters;
+    }
+    bool saw_step = false;
+    for (const std::string& s : seen) saw_step |= s.rfind("sampling", 0) == 0;
+    EXPECT_TRUE(saw_step);
+    ggdiff_images_free(images, n);
+
+    // A progress callback returning 0 cancels with an error, and the model stays usable.
+    images = nullptr;
+    n = 0;
+    EXPECT_NE(ggdiff_generate(model, gen.o, cancel_at_first_step, nullptr, &images, &n), 0);
+    EXPECT_NE(std::string(ggdiff_last_error()).find("cancel"), std::string::npos)
+        << ggdiff_last_error();
+    EXPECT_EQ(n, 0);
+
+    gen.set("batch-count", "1");
+    gen.set("width", "60");  // not a multiple of 8
+    EXPECT_NE(ggdiff_generate(model, gen.o, nullptr, nullptr, &images, &n), 0);
+    EXPECT_NE(std::string(ggdiff_last_error()).find("60"), std::string::npos);
+    ggdiff_model_free(model);
+}
+
+}  // namespace
