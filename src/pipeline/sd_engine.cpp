@@ -65,6 +65,11 @@ Status SdEngine::init(const ModelOptions& opt, TensorIndex index) {
     auto vae = models::detect_vae(index_);
     if (!vae.ok()) return vae.status();
     vae_cfg_ = *vae;
+    if (!opt.taesd.empty()) {
+        auto taesd = models::detect_taesd(index_);
+        if (!taesd.ok()) return taesd.status().with_context("--taesd " + opt.taesd);
+        taesd_cfg_ = *taesd;
+    }
 
     sd2_ = unet_cfg_.context_dim == 1024;
     family_ = sd2_ ? "SD2" : "SD1";
@@ -160,6 +165,19 @@ Status SdEngine::setup_modules(const ModelOptions& opt, int wtype) {
         }
         return outs;
     }));
+    if (taesd_cfg_) {
+        // The tiny autoencoder decodes (and, when it has an encoder, encodes) instead.
+        GGDIFF_TRY(make(taesd_, placement->vae, "TAESD", [&](GraphBuilder& gb) {
+            HostTensor z({8, 8, taesd_cfg_->z_channels, 1});
+            std::vector<ggml_tensor*> outs{
+                models::build_taesd_decode(gb.nn(), *taesd_cfg_, gb.input(z))};
+            if (taesd_cfg_->has_encoder) {
+                HostTensor img({64, 64, 3, 1});
+                outs.push_back(models::build_taesd_encode(gb.nn(), *taesd_cfg_, gb.input(img)));
+            }
+            return outs;
+        }));
+    }
     return Status::Ok();
 }
 
@@ -202,12 +220,19 @@ Result<HostTensor> SdEngine::run_unet(const HostTensor& x, const std::vector<flo
 
 Result<HostTensor> SdEngine::vae_decode(const HostTensor& latent, const TilingOptions& tiling) {
     HostTensor z = latent;
-    for (float& v : z.data) v = v / vae_cfg_.scale_factor + vae_cfg_.shift_factor;
+    // TAESD takes the diffusion latent as it is; the KL VAE its unscaled form.
+    if (!taesd_) {
+        for (float& v : z.data) v = v / vae_cfg_.scale_factor + vae_cfg_.shift_factor;
+    }
     auto decode = [&](const HostTensor& in, HostTensor& out) -> Status {
-        auto r = vae_->run([&](GraphBuilder& gb) {
+        auto r = taesd_ ? taesd_->run([&](GraphBuilder& gb) {
             return std::vector<ggml_tensor*>{
-                models::build_vae_decode(gb.nn(), vae_cfg_, gb.input(in))};
-        });
+                models::build_taesd_decode(gb.nn(), *taesd_cfg_, gb.input(in))};
+        })
+                        : vae_->run([&](GraphBuilder& gb) {
+                              return std::vector<ggml_tensor*>{
+                                  models::build_vae_decode(gb.nn(), vae_cfg_, gb.input(in))};
+                          });
         if (!r.ok()) return r.status();
         out = std::move((*r)[0]);
         return Status::Ok();
@@ -226,6 +251,15 @@ Result<HostTensor> SdEngine::vae_decode(const HostTensor& latent, const TilingOp
 }
 
 Result<HostTensor> SdEngine::vae_encode(const HostTensor& image, sampling::Rng& rng) {
+    if (taesd_ && taesd_cfg_->has_encoder) {
+        // The tiny encoder gives the latent directly: no sampling, no scaling.
+        auto r = taesd_->run([&](GraphBuilder& gb) {
+            return std::vector<ggml_tensor*>{
+                models::build_taesd_encode(gb.nn(), *taesd_cfg_, gb.input(image))};
+        });
+        if (!r.ok()) return r.status();
+        return std::move((*r)[0]);
+    }
     if (!has_encoder_) {
         return Status::Error("this VAE has no encoder weights: img2img needs a full VAE");
     }
@@ -420,7 +454,10 @@ Result<std::vector<GeneratedImage>> SdEngine::generate(const GenerateOptions& o,
             tiles.enabled = true;
             img = vae_decode(latent, tiles);
         }
-        if (b + 1 == o.batch) vae_->end_phase();
+        if (b + 1 == o.batch) {
+            vae_->end_phase();
+            if (taesd_) taesd_->end_phase();
+        }
         if (!img.ok()) return img.status().with_context("VAE decode");
         timings_.decode = seconds_since(td);
         GGDIFF_LOG_DEBUG("VAE decode: %.2fs", timings_.decode);

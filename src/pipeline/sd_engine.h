@@ -9,6 +9,7 @@
 #include "io/tensor_index.h"
 #include "models/diffusion/unet.h"
 #include "models/te/clip_text.h"
+#include "models/vae/taesd.h"
 #include "models/vae/vae.h"
 #include "pipeline/engine.h"
 #include "runtime/module_runner.h"
@@ -49,7 +50,8 @@ class SdEngine : public Engine {
     std::optional<ClipTokenizer> tokenizer_;
     sampling::Parameterization param_ =
         sampling::Parameterization::discrete(sampling::Prediction::Eps);
-    std::unique_ptr<ModuleRunner> te_, unet_, vae_;
+    std::unique_ptr<ModuleRunner> te_, unet_, vae_, taesd_;
+    std::optional<models::TaesdConfig> taesd_cfg_;
     bool auto_fit_ = false;
     bool sd2_ = false;
     bool has_encoder_ = false;

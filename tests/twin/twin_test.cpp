@@ -152,10 +152,10 @@ class Twin : public ::testing::Test {
         const std::string cache = std::string(GGDIFF_TEST_TMP) + "/references";
         fs::create_directories(cache);
         char name[64];
-        std::snprintf(name, sizeof(name), "/ref_%016zx.png", std::hash<std::string>{}(key));
-        const std::string path = cache + name;
+        std::snprintf(name, sizeof(name), "/ref_%016zx", std::hash<std::string>{}(key));
+        const std::string path = cache + name + ".png";
         if (fs::is_regular_file(path)) return path;
-        const std::string tmp = path + ".tmp." + std::to_string(getpid());
+        const std::string tmp = cache + name + ".tmp" + std::to_string(getpid()) + ".png";
         RunResult r = generate(extra, tmp, dir_ + "/reference");
         if (!r.succeeded() || !fs::is_regular_file(tmp)) {
             ADD_FAILURE() << "the single-device reference failed\n" << r.describe();
