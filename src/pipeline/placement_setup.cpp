@@ -105,7 +105,8 @@ Result<EnginePlacement> resolve_placement(const ModelOptions& o, const TensorInd
         }
         auto plan = plan_auto_fit_for(o, index, weight_type);
         if (!plan.ok()) return plan.status();
-        for (const std::string& w : plan->warnings) GGDIFF_LOG_WARN("auto-fit: %s", w.c_str());
+        // The planner's warnings already start with "auto-fit: ".
+        for (const std::string& w : plan->warnings) GGDIFF_LOG_WARN("%s", w.c_str());
         GGDIFF_LOG_INFO("auto-fit plan (%s):\n%s", placement::fit_mode_name(plan->mode),
                         placement::plan_to_table(*plan).c_str());
         GGDIFF_LOG_INFO("auto-fit: %s", placement::plan_args(*plan).c_str());

@@ -67,7 +67,28 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
         }
         default_buft_ = buft_of_device(devs[0]);
     }
-    runner_ = std::make_unique<GraphRunner>(backends, label_);
+    // Weights kept on a device that computes nothing for this module (--params-backend
+    // diffusion=RPC1 with --backend diffusion=RPC0): that device joins the scheduler after
+    // the compute devices so that its buffers belong to a scheduled backend (ggml aborts
+    // otherwise); the ops stay pinned to the compute devices, which copy each weight in.
+    ggml_backend_t params_backend = nullptr;
+    if (placement_.params == ModuleDevices::Params::Device &&
+        !is_cpu_name(placement_.params_device)) {
+        auto b = backend_for_device(placement_.params_device, threads_);
+        if (!b.ok()) return b.status().with_context(placement_.module);
+        if (std::find(backends.begin(), backends.end(), *b) == backends.end()) params_backend = *b;
+    }
+    std::vector<ggml_backend_t> scheduled = backends;
+    if (params_backend) {
+        // Before the CPU backend, which the scheduler needs last.
+        auto pos = scheduled.end();
+        if (!scheduled.empty()) {
+            ggml_backend_dev_t last = ggml_backend_get_device(scheduled.back());
+            if (last && ggml_backend_dev_type(last) == GGML_BACKEND_DEVICE_TYPE_CPU) --pos;
+        }
+        scheduled.insert(pos, params_backend);
+    }
+    runner_ = std::make_unique<GraphRunner>(scheduled, label_);
     Status st = runner_->declare(*weights_, declare);
     if (!st.ok()) return st.with_context(label_);
 
@@ -81,8 +102,19 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
         buft_of_.clear();
         // The compute device still runs the ops: pin them there, the scheduler copies
         // each weight in when its range runs.
+        ggml_backend_t compute = nullptr;
         if (!split_ && !devs.empty() && !is_cpu_name(devs[0])) {
-            for (const auto& [name, t] : weights_->declared()) pin_map_[t] = backends[0];
+            compute = backends[0];
+        } else if (!split_ && params_backend) {
+            // CPU compute: pin to the CPU backend, or the ops would follow their weights
+            // onto the params device.
+            for (ggml_backend_t b : backends) {
+                ggml_backend_dev_t d = ggml_backend_get_device(b);
+                if (d && ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_CPU) compute = b;
+            }
+        }
+        if (compute) {
+            for (const auto& [name, t] : weights_->declared()) pin_map_[t] = compute;
         }
     }
     if (!pin_map_.empty()) {

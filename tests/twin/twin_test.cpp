@@ -30,15 +30,17 @@ constexpr int kUnetBlocks = 25;
 constexpr int kClipLayers = 12;
 constexpr uint64_t kGiB = 1ull << 30;
 
-// The golden case `euler` of ../shared/golden/sd1_mc32.
+// The arguments of the golden case `euler` of ../shared/golden/sd1_mc32 (64x64, 4 steps).
 std::vector<std::string> request_args() {
-    return {"-p",    "a photograph of an astronaut riding a horse",
-            "-W",    "64",
-            "-H",    "64",
-            "--steps", "4",
-            "--sampling-method", "euler",
-            "--cfg-scale", "7",
-            "-s",    "42"};
+    static const std::vector<std::string> args = [] {
+        std::vector<std::string> out;
+        const nlohmann::json m = ggdiff::e2e::load_manifest();
+        for (const auto& c : m.value("cases", nlohmann::json::array())) {
+            if (c.value("id", "") == "euler") out = c.value("args", std::vector<std::string>{});
+        }
+        return out;
+    }();
+    return args;
 }
 
 struct Range {
@@ -105,8 +107,8 @@ std::string weights_on(const std::string& log, const std::string& label) {
 std::string file_stamp(const std::string& path) {
     struct stat st {};
     if (stat(path.c_str(), &st) != 0) return path + ":missing";
-    return path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) +
-           "." + std::to_string(st.st_mtim.tv_nsec);
+    return path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+           std::to_string(st.st_mtim.tv_nsec);
 }
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
@@ -118,7 +120,9 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
 class Twin : public ::testing::Test {
   protected:
     void SetUp() override {
-        if (!ggdiff::e2e::prerequisites_ok()) GTEST_SKIP() << "prerequisites missing";
+        ASSERT_TRUE(ggdiff::e2e::prerequisites_ok());
+        ASSERT_FALSE(request_args().empty())
+            << "no case `euler` in " << ggdiff::e2e::manifest_path();
         std::string error;
         ASSERT_TRUE(w0_.start(&error)) << error;
         ASSERT_TRUE(w1_.start(&error)) << error;
@@ -144,11 +148,10 @@ class Twin : public ::testing::Test {
 
     // A single-device image for `extra`, made once per build of the binaries.
     std::string reference(const std::vector<std::string>& extra) const {
-        const std::string key =
-            join(extra, " ") + "|" + join(request_args(), " ") + "|" +
-            file_stamp(ggdiff::e2e::binary_path()) + "|" +
-            file_stamp(rpc_test::binary("ggdiff-rpc")) + "|" +
-            file_stamp(ggdiff::e2e::fixture_path());
+        const std::string key = join(extra, " ") + "|" + join(request_args(), " ") + "|" +
+                                file_stamp(ggdiff::e2e::binary_path()) + "|" +
+                                file_stamp(rpc_test::binary("ggdiff-rpc")) + "|" +
+                                file_stamp(ggdiff::e2e::fixture_path());
         const std::string cache = std::string(GGDIFF_TEST_TMP) + "/references";
         fs::create_directories(cache);
         char name[64];
@@ -217,17 +220,16 @@ TEST_F(Twin, TextEncoderLayerSplit) {
 }
 
 TEST_F(Twin, TextEncoderAndDiffusionLayerSplit) {
-    RunResult r =
-        twin({"--backend", "te=RPC0&RPC1,diffusion=RPC0&RPC1,vae=RPC0"}, single_device());
+    RunResult r = twin({"--backend", "te=RPC0&RPC1,diffusion=RPC0&RPC1,vae=RPC0"}, single_device());
     const std::string log = log_of(r);
     expect_ranges(log, "te", {"RPC0", "RPC1"}, kClipLayers);
     expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, kUnetBlocks);
 }
 
 TEST_F(Twin, ParamsOnCpuWithLayerSplit) {
-    RunResult r = twin({"--backend", "all=RPC0,diffusion=RPC0&RPC1", "--params-backend",
-                        "diffusion=cpu"},
-                       single_device());
+    RunResult r =
+        twin({"--backend", "all=RPC0,diffusion=RPC0&RPC1", "--params-backend", "diffusion=cpu"},
+             single_device());
     const std::string log = log_of(r);
     expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, kUnetBlocks);
     EXPECT_EQ(weights_on(log, "UNet"), "params device") << log;
@@ -240,18 +242,26 @@ TEST_F(Twin, ParamsOnCpuSingleDevice) {
     EXPECT_TRUE(split_ranges(log, "diffusion").empty()) << log;
 }
 
+// The weights on a device that computes nothing for the module (once an abort in ggml:
+// "pre-allocated tensor in a buffer that cannot run the operation").
+TEST_F(Twin, ParamsOnAnotherDevice) {
+    RunResult r =
+        twin({"--backend", "RPC0", "--params-backend", "diffusion=RPC1"}, single_device());
+    EXPECT_EQ(weights_on(log_of(r), "UNet"), "params device") << log_of(r);
+}
+
 TEST_F(Twin, ParamsFromDiskWithLayerSplit) {
-    RunResult r = twin({"--backend", "all=RPC0,diffusion=RPC0&RPC1", "--params-backend",
-                        "diffusion=disk"},
-                       single_device());
+    RunResult r =
+        twin({"--backend", "all=RPC0,diffusion=RPC0&RPC1", "--params-backend", "diffusion=disk"},
+             single_device());
     const std::string log = log_of(r);
     expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, kUnetBlocks);
     EXPECT_EQ(weights_on(log, "UNet"), "disk (per phase)") << log;
 }
 
 TEST_F(Twin, RowSplitFallsBackToLayerSplit) {
-    RunResult r = twin({"--backend", "all=RPC0,diffusion=RPC0&RPC1", "--split-mode", "row"},
-                       single_device());
+    RunResult r =
+        twin({"--backend", "all=RPC0,diffusion=RPC0&RPC1", "--split-mode", "row"}, single_device());
     const std::string log = log_of(r);
     // RPC devices have no split buffer type: the log says so and uses the layer split.
     EXPECT_TRUE(contains(log, "diffusion: row split is not possible")) << log;
@@ -274,8 +284,8 @@ TEST_F(Twin, CpuInDeviceListFallsBackToFirstDevice) {
 TEST_F(Twin, AutoFitSplitsTheDiffusionModel) {
     auto dry_run = [&](const std::vector<std::string>& extra) -> nlohmann::json {
         std::vector<std::string> args = ggdiff::e2e::model_args();
-        args.insert(args.end(), {"-p", "x", "--rpc-servers", servers(), "--auto-fit",
-                                 "--fit-dry-run"});
+        args.insert(args.end(),
+                    {"-p", "x", "--rpc-servers", servers(), "--auto-fit", "--fit-dry-run"});
         args.insert(args.end(), extra.begin(), extra.end());
         RunResult r = ggdiff::e2e::run_ggdiff(args, dir_ + "/dry", 120);
         EXPECT_TRUE(r.succeeded()) << r.describe();
@@ -305,10 +315,16 @@ TEST_F(Twin, AutoFitSplitsTheDiffusionModel) {
     ASSERT_GT(params, 0u);
 
     // RPC1 gets 70% of the UNet above the reserve, RPC0 55%: neither holds it alone.
-    char budgets[128];
+    // Any other GPU-type device (on a machine with a GPU) gets 1 MiB, which holds nothing.
+    char buf[128];
     const double gib0 = (static_cast<double>(reserve) + 0.55 * params) / kGiB;
     const double gib1 = (static_cast<double>(reserve) + 0.70 * params) / kGiB;
-    std::snprintf(budgets, sizeof(budgets), "RPC0=%.9f,RPC1=%.9f", gib0, gib1);
+    std::snprintf(buf, sizeof(buf), "RPC0=%.9f,RPC1=%.9f", gib0, gib1);
+    std::string budgets = buf;
+    for (const auto& dev : sizes.value("devices", nlohmann::json::array())) {
+        const std::string name = dev.value("name", "");
+        if (name != "RPC0" && name != "RPC1") budgets += "," + name + "=0.001";
+    }
     const std::vector<std::string> fit = {"--auto-fit", "--max-vram", budgets};
 
     const nlohmann::json plan = dry_run({"--max-vram", budgets});
@@ -318,11 +334,12 @@ TEST_F(Twin, AutoFitSplitsTheDiffusionModel) {
     const nlohmann::json d = component(plan, "diffusion");
     EXPECT_EQ(d.value("split", false), true);
     EXPECT_EQ(d.value("split_mode", nlohmann::json()), "layer");
-    EXPECT_EQ(d.value("targets", nlohmann::json::array()),
-              nlohmann::json::array({"RPC1", "RPC0"}));
+    EXPECT_EQ(d.value("targets", nlohmann::json::array()), nlohmann::json::array({"RPC1", "RPC0"}));
     EXPECT_EQ(d.value("params", ""), "disk");
     for (const auto& dev : plan.value("devices", nlohmann::json::array())) {
-        const double want = dev.value("name", "") == "RPC0" ? gib0 : gib1;
+        const std::string name = dev.value("name", "");
+        if (name != "RPC0" && name != "RPC1") continue;
+        const double want = name == "RPC0" ? gib0 : gib1;
         EXPECT_NEAR(static_cast<double>(dev.value("budget_bytes", uint64_t{0})), want * kGiB,
                     4096.0)
             << dev.dump();
@@ -346,12 +363,14 @@ TEST_F(Twin, AutoFitSplitsTheDiffusionModel) {
     RunResult r = twin(fit, ref);
     const std::string log = log_of(r);
     EXPECT_TRUE(contains(log, "auto-fit plan (time-share)")) << log;
+    EXPECT_TRUE(contains(log, "fits on no GPU")) << log;  // the text encoder
+    EXPECT_FALSE(contains(log, "auto-fit: auto-fit:")) << log;
     EXPECT_TRUE(contains(log, "diffusion=RPC1&RPC0")) << log;
     expect_ranges(log, "diffusion", {"RPC1", "RPC0"}, kUnetBlocks);
     EXPECT_EQ(weights_on(log, "UNet"), "disk (per phase)") << log;
     // And it is the golden image as well.
-    const auto g = ggdiff::e2e::compare_images(dir_ + "/twin.png",
-                                               ggdiff::e2e::golden_dir() + "/euler.png");
+    const auto g =
+        ggdiff::e2e::compare_images(dir_ + "/twin.png", ggdiff::e2e::golden_dir() + "/euler.png");
     ASSERT_TRUE(g.ok) << g.error;
     EXPECT_LE(g.mean_abs, ggdiff::e2e::manifest_tolerance()) << "max " << g.max_abs;
 }
@@ -419,12 +438,12 @@ TEST_F(Twin, InvalidSpecsFailBeforeLoading) {
 // The control for the test above: a valid placement gets as far as the model file.
 TEST_F(Twin, ValidSpecReachesTheModelFile) {
     const std::string missing = dir_ + "/no-such-model.safetensors";
-    RunResult r = ggdiff::e2e::run_ggdiff(
-        {"-m", missing, "-p", "x", "--rpc-servers", servers(), "--backend",
-         "te=RPC0&RPC1,diffusion=RPC1&RPC0", "--params-backend", "diffusion=disk,te=cpu",
-         "--split-mode", "diffusion=row,te=layer", "--max-vram", "RPC0=4,RPC1=-2", "-o",
-         dir_ + "/never.png"},
-        dir_, 60);
+    RunResult r =
+        ggdiff::e2e::run_ggdiff({"-m", missing, "-p", "x", "--rpc-servers", servers(), "--backend",
+                                 "te=RPC0&RPC1,diffusion=RPC1&RPC0", "--params-backend",
+                                 "diffusion=disk,te=cpu", "--split-mode", "diffusion=row,te=layer",
+                                 "--max-vram", "RPC0=4,RPC1=-2", "-o", dir_ + "/never.png"},
+                                dir_, 60);
     EXPECT_TRUE(r.failed_cleanly()) << r.describe();
     EXPECT_TRUE(contains(r.err, "no-such-model")) << r.describe();
 }
