@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -114,25 +115,31 @@ int main(int argc, char** argv) {
         return 1;
     }
     const double total = since(t1);
-    std::string steps = "[";
+    // Per-step times from the cumulative progress reports (they restart for each image of
+    // a batch); mean and fastest over all of them.
+    std::vector<double> step_secs;
     double prev = 0.0;
-    for (size_t i = 0; i < phases.step_ends.size(); ++i) {
-        const double end = phases.step_ends[i];
+    for (const double end : phases.step_ends) {
         if (end < prev) prev = 0.0;  // next batch image
-        steps += (i ? ", " : "") + std::to_string(end - prev);
+        step_secs.push_back(end - prev);
         prev = end;
     }
+    std::string steps = "[";
+    double sum = 0.0, fastest = 0.0;
+    for (size_t i = 0; i < step_secs.size(); ++i) {
+        steps += (i ? ", " : "") + std::to_string(step_secs[i]);
+        sum += step_secs[i];
+        fastest = i == 0 ? step_secs[i] : std::min(fastest, step_secs[i]);
+    }
     steps += "]";
-    const double sampling = phases.last_secs["sampling"];
-    const size_t nsteps = phases.step_ends.size();
+    const double mean = step_secs.empty() ? 0.0 : sum / static_cast<double>(step_secs.size());
     std::printf(
         "{\"load_seconds\": %.3f, \"text_seconds\": %.3f, \"encode_seconds\": %.3f, "
         "\"sampling_seconds\": %.3f, \"step_seconds\": %s, \"mean_step_seconds\": %.3f, "
-        "\"vae_decode_seconds\": %.3f, \"generate_seconds\": %.3f, \"images\": %d, "
-        "\"peak_rss_mib\": %.1f}\n",
-        load, phases.last_secs["text"], phases.last_secs["encode"], sampling, steps.c_str(),
-        nsteps ? sampling / static_cast<double>(nsteps) : 0.0, phases.last_secs["decode"], total, n,
-        peak_rss_mib());
+        "\"min_step_seconds\": %.3f, \"vae_decode_seconds\": %.3f, \"generate_seconds\": %.3f, "
+        "\"images\": %d, \"peak_rss_mib\": %.1f}\n",
+        load, phases.last_secs["text"], phases.last_secs["encode"], sum, steps.c_str(), mean,
+        fastest, phases.last_secs["decode"], total, n, peak_rss_mib());
     ggdiff_images_free(images, n);
     ggdiff_model_free(model);
     ggdiff_options_free(o);

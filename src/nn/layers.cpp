@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "runtime/cpu_kernels.h"
+
 namespace ggdiff::nn {
 
 ggml_tensor* linear(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t in, int64_t out,
@@ -14,11 +16,13 @@ ggml_tensor* linear(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t i
 ggml_tensor* conv2d(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t in, int64_t out,
                     int k, int stride, int pad, bool bias) {
     ggml_tensor* w = c.W(prefix + ".weight", {k, k, in, out});
-    ggml_tensor* y = ggml_conv_2d(c.ctx, w, x, stride, stride, pad, pad, 1, 1);
-    if (bias) {
-        ggml_tensor* b = c.W(prefix + ".bias", {out});
-        y = ggml_add(c.ctx, y, ggml_reshape_4d(c.ctx, b, 1, 1, out, 1));
+    ggml_tensor* b = bias ? c.W(prefix + ".bias", {out}) : nullptr;
+    if (cpu::enabled(c.ctx) && w->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 &&
+        (!b || b->type == GGML_TYPE_F32) && x->ne[2] == in) {
+        return cpu::conv2d(c.ctx, w, x, b, stride, pad);
     }
+    ggml_tensor* y = ggml_conv_2d(c.ctx, w, x, stride, stride, pad, pad, 1, 1);
+    if (b) y = ggml_add(c.ctx, y, ggml_reshape_4d(c.ctx, b, 1, 1, out, 1));
     return y;
 }
 
@@ -42,6 +46,10 @@ ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_t
     const int64_t d = dim / heads;
     const int64_t tq = q->ne[1], tk = k->ne[1];
     const int64_t n = q->ne[2];
+    if (cpu::enabled(ctx) && q->type == GGML_TYPE_F32 && k->type == GGML_TYPE_F32 &&
+        v->type == GGML_TYPE_F32) {
+        return cpu::attention(ctx, q, k, v, heads, causal);
+    }
     // [d, H, T, N] -> [d, T, H, N]
     q = ggml_permute(ctx, ggml_reshape_4d(ctx, q, d, heads, tq, n), 0, 2, 1, 3);
     k = ggml_permute(ctx, ggml_reshape_4d(ctx, k, d, heads, tk, n), 0, 2, 1, 3);

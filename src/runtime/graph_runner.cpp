@@ -6,6 +6,8 @@
 
 #include "core/log.h"
 #include "devices/devices.h"
+#include "runtime/cpu_kernels.h"
+#include "runtime/graph_profile.h"
 #include "runtime/weight_store.h"
 
 namespace ggdiff {
@@ -59,8 +61,12 @@ ggml_tensor* GraphBuilder::input_i32(const std::vector<int32_t>& value,
 std::vector<ggml_backend_t> cpu_backends(int n_threads) {
     load_backends();
     std::vector<ggml_backend_t> out;
+    // With the CPU kernels the BLAS backend has nothing left to do: they call the same
+    // OpenBLAS from the CPU backend's threads, without a second thread pool.
+    const bool kernels = cpu::kernels_available();
     for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
         ggml_backend_dev_t dev = ggml_backend_dev_get(i);
+        if (kernels && std::strcmp(ggml_backend_dev_name(dev), "BLAS") == 0) continue;
         if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_ACCEL) {
             if (ggml_backend_t b = cached_backend(dev, n_threads)) out.push_back(b);
         }
@@ -94,6 +100,14 @@ GraphRunner::GraphRunner(std::vector<ggml_backend_t> backends, std::string label
                 backends_.push_back(b);
         }
     }
+    // Graphs that run on the CPU alone use the CPU kernels for products, convolutions and
+    // attention (with f32 weights, see WeightStore::set_cpu_kernels).
+    kernels_ = cpu::kernels_available();
+    for (ggml_backend_t b : backends_) {
+        ggml_backend_dev_t d = ggml_backend_get_device(b);
+        if (!d || ggml_backend_dev_type(d) != GGML_BACKEND_DEVICE_TYPE_CPU) kernels_ = false;
+    }
+    if (kernels_) GGDIFF_LOG_DEBUG("%s: CPU kernels (OpenBLAS sgemm per thread)", label_.c_str());
     sched_ = ggml_backend_sched_new(backends_.data(), nullptr, static_cast<int>(backends_.size()),
                                     kGraphSize, false, true);
 }
@@ -109,8 +123,12 @@ Status GraphRunner::declare(WeightStore& weights, const BuildFn& build) {
     ggml_context* ctx = ggml_init(p);
     GraphBuilder gb;
     gb.nn_ = nn::Ctx{ctx, &weights};
+    weights.set_cpu_kernels(kernels_);
     weights.set_compute_context(ctx);
-    build(gb);
+    {
+        cpu::KernelScope scope(kernels_ ? ctx : nullptr);
+        build(gb);
+    }
     weights.set_compute_context(nullptr);
     ggml_free(ctx);
     return weights.status();
@@ -125,12 +143,17 @@ Result<std::vector<HostTensor>> GraphRunner::run(WeightStore& weights, const Bui
     GraphBuilder gb;
     gb.nn_ = nn::Ctx{ctx, &weights};
     weights.set_compute_context(ctx);
-    std::vector<ggml_tensor*> outs = build(gb);
+    std::vector<ggml_tensor*> outs;
+    {
+        cpu::KernelScope scope(kernels_ ? ctx : nullptr);
+        outs = build(gb);
+    }
     weights.set_compute_context(nullptr);
     if (!weights.status().ok()) {
         ggml_free(ctx);
         return weights.status();
     }
+    if (kernels_) cpu::accelerate_mul_mats(ctx, outs);
     ggml_cgraph* gf = ggml_new_graph_custom(ctx, kGraphSize, false);
     for (ggml_tensor* o : outs) {
         ggml_set_output(o);
@@ -149,7 +172,15 @@ Result<std::vector<HostTensor>> GraphRunner::run(WeightStore& weights, const Bui
     }
     n_splits_ = splits;
     for (const auto& in : gb.inputs_) ggml_backend_tensor_set(in.tensor, in.data, 0, in.bytes);
-    if (ggml_backend_sched_graph_compute(sched_, gf) != GGML_STATUS_SUCCESS) {
+    ggml_status status = GGML_STATUS_SUCCESS;
+    if (GraphProfile::enabled()) {
+        GraphProfile profile(sched_);
+        status = ggml_backend_sched_graph_compute(sched_, gf);
+        profile.finish(label_, ggml_graph_n_nodes(gf), n_splits_);
+    } else {
+        status = ggml_backend_sched_graph_compute(sched_, gf);
+    }
+    if (status != GGML_STATUS_SUCCESS) {
         ggml_free(ctx);
         return Status::Error(label_ + ": graph computation failed");
     }

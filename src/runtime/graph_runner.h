@@ -69,6 +69,9 @@ class GraphRunner {
 
     const std::string& label() const { return label_; }
     int last_n_splits() const { return n_splits_; }
+    // Whether this runner's graphs use the CPU kernels (runtime/cpu_kernels.h): all of
+    // its backends are CPU backends and the kernels are available.
+    bool uses_cpu_kernels() const { return kernels_; }
 
   private:
     std::vector<ggml_backend_t> backends_;
@@ -76,11 +79,13 @@ class GraphRunner {
     std::string label_;
     int n_splits_ = 0;
     PinFn pin_;
+    bool kernels_ = false;
 
     void pin_nodes(ggml_cgraph* gf);
 };
 
-// Backends for plain CPU compute: BLAS (when present, for large matmuls) + CPU.
+// Backends for plain CPU compute: the CPU backend, preceded by BLAS when present and the
+// CPU kernels (runtime/cpu_kernels.h) are not available.
 // Owned by a process-wide cache; threads applied to both.
 std::vector<ggml_backend_t> cpu_backends(int n_threads);
 // A backend for a named device (cached per device name).

@@ -28,6 +28,12 @@ class WeightStore : public nn::Weights {
     ggml_tensor* get(const std::string& name, const std::vector<int64_t>& ne) override;
     bool has(const std::string& name) const override;
 
+    // Types for the CPU kernels (runtime/cpu_kernels.h): float weights in f32 whatever
+    // their stored float type, unless --type asked for a float type (kept) or a quantized
+    // one (kept for matrices). Takes effect for weights declared afterwards
+    // (GraphRunner::declare sets it).
+    void set_cpu_kernels(bool on) { cpu_kernels_ = on; }
+
     // The compute context of the graph being built (reshaped views are made there).
     void set_compute_context(ggml_context* ctx) { compute_ctx_ = ctx; }
 
@@ -56,6 +62,7 @@ class WeightStore : public nn::Weights {
 
     const TensorIndex& index_;
     int weight_type_;
+    bool cpu_kernels_ = false;
     ggml_context* wctx_ = nullptr;
     ggml_context* compute_ctx_ = nullptr;
     std::vector<ggml_backend_buffer_t> buffers_;
