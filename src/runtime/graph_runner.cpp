@@ -116,39 +116,35 @@ GraphRunner::~GraphRunner() {
     if (sched_) ggml_backend_sched_free(sched_);
 }
 
-Status GraphRunner::declare(WeightStore& weights, const BuildFn& build) {
+ggml_context* GraphRunner::build_graph(WeightStore& weights, const BuildFn& build, GraphBuilder& gb,
+                                       std::vector<ggml_tensor*>& outs) {
     ggml_init_params p = {
         kGraphSize * ggml_tensor_overhead() + ggml_graph_overhead_custom(kGraphSize, false),
         nullptr, true};
     ggml_context* ctx = ggml_init(p);
-    GraphBuilder gb;
-    gb.nn_ = nn::Ctx{ctx, &weights};
-    weights.set_cpu_kernels(kernels_);
-    weights.set_compute_context(ctx);
-    {
-        cpu::KernelScope scope(kernels_ ? ctx : nullptr);
-        build(gb);
-    }
-    weights.set_compute_context(nullptr);
-    ggml_free(ctx);
-    return weights.status();
-}
-
-Result<std::vector<HostTensor>> GraphRunner::run(WeightStore& weights, const BuildFn& build) {
-    if (!sched_) return Status::Error(label_ + ": cannot create a scheduler for its devices");
-    ggml_init_params p = {
-        kGraphSize * ggml_tensor_overhead() + ggml_graph_overhead_custom(kGraphSize, false),
-        nullptr, true};
-    ggml_context* ctx = ggml_init(p);
-    GraphBuilder gb;
     gb.nn_ = nn::Ctx{ctx, &weights};
     weights.set_compute_context(ctx);
-    std::vector<ggml_tensor*> outs;
     {
         cpu::KernelScope scope(kernels_ ? ctx : nullptr);
         outs = build(gb);
     }
     weights.set_compute_context(nullptr);
+    return ctx;
+}
+
+Status GraphRunner::declare(WeightStore& weights, const BuildFn& build) {
+    weights.set_cpu_kernels(kernels_);
+    GraphBuilder gb;
+    std::vector<ggml_tensor*> outs;
+    ggml_free(build_graph(weights, build, gb, outs));
+    return weights.status();
+}
+
+Result<std::vector<HostTensor>> GraphRunner::run(WeightStore& weights, const BuildFn& build) {
+    if (!sched_) return Status::Error(label_ + ": cannot create a scheduler for its devices");
+    GraphBuilder gb;
+    std::vector<ggml_tensor*> outs;
+    ggml_context* ctx = build_graph(weights, build, gb, outs);
     if (!weights.status().ok()) {
         ggml_free(ctx);
         return weights.status();

@@ -82,6 +82,9 @@ class GraphRunner {
     bool kernels_ = false;
 
     void pin_nodes(ggml_cgraph* gf);
+    // Builds the graph in a new no-alloc context (returned; the caller frees it).
+    ggml_context* build_graph(WeightStore& weights, const BuildFn& build, GraphBuilder& gb,
+                              std::vector<ggml_tensor*>& outs);
 };
 
 // Backends for plain CPU compute: the CPU backend, preceded by BLAS when present and the
