@@ -132,11 +132,18 @@ ggml_context* GraphRunner::build_graph(WeightStore& weights, const BuildFn& buil
     return ctx;
 }
 
-Status GraphRunner::declare(WeightStore& weights, const BuildFn& build) {
+Status GraphRunner::declare(WeightStore& weights, const BuildFn& build,
+                            const std::function<void(ggml_cgraph*)>& inspect) {
     weights.set_cpu_kernels(kernels_);
     GraphBuilder gb;
     std::vector<ggml_tensor*> outs;
-    ggml_free(build_graph(weights, build, gb, outs));
+    ggml_context* ctx = build_graph(weights, build, gb, outs);
+    if (inspect && weights.status().ok()) {
+        ggml_cgraph* gf = ggml_new_graph_custom(ctx, kGraphSize, false);
+        for (ggml_tensor* o : outs) ggml_build_forward_expand(gf, o);
+        inspect(gf);
+    }
+    ggml_free(ctx);
     return weights.status();
 }
 

@@ -56,7 +56,9 @@ class GraphRunner {
 
     // Declares the weights of a graph without computing it (the first build of a
     // module); the store's status() then says whether the checkpoint fits.
-    Status declare(WeightStore& weights, const BuildFn& build);
+    // `inspect`, if given, sees the declared graph (no data) before it is freed.
+    Status declare(WeightStore& weights, const BuildFn& build,
+                   const std::function<void(ggml_cgraph*)>& inspect = {});
 
     // Builds, allocates and computes; returns every output as a host tensor.
     Result<std::vector<HostTensor>> run(WeightStore& weights, const BuildFn& build);

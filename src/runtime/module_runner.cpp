@@ -89,7 +89,9 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
         scheduled.insert(pos, params_backend);
     }
     runner_ = std::make_unique<GraphRunner>(scheduled, label_);
-    Status st = runner_->declare(*weights_, declare);
+    std::function<void(ggml_cgraph*)> inspect;
+    if (devs.size() > 1) inspect = [this](ggml_cgraph* gf) { record_op_support(gf); };
+    Status st = runner_->declare(*weights_, declare, inspect);
     if (!st.ok()) return st.with_context(label_);
 
     if (devs.size() > 1) GGDIFF_TRY(plan_split(backends));
@@ -132,6 +134,28 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
     return Status::Ok();
 }
 
+void ModuleRunner::record_op_support(ggml_cgraph* gf) {
+    std::map<const ggml_tensor*, const std::string*> weight_names;
+    for (const auto& [name, t] : weights_->declared()) weight_names[t] = &name;
+    std::vector<ggml_backend_dev_t> devs;
+    for (const std::string& d : placement_.devices) devs.push_back(find_device(d));
+    for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {
+        ggml_tensor* node = ggml_graph_node(gf, i);
+        for (int s = 0; s < GGML_MAX_SRC && node->src[s]; ++s) {
+            const ggml_tensor* w = node->src[s];
+            while (w->view_src) w = w->view_src;
+            auto it = weight_names.find(w);
+            if (it == weight_names.end() || consumer_op_.count(*it->second)) continue;
+            consumer_op_[*it->second] = ggml_op_desc(node);
+            for (size_t d = 0; d < devs.size(); ++d) {
+                if (devs[d] && !ggml_backend_dev_supports_op(devs[d], node)) {
+                    unsupported_[*it->second].push_back(d);
+                }
+            }
+        }
+    }
+}
+
 Status ModuleRunner::plan_split(std::vector<ggml_backend_t>& backends) {
     const std::vector<std::string>& devs = placement_.devices;
     std::vector<placement::TensorRecord> records;
@@ -141,6 +165,8 @@ Status ModuleRunner::plan_split(std::vector<ggml_backend_t>& backends) {
         r.bytes = ggml_nbytes(t);
         for (int i = 0; i < ggml_n_dims(t); ++i) r.ne.push_back(t->ne[i]);
         r.contiguous = ggml_is_contiguous(t);
+        auto op = consumer_op_.find(name);
+        if (op != consumer_op_.end()) r.op = op->second;
         records.push_back(std::move(r));
     }
     placement::assign_blocks(records);
@@ -180,7 +206,13 @@ Status ModuleRunner::plan_split(std::vector<ggml_backend_t>& backends) {
                  "); using layer split",
              true);
     }
-    auto plan = placement::plan_layer_split(placement_.module, records, infos);
+    // A weight whose op a device cannot run moves to the first listed device that can.
+    auto supports = [this](const placement::TensorRecord& t, size_t device) {
+        auto it = unsupported_.find(t.name);
+        return it == unsupported_.end() ||
+               std::find(it->second.begin(), it->second.end(), device) == it->second.end();
+    };
+    auto plan = placement::plan_layer_split(placement_.module, records, infos, supports);
     if (!plan.ok()) return plan.status();
     for (const std::string& w : placement::layer_split_warnings(*plan)) note(w, true);
     if (!plan->split) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -66,6 +67,10 @@ class ModuleRunner {
     std::map<std::string, ggml_backend_buffer_type_t> buft_of_;
     ggml_backend_buffer_type_t default_buft_ = nullptr;
     std::vector<std::string> log_;
+    // Per weight: the op that consumes it and the split devices that cannot run that op.
+    std::map<std::string, std::string> consumer_op_;
+    std::map<std::string, std::vector<size_t>> unsupported_;
+    void record_op_support(ggml_cgraph* gf);
 };
 
 }  // namespace ggdiff
