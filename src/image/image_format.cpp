@@ -119,4 +119,14 @@ Result<ImageFormat> parse_image_format(const std::string& name) {
     return Status::Error("unknown image format '" + name + "' (expected png, jpeg or webp)");
 }
 
+Result<ImageFormat> detect_image_format_or_error(const uint8_t* data, size_t size) {
+    if (data == nullptr || size == 0) return Status::Error("no image data (empty input)");
+    const std::optional<ImageFormat> format = detect_image_format(data, size);
+    if (!format) {
+        return Status::Error("not a PNG, JPEG or WebP image: " +
+                             describe_unknown_image_data(data, size));
+    }
+    return *format;
+}
+
 }  // namespace ggdiff

@@ -25,6 +25,9 @@ std::string describe_unknown_image_data(const uint8_t* data, size_t size);
 
 // From the file extension, case-insensitive: .png, .jpg, .jpeg, .webp. Anything else is an
 // error naming the extension.
+// The format of encoded image bytes; an error for empty input or unknown data.
+Result<ImageFormat> detect_image_format_or_error(const uint8_t* data, size_t size);
+
 Result<ImageFormat> image_format_from_path(const std::string& path);
 
 // From a format name as APIs spell it (output_format): png, jpg, jpeg, webp (any case).

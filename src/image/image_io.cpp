@@ -6,12 +6,8 @@
 namespace ggdiff {
 
 Result<Image> decode_image(const uint8_t* data, size_t size) {
-    if (data == nullptr || size == 0) return Status::Error("no image data (empty input)");
-    const std::optional<ImageFormat> format = detect_image_format(data, size);
-    if (!format) {
-        return Status::Error("not a PNG, JPEG or WebP image: " +
-                             describe_unknown_image_data(data, size));
-    }
+    const Result<ImageFormat> format = detect_image_format_or_error(data, size);
+    if (!format.ok()) return format.status();
     switch (*format) {
         case ImageFormat::Png:
             return codec::decode_png(data, size);
