@@ -67,27 +67,7 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
         }
         default_buft_ = buft_of_device(devs[0]);
     }
-    // Weights kept on a device that computes nothing for this module (--params-backend
-    // diffusion=RPC1 with --backend diffusion=RPC0): that device joins the scheduler after
-    // the compute devices so that its buffers belong to a scheduled backend (ggml aborts
-    // otherwise); the ops stay pinned to the compute devices, which copy each weight in.
-    ggml_backend_t params_backend = nullptr;
-    if (placement_.params == ModuleDevices::Params::Device &&
-        !is_cpu_name(placement_.params_device)) {
-        auto b = backend_for_device(placement_.params_device, threads_);
-        if (!b.ok()) return b.status().with_context(placement_.module);
-        if (std::find(backends.begin(), backends.end(), *b) == backends.end()) params_backend = *b;
-    }
     std::vector<ggml_backend_t> scheduled = backends;
-    if (params_backend) {
-        // Before the CPU backend, which the scheduler needs last.
-        auto pos = scheduled.end();
-        if (!scheduled.empty()) {
-            ggml_backend_dev_t last = ggml_backend_get_device(scheduled.back());
-            if (last && ggml_backend_dev_type(last) == GGML_BACKEND_DEVICE_TYPE_CPU) --pos;
-        }
-        scheduled.insert(pos, params_backend);
-    }
     runner_ = std::make_unique<GraphRunner>(scheduled, label_);
     std::function<void(ggml_cgraph*)> inspect;
     if (devs.size() > 1) inspect = [this](ggml_cgraph* gf) { record_op_support(gf); };
@@ -96,28 +76,15 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
 
     if (devs.size() > 1) GGDIFF_TRY(plan_split(backends));
 
-    // Weights live on their compute device, or all on the explicit params device.
+    // An explicit params device keeps the weights; each phase stages them (every range
+    // to its own device) and frees the staged copies after. Params on the one device
+    // that computes are simply resident.
     if (placement_.params == ModuleDevices::Params::Device) {
-        ggml_backend_buffer_type_t pb = buft_of_device(placement_.params_device);
-        if (!pb) return Status::Error("unknown params device " + placement_.params_device);
-        default_buft_ = pb;
-        buft_of_.clear();
-        // The compute device still runs the ops: pin them there, the scheduler copies
-        // each weight in when its range runs.
-        ggml_backend_t compute = nullptr;
-        if (!split_ && !devs.empty() && !is_cpu_name(devs[0])) {
-            compute = backends[0];
-        } else if (!split_ && params_backend) {
-            // CPU compute: pin to the CPU backend, or the ops would follow their weights
-            // onto the params device.
-            for (ggml_backend_t b : backends) {
-                ggml_backend_dev_t d = ggml_backend_get_device(b);
-                if (d && ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_CPU) compute = b;
-            }
-        }
-        if (compute) {
-            for (const auto& [name, t] : weights_->declared()) pin_map_[t] = compute;
-        }
+        params_buft_ = buft_of_device(placement_.params_device);
+        if (!params_buft_)
+            return Status::Error("unknown params device " + placement_.params_device);
+        const bool same = devs.size() <= 1 && default_buft_ == params_buft_;
+        if (same) placement_.params = ModuleDevices::Params::Compute;
     }
     if (!pin_map_.empty()) {
         runner_->set_pinning([this](const ggml_tensor* w) -> ggml_backend_t {
@@ -125,11 +92,15 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
             return it == pin_map_.end() ? nullptr : it->second;
         });
     }
-    const char* where = placement_.params == ModuleDevices::Params::Disk     ? "disk (per phase)"
-                        : placement_.params == ModuleDevices::Params::Device ? "params device"
-                                                                             : "compute devices";
+    const char* where = placement_.params == ModuleDevices::Params::Disk ? "disk (per phase)"
+                        : placement_.params == ModuleDevices::Params::Device
+                            ? "params device (staged per phase)"
+                            : "compute devices";
     GGDIFF_LOG_DEBUG("%s: %zu weights, %.1f MiB, on %s", label_.c_str(), weights_->count(),
                      weights_->bytes() / 1048576.0, where);
+    if (placement_.params == ModuleDevices::Params::Device) {
+        return weights_->load_params(params_buft_).with_context(label_);
+    }
     if (placement_.params != ModuleDevices::Params::Disk) return load();
     return Status::Ok();
 }
@@ -231,10 +202,13 @@ Status ModuleRunner::plan_split(std::vector<ggml_backend_t>& backends) {
 }
 
 Status ModuleRunner::load() {
-    Status st = weights_->load_placed([this](const std::string& name) {
+    auto buft_for = [this](const std::string& name) {
         auto it = buft_of_.find(name);
         return it == buft_of_.end() ? default_buft_ : it->second;
-    });
+    };
+    Status st = placement_.params == ModuleDevices::Params::Device
+                    ? weights_->stage(buft_for)
+                    : weights_->load_placed(buft_for);
     return st.with_context(label_);
 }
 
@@ -244,7 +218,10 @@ Status ModuleRunner::begin_phase() {
 }
 
 void ModuleRunner::end_phase() {
-    if (placement_.params == ModuleDevices::Params::Disk) weights_->release();
+    if (placement_.params == ModuleDevices::Params::Disk ||
+        placement_.params == ModuleDevices::Params::Device) {
+        weights_->release();
+    }
 }
 
 Result<std::vector<HostTensor>> ModuleRunner::run(const BuildFn& build) {

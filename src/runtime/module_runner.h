@@ -66,6 +66,7 @@ class ModuleRunner {
     std::map<const ggml_tensor*, ggml_backend_t> pin_map_;
     std::map<std::string, ggml_backend_buffer_type_t> buft_of_;
     ggml_backend_buffer_type_t default_buft_ = nullptr;
+    ggml_backend_buffer_type_t params_buft_ = nullptr;
     std::vector<std::string> log_;
     // Per weight: the op that consumes it and the split devices that cannot run that op.
     std::map<std::string, std::string> consumer_op_;

@@ -51,6 +51,8 @@ WeightStore::WeightStore(const TensorIndex& index, int weight_type)
 
 WeightStore::~WeightStore() {
     release();
+    for (ggml_backend_buffer_t b : params_buffers_) ggml_backend_buffer_free(b);
+    if (params_ctx_) ggml_free(params_ctx_);
     if (wctx_) ggml_free(wctx_);
 }
 
@@ -165,13 +167,12 @@ ggml_tensor* WeightStore::tensor(const std::string& name) const {
     return it == tensors_.end() ? nullptr : it->second;
 }
 
-Status WeightStore::load_placed(const BufferTypeFn& buft_for) {
-    if (!status_.ok()) return status_;
-    release();
+Status WeightStore::allocate(const TensorList& list, const BufferTypeFn& buft_for,
+                             std::vector<ggml_backend_buffer_t>& out) {
     // Group the weights by buffer type, then place each group with a tensor allocator.
     std::vector<ggml_backend_buffer_type_t> types;
     std::vector<std::vector<ggml_tensor*>> groups;
-    for (const auto& [name, t] : order_) {
+    for (const auto& [name, t] : list) {
         ggml_backend_buffer_type_t b = buft_for(name);
         size_t g = std::find(types.begin(), types.end(), b) - types.begin();
         if (g == types.size()) {
@@ -189,22 +190,24 @@ Status WeightStore::load_placed(const BufferTypeFn& buft_for) {
         ggml_backend_buffer_t buf =
             ggml_backend_buft_alloc_buffer(types[g], std::max<size_t>(size, align));
         if (!buf) {
-            release();
             return Status::Error(string_format("cannot allocate %.1f MiB of weights on %s",
                                                size / 1048576.0, ggml_backend_buft_name(types[g])));
         }
         ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-        buffers_.push_back(buf);
+        out.push_back(buf);
         ggml_tallocr alloc = ggml_tallocr_new(buf);
         for (ggml_tensor* t : groups[g]) {
             if (ggml_tallocr_alloc(&alloc, t) != GGML_STATUS_SUCCESS) {
-                release();
                 return Status::Error("cannot place weights in their buffer");
             }
         }
     }
+    return Status::Ok();
+}
+
+Status WeightStore::read_into(const TensorList& list) {
     std::vector<uint8_t> staging;
-    for (const auto& [name, t] : order_) {
+    for (const auto& [name, t] : list) {
         auto it = infos_.find(name);
         if (it == infos_.end()) return Status::Error("missing tensor " + name);
         const size_t nb = ggml_nbytes(t);
@@ -220,6 +223,46 @@ Status WeightStore::load_placed(const BufferTypeFn& buft_for) {
         // The weight now lives in its own buffer: the file's pages can go (they would
         // otherwise stay in this process's resident set next to the copy).
         index_.release(*it->second);
+    }
+    return Status::Ok();
+}
+
+Status WeightStore::load_placed(const BufferTypeFn& buft_for) {
+    if (!status_.ok()) return status_;
+    release();
+    Status st = allocate(order_, buft_for, buffers_);
+    if (st.ok()) st = read_into(order_);
+    if (!st.ok()) release();
+    return st;
+}
+
+Status WeightStore::load_params(ggml_backend_buffer_type_t params_buft) {
+    if (!status_.ok()) return status_;
+    if (!params_buffers_.empty()) return Status::Ok();
+    if (!params_ctx_) {
+        ggml_init_params p = {(order_.size() + 1) * ggml_tensor_overhead(), nullptr, true};
+        params_ctx_ = ggml_init(p);
+        for (const auto& [name, t] : order_) {
+            params_order_.emplace_back(name, ggml_dup_tensor(params_ctx_, t));
+        }
+    }
+    Status st = allocate(
+        params_order_, [params_buft](const std::string&) { return params_buft; }, params_buffers_);
+    if (st.ok()) st = read_into(params_order_);
+    return st;
+}
+
+Status WeightStore::stage(const BufferTypeFn& buft_for) {
+    if (params_buffers_.empty())
+        return Status::Error("weights were not loaded to their params device");
+    release();
+    Status st = allocate(order_, buft_for, buffers_);
+    if (!st.ok()) {
+        release();
+        return st;
+    }
+    for (size_t i = 0; i < order_.size(); ++i) {
+        ggml_backend_tensor_copy(params_order_[i].second, order_[i].second);
     }
     return Status::Ok();
 }

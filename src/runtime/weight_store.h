@@ -47,6 +47,12 @@ class WeightStore : public nn::Weights {
     using BufferTypeFn = std::function<ggml_backend_buffer_type_t(const std::string& name)>;
     Status load_placed(const BufferTypeFn& buft_for);
     bool loaded() const { return !buffers_.empty(); }
+    // Explicit params device: keeps a copy of every weight in `params_buft` (read from
+    // the checkpoint once); stage() then places the weights in the buffers `buft_for`
+    // picks (each range on its device) by copying from that copy, and release() frees
+    // only the staged buffers.
+    Status load_params(ggml_backend_buffer_type_t params_buft);
+    Status stage(const BufferTypeFn& buft_for);
     // The tensor of a declared weight (nullptr if not declared).
     ggml_tensor* tensor(const std::string& name) const;
     // Frees the device buffer (weights must be loaded again before use).
@@ -66,6 +72,13 @@ class WeightStore : public nn::Weights {
     ggml_context* wctx_ = nullptr;
     ggml_context* compute_ctx_ = nullptr;
     std::vector<ggml_backend_buffer_t> buffers_;
+    using TensorList = std::vector<std::pair<std::string, ggml_tensor*>>;
+    Status allocate(const TensorList& list, const BufferTypeFn& buft_for,
+                    std::vector<ggml_backend_buffer_t>& out);
+    Status read_into(const TensorList& list);
+    ggml_context* params_ctx_ = nullptr;
+    TensorList params_order_;
+    std::vector<ggml_backend_buffer_t> params_buffers_;
     std::map<std::string, ggml_tensor*> tensors_;
     std::vector<std::pair<std::string, ggml_tensor*>> order_;
     std::map<std::string, const TensorInfo*> infos_;

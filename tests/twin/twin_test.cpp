@@ -232,13 +232,13 @@ TEST_F(Twin, ParamsOnCpuWithLayerSplit) {
              single_device());
     const std::string log = log_of(r);
     expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, kUnetBlocks);
-    EXPECT_EQ(weights_on(log, "UNet"), "params device") << log;
+    EXPECT_EQ(weights_on(log, "UNet"), "params device (staged per phase)") << log;
 }
 
 TEST_F(Twin, ParamsOnCpuSingleDevice) {
     RunResult r = twin({"--backend", "RPC0", "--params-backend", "diffusion=cpu"}, single_device());
     const std::string log = log_of(r);
-    EXPECT_EQ(weights_on(log, "UNet"), "params device") << log;
+    EXPECT_EQ(weights_on(log, "UNet"), "params device (staged per phase)") << log;
     EXPECT_TRUE(split_ranges(log, "diffusion").empty()) << log;
 }
 
@@ -247,7 +247,7 @@ TEST_F(Twin, ParamsOnCpuSingleDevice) {
 TEST_F(Twin, ParamsOnAnotherDevice) {
     RunResult r =
         twin({"--backend", "RPC0", "--params-backend", "diffusion=RPC1"}, single_device());
-    EXPECT_EQ(weights_on(log_of(r), "UNet"), "params device") << log_of(r);
+    EXPECT_EQ(weights_on(log_of(r), "UNet"), "params device (staged per phase)") << log_of(r);
 }
 
 TEST_F(Twin, ParamsFromDiskWithLayerSplit) {
