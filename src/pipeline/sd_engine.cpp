@@ -296,6 +296,9 @@ Result<std::vector<GeneratedImage>> SdEngine::generate(const GenerateOptions& o,
                           "multiples of 8",
                           o.width, o.height));
     }
+    // Images past the writers' limits could never be saved: refuse before computing.
+    Status dims = check_image_dimensions(o.width, o.height);
+    if (!dims.ok()) return dims;
     if (o.width % mult || o.height % mult) {
         return Status::Error(
             string_format("size %dx%d: this model needs width and height in "
