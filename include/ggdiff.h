@@ -54,6 +54,15 @@ int ggdiff_generate(ggdiff_model* model, const ggdiff_options* options,
                     int* out_count);
 void ggdiff_images_free(ggdiff_image* images, int count);
 
+/* Called with each image as soon as it is finished; the image is only valid during the
+ * call (copy what you keep). */
+typedef void (*ggdiff_image_fn)(const ggdiff_image* image, int index, void* user);
+
+/* Like ggdiff_generate, but hands over each image as it is finished, so a failure or a
+ * cancel later in a batch loses nothing that was done. */
+int ggdiff_generate_each(ggdiff_model* model, const ggdiff_options* options,
+                         ggdiff_progress_fn progress, ggdiff_image_fn on_image, void* user);
+
 /* The --auto-fit plan for the model files the options name, as JSON (devices with
  * free and budget bytes, components with params and reserve bytes, targets, split and
  * time-share flags, derived --backend/--params-backend), without loading weights.

@@ -39,6 +39,22 @@ bool output_folder_ok(const std::string& output) {
     return false;
 }
 
+struct SaveState {
+    const ggdiff::cli::CliOptions* cli;
+    int failures;
+};
+
+void save_each(const ggdiff_image* image, int index, void* user) {
+    auto* st = static_cast<SaveState*>(user);
+    const std::string path = output_name(st->cli->output, index, st->cli->output_begin_idx);
+    if (!ggdiff::cli::save_image(*image, path, !st->cli->disable_image_metadata)) {
+        st->failures++;
+        return;
+    }
+    std::fprintf(stderr, "saved %s (seed %lld)\n", path.c_str(),
+                 static_cast<long long>(image->seed));
+}
+
 int generate(const ggdiff::cli::CliOptions& cli) {
     if (!cli.fit_dry_run && !output_folder_ok(cli.output)) return 1;
     ggdiff_options* o = ggdiff_options_new();
@@ -81,23 +97,13 @@ int generate(const ggdiff::cli::CliOptions& cli) {
         ggdiff_options_free(o);
         return 1;
     }
-    ggdiff_image* images = nullptr;
-    int n = 0;
-    int rc = 0;
-    if (ggdiff_generate(model, o, progress_bar, nullptr, &images, &n) != 0) {
+    // Each image is written as soon as it is finished: a later failure keeps the rest.
+    SaveState state{&cli, 0};
+    if (ggdiff_generate_each(model, o, progress_bar, save_each, &state) != 0) {
         std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
-        rc = 1;
+        state.failures++;
     }
-    for (int i = 0; i < n; ++i) {
-        const std::string path = output_name(cli.output, i, cli.output_begin_idx);
-        if (!ggdiff::cli::save_image(images[i], path, !cli.disable_image_metadata)) {
-            rc = 1;
-            continue;
-        }
-        std::fprintf(stderr, "saved %s (seed %lld)\n", path.c_str(),
-                     static_cast<long long>(images[i].seed));
-    }
-    ggdiff_images_free(images, n);
+    const int rc = state.failures ? 1 : 0;
     ggdiff_model_free(model);
     ggdiff_options_free(o);
     return rc;

@@ -129,6 +129,38 @@ int ggdiff_generate(ggdiff_model* model, const ggdiff_options* options, ggdiff_p
     }
 }
 
+int ggdiff_generate_each(ggdiff_model* model, const ggdiff_options* options,
+                         ggdiff_progress_fn progress, ggdiff_image_fn on_image, void* user) {
+    if (!model || !options || !on_image) return fail("ggdiff_generate_each: null argument");
+    try {
+        ggdiff::ApiOptions opts = options->opts;
+        ggdiff::Status st = ggdiff::resolve_api_inputs(opts);
+        if (!st.ok()) return fail(st);
+        ggdiff::ProgressFn fn;
+        if (progress) {
+            fn = [&](const std::string& phase, int step, int total, double secs) {
+                return progress(phase.c_str(), step, total, secs, user) != 0;
+            };
+        }
+        int index = 0;
+        auto each = [&](const ggdiff::GeneratedImage& g) {
+            ggdiff_image img{};
+            img.width = g.image.width;
+            img.height = g.image.height;
+            img.channels = g.image.channels;
+            img.seed = g.seed;
+            img.data = const_cast<unsigned char*>(g.image.pixels.data());
+            img.parameters = const_cast<char*>(g.infotext.c_str());
+            on_image(&img, index++, user);
+        };
+        auto images = model->engine->generate(opts.gen, fn, each);
+        if (!images.ok()) return fail(images.status());
+        return 0;
+    } catch (const std::exception& e) {
+        return fail(std::string("generation failed: ") + e.what());
+    }
+}
+
 void ggdiff_images_free(ggdiff_image* images, int count) {
     if (!images) return;
     for (int i = 0; i < count; ++i) {

@@ -21,7 +21,8 @@ class Engine {
     static Result<std::unique_ptr<Engine>> load(const ModelOptions& options);
 
     virtual Result<std::vector<GeneratedImage>> generate(const GenerateOptions& options,
-                                                         const ProgressFn& progress) = 0;
+                                                         const ProgressFn& progress,
+                                                         const ImageFn& on_image = nullptr) = 0;
 
     virtual std::string family() const = 0;
     virtual std::string model_name() const = 0;  // base name of the main file

@@ -71,4 +71,8 @@ struct GeneratedImage {
 // seconds since the phase began. Return false to cancel.
 using ProgressFn = std::function<bool(const std::string& phase, int step, int total, double secs)>;
 
+// Called with each image as soon as it is finished (so a later failure or a cancel
+// loses nothing that was done).
+using ImageFn = std::function<void(const GeneratedImage& image)>;
+
 }  // namespace ggdiff

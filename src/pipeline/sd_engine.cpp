@@ -287,7 +287,8 @@ Result<HostTensor> SdEngine::vae_encode(const HostTensor& image, sampling::Rng& 
 }
 
 Result<std::vector<GeneratedImage>> SdEngine::generate(const GenerateOptions& o,
-                                                       const ProgressFn& progress) {
+                                                       const ProgressFn& progress,
+                                                       const ImageFn& on_image) {
     // Validate everything before any compute.
     const int mult = spatial_multiple();
     if (o.width <= 0 || o.height <= 0 || o.width % 8 || o.height % 8) {
@@ -484,6 +485,7 @@ Result<std::vector<GeneratedImage>> SdEngine::generate(const GenerateOptions& o,
         if (o.init_image) info.denoising_strength = o.strength;
         info.rng = o.rng.empty() ? "cuda" : o.rng;
         g.infotext = format_infotext(info);
+        if (on_image) on_image(g);
         results.push_back(std::move(g));
     }
     return results;

@@ -29,7 +29,8 @@ class SdEngine : public Engine {
     Status init(const ModelOptions& options, TensorIndex index);
 
     Result<std::vector<GeneratedImage>> generate(const GenerateOptions& options,
-                                                 const ProgressFn& progress) override;
+                                                 const ProgressFn& progress,
+                                                 const ImageFn& on_image = nullptr) override;
     std::string family() const override { return family_; }
     std::string model_name() const override { return model_name_; }
     const PhaseTimings& timings() const { return timings_; }

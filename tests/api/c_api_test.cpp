@@ -123,3 +123,48 @@ TEST(CApi, GeneratesAndCancels) {
 }
 
 }  // namespace
+
+namespace {
+
+struct Collected {
+    std::vector<int64_t> seeds;
+};
+
+void collect(const ggdiff_image* image, int index, void* user) {
+    auto* c = static_cast<Collected*>(user);
+    EXPECT_EQ(index, static_cast<int>(c->seeds.size()));
+    EXPECT_EQ(image->width, 64);
+    EXPECT_NE(image->parameters, nullptr);
+    c->seeds.push_back(image->seed);
+}
+
+// Cancels during the second image's sampling.
+int cancel_second_image(const char* phase, int, int, double, void*) {
+    return std::string(phase).rfind("sampling 2/", 0) == 0 ? 0 : 1;
+}
+
+TEST(CApi, FinishedImagesSurviveALaterCancel) {
+    Options opts;
+    ASSERT_EQ(opts.set("model", kFixture), 0);
+    ASSERT_EQ(opts.set("tokenizer", kMerges), 0);
+    ggdiff_model* model = nullptr;
+    ASSERT_EQ(ggdiff_model_load(opts.o, &model), 0) << ggdiff_last_error();
+    Options gen;
+    gen.set("prompt", "two cats sleeping");
+    gen.set("width", "64");
+    gen.set("height", "64");
+    gen.set("steps", "2");
+    gen.set("sampling-method", "euler");
+    gen.set("seed", "100");
+    gen.set("batch-count", "2");
+    Collected c;
+    EXPECT_NE(ggdiff_generate_each(
+                  model, gen.o, cancel_second_image,
+                  [](const ggdiff_image* i, int k, void* u) { collect(i, k, u); }, &c),
+              0);
+    ASSERT_EQ(c.seeds.size(), 1u);  // the first image was handed over before the cancel
+    EXPECT_EQ(c.seeds[0], 100);
+    ggdiff_model_free(model);
+}
+
+}  // namespace
