@@ -1,9 +1,11 @@
 // The C API over the C++ engine: options by name, errors as codes + a message.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "api/api_options.h"
 #include "devices/devices.h"
@@ -39,6 +41,14 @@ char* dup_string(const std::string& s) {
     char* p = static_cast<char*>(std::malloc(s.size() + 1));
     if (p) std::memcpy(p, s.c_str(), s.size() + 1);
     return p;
+}
+
+void ggdiff_images_free_list(std::vector<ggdiff_image>& images) {
+    for (ggdiff_image& i : images) {
+        std::free(i.data);
+        std::free(i.parameters);
+    }
+    images.clear();
 }
 
 }  // namespace
@@ -90,43 +100,43 @@ void ggdiff_model_free(ggdiff_model* model) {
 
 int ggdiff_generate(ggdiff_model* model, const ggdiff_options* options, ggdiff_progress_fn progress,
                     void* user, ggdiff_image** out_images, int* out_count) {
-    if (!model || !options || !out_images || !out_count) {
-        return fail("ggdiff_generate: null argument");
-    }
+    if (!out_images || !out_count) return fail("ggdiff_generate: null argument");
     *out_images = nullptr;
     *out_count = 0;
-    try {
-        ggdiff::ApiOptions opts = options->opts;
-        ggdiff::Status st = ggdiff::resolve_api_inputs(opts);
-        if (!st.ok()) return fail(st);
-        ggdiff::ProgressFn fn;
-        if (progress) {
-            fn = [&](const std::string& phase, int step, int total, double secs) {
-                return progress(phase.c_str(), step, total, secs, user) != 0;
-            };
-        }
-        auto images = model->engine->generate(opts.gen, fn);
-        if (!images.ok()) return fail(images.status());
-        const int n = static_cast<int>(images->size());
-        auto* out =
-            static_cast<ggdiff_image*>(std::calloc(static_cast<size_t>(n), sizeof(ggdiff_image)));
-        if (!out && n > 0) return fail("out of memory");
-        for (int i = 0; i < n; ++i) {
-            const ggdiff::GeneratedImage& g = (*images)[static_cast<size_t>(i)];
-            out[i].width = g.image.width;
-            out[i].height = g.image.height;
-            out[i].channels = g.image.channels;
-            out[i].seed = g.seed;
-            out[i].data = static_cast<unsigned char*>(std::malloc(g.image.pixels.size()));
-            if (out[i].data) std::memcpy(out[i].data, g.image.pixels.data(), g.image.pixels.size());
-            out[i].parameters = dup_string(g.infotext);
-        }
-        *out_images = out;
-        *out_count = n;
-        return 0;
-    } catch (const std::exception& e) {
-        return fail(std::string("generation failed: ") + e.what());
+    // Collect copies of what generate_each hands over.
+    struct Collected {
+        std::vector<ggdiff_image> images;
+        ggdiff_progress_fn progress;
+        void* user;
+    } c{{}, progress, user};
+    auto keep = [](const ggdiff_image* image, int, void* u) {
+        ggdiff_image copy = *image;
+        const size_t n = static_cast<size_t>(image->width) * image->height * image->channels;
+        copy.data = static_cast<unsigned char*>(std::malloc(n));
+        if (copy.data) std::memcpy(copy.data, image->data, n);
+        copy.parameters = dup_string(image->parameters ? image->parameters : "");
+        static_cast<Collected*>(u)->images.push_back(copy);
+    };
+    auto relay = [](const char* phase, int step, int total, double secs, void* u) {
+        auto* col = static_cast<Collected*>(u);
+        return col->progress ? col->progress(phase, step, total, secs, col->user) : 1;
+    };
+    const int rc = ggdiff_generate_each(model, options, relay, keep, &c);
+    const int n = static_cast<int>(c.images.size());
+    if (rc != 0) {
+        ggdiff_images_free_list(c.images);
+        return rc;
     }
+    auto* out = static_cast<ggdiff_image*>(
+        std::calloc(static_cast<size_t>(std::max(n, 1)), sizeof(ggdiff_image)));
+    if (!out) {
+        ggdiff_images_free_list(c.images);
+        return fail("out of memory");
+    }
+    std::copy(c.images.begin(), c.images.end(), out);
+    *out_images = out;
+    *out_count = n;
+    return 0;
 }
 
 int ggdiff_generate_each(ggdiff_model* model, const ggdiff_options* options,

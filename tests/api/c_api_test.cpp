@@ -20,6 +20,27 @@ struct Options {
     int set(const char* k, const std::string& v) { return ggdiff_options_set(o, k, v.c_str()); }
 };
 
+// The SD1 fixture with the shared merge list; nullptr (and a test failure) if it won't load.
+ggdiff_model* load_fixture() {
+    Options opts;
+    EXPECT_EQ(opts.set("model", kFixture), 0);
+    EXPECT_EQ(opts.set("tokenizer", kMerges), 0);
+    ggdiff_model* model = nullptr;
+    EXPECT_EQ(ggdiff_model_load(opts.o, &model), 0) << ggdiff_last_error();
+    return model;
+}
+
+// A 64x64, 2-step euler request.
+void tiny_request(Options& gen, const char* prompt, const char* seed, const char* batch) {
+    gen.set("prompt", prompt);
+    gen.set("width", "64");
+    gen.set("height", "64");
+    gen.set("steps", "2");
+    gen.set("sampling-method", "euler");
+    gen.set("seed", seed);
+    gen.set("batch-count", batch);
+}
+
 TEST(CApi, VersionAndDevices) {
     EXPECT_STRNE(ggdiff_version(), "");
     char* text = nullptr;
@@ -72,20 +93,10 @@ int cancel_at_first_step(const char* phase, int, int, double, void*) {
 }
 
 TEST(CApi, GeneratesAndCancels) {
-    Options opts;
-    ASSERT_EQ(opts.set("model", kFixture), 0);
-    ASSERT_EQ(opts.set("tokenizer", kMerges), 0);
-    ggdiff_model* model = nullptr;
-    ASSERT_EQ(ggdiff_model_load(opts.o, &model), 0) << ggdiff_last_error();
-
+    ggdiff_model* model = load_fixture();
+    ASSERT_NE(model, nullptr);
     Options gen;
-    gen.set("prompt", "a photograph of an astronaut riding a horse");
-    gen.set("width", "64");
-    gen.set("height", "64");
-    gen.set("steps", "2");
-    gen.set("sampling-method", "euler");
-    gen.set("seed", "5");
-    gen.set("batch-count", "2");
+    tiny_request(gen, "a photograph of an astronaut riding a horse", "5", "2");
     std::vector<std::string> seen;
     ggdiff_image* images = nullptr;
     int n = 0;
@@ -144,19 +155,10 @@ int cancel_second_image(const char* phase, int, int, double, void*) {
 }
 
 TEST(CApi, FinishedImagesSurviveALaterCancel) {
-    Options opts;
-    ASSERT_EQ(opts.set("model", kFixture), 0);
-    ASSERT_EQ(opts.set("tokenizer", kMerges), 0);
-    ggdiff_model* model = nullptr;
-    ASSERT_EQ(ggdiff_model_load(opts.o, &model), 0) << ggdiff_last_error();
+    ggdiff_model* model = load_fixture();
+    ASSERT_NE(model, nullptr);
     Options gen;
-    gen.set("prompt", "two cats sleeping");
-    gen.set("width", "64");
-    gen.set("height", "64");
-    gen.set("steps", "2");
-    gen.set("sampling-method", "euler");
-    gen.set("seed", "100");
-    gen.set("batch-count", "2");
+    tiny_request(gen, "two cats sleeping", "100", "2");
     Collected c;
     EXPECT_NE(ggdiff_generate_each(
                   model, gen.o, cancel_second_image,
