@@ -230,9 +230,45 @@ Status WeightStore::read_into(const TensorList& list) {
 Status WeightStore::load_placed(const BufferTypeFn& buft_for) {
     if (!status_.ok()) return status_;
     release();
-    Status st = allocate(order_, buft_for, buffers_);
-    if (st.ok()) st = read_into(order_);
+    // Weights for host memory whose stored bytes are already what the graph uses are
+    // used in place from the mapped file; the rest are allocated and read (converted).
+    TensorList copied;
+    std::map<const uint8_t*, std::pair<size_t, ggml_backend_buffer_t>> files;  // base -> extent
+    TensorList in_place;
+    for (const auto& entry : order_) {
+        ggml_tensor* t = entry.second;
+        auto it = infos_.find(entry.first);
+        ggml_backend_buffer_type_t b = buft_for(entry.first);
+        const bool host =
+            b == ggml_backend_cpu_buffer_type() ||
+            (ggml_backend_buft_is_host(b) && std::string(ggml_backend_buft_name(b)) == "CPU");
+        if (it != infos_.end() && host && it->second->ggml_type == static_cast<int>(t->type) &&
+            it->second->nbytes == ggml_nbytes(t)) {
+            in_place.push_back(entry);
+            const uint8_t* base = index_.raw(*it->second) - it->second->offset;
+            size_t& extent = files[base].first;
+            extent = std::max<size_t>(extent, it->second->offset + it->second->nbytes);
+        } else {
+            copied.push_back(entry);
+        }
+    }
+    for (auto& [base, file] : files) {
+        file.second = ggml_backend_cpu_buffer_from_ptr(const_cast<uint8_t*>(base), file.first);
+        if (!file.second) return Status::Error("cannot map the checkpoint's weights");
+        buffers_.push_back(file.second);
+    }
+    for (const auto& [name, t] : in_place) {
+        const TensorInfo* info = infos_.at(name);
+        const uint8_t* base = index_.raw(*info) - info->offset;
+        ggml_backend_tensor_alloc(files[base].second, t, const_cast<uint8_t*>(index_.raw(*info)));
+    }
+    Status st = allocate(copied, buft_for, buffers_);
+    if (st.ok()) st = read_into(copied);
     if (!st.ok()) release();
+    if (st.ok() && !in_place.empty()) {
+        GGDIFF_LOG_DEBUG("%zu of %zu weights used in place from the mapped checkpoint",
+                         in_place.size(), order_.size());
+    }
     return st;
 }
 
