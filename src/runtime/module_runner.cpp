@@ -67,8 +67,7 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
         }
         default_buft_ = buft_of_device(devs[0]);
     }
-    std::vector<ggml_backend_t> scheduled = backends;
-    runner_ = std::make_unique<GraphRunner>(scheduled, label_);
+    runner_ = std::make_unique<GraphRunner>(backends, label_);
     std::function<void(ggml_cgraph*)> inspect;
     if (devs.size() > 1) inspect = [this](ggml_cgraph* gf) { record_op_support(gf); };
     Status st = runner_->declare(*weights_, declare, inspect);

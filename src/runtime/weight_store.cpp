@@ -232,35 +232,40 @@ Status WeightStore::load_placed(const BufferTypeFn& buft_for) {
     release();
     // Weights for host memory whose stored bytes are already what the graph uses are
     // used in place from the mapped file; the rest are allocated and read (converted).
+    const ggml_backend_buffer_type_t cpu_buft =
+        ggml_backend_dev_buffer_type(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+    struct InPlace {
+        ggml_tensor* tensor;
+        const uint8_t* base;  // the mapping of the tensor's file
+        const uint8_t* data;
+    };
+    std::vector<InPlace> in_place;
+    std::map<const uint8_t*, size_t> extent;  // per mapped file: bytes the weights reach
     TensorList copied;
-    std::map<const uint8_t*, std::pair<size_t, ggml_backend_buffer_t>> files;  // base -> extent
-    TensorList in_place;
     for (const auto& entry : order_) {
         ggml_tensor* t = entry.second;
         auto it = infos_.find(entry.first);
-        ggml_backend_buffer_type_t b = buft_for(entry.first);
-        const bool host =
-            b == ggml_backend_cpu_buffer_type() ||
-            (ggml_backend_buft_is_host(b) && std::string(ggml_backend_buft_name(b)) == "CPU");
-        if (it != infos_.end() && host && it->second->ggml_type == static_cast<int>(t->type) &&
+        if (it != infos_.end() && buft_for(entry.first) == cpu_buft &&
+            it->second->ggml_type == static_cast<int>(t->type) &&
             it->second->nbytes == ggml_nbytes(t)) {
-            in_place.push_back(entry);
-            const uint8_t* base = index_.raw(*it->second) - it->second->offset;
-            size_t& extent = files[base].first;
-            extent = std::max<size_t>(extent, it->second->offset + it->second->nbytes);
+            const uint8_t* data = index_.raw(*it->second);
+            const uint8_t* base = data - it->second->offset;
+            in_place.push_back({t, base, data});
+            extent[base] = std::max<size_t>(extent[base], it->second->offset + it->second->nbytes);
         } else {
             copied.push_back(entry);
         }
     }
-    for (auto& [base, file] : files) {
-        file.second = ggml_backend_cpu_buffer_from_ptr(const_cast<uint8_t*>(base), file.first);
-        if (!file.second) return Status::Error("cannot map the checkpoint's weights");
-        buffers_.push_back(file.second);
+    std::map<const uint8_t*, ggml_backend_buffer_t> mapped;
+    for (const auto& [base, size] : extent) {
+        ggml_backend_buffer_t buf =
+            ggml_backend_cpu_buffer_from_ptr(const_cast<uint8_t*>(base), size);
+        if (!buf) return Status::Error("cannot map the checkpoint's weights");
+        buffers_.push_back(buf);
+        mapped[base] = buf;
     }
-    for (const auto& [name, t] : in_place) {
-        const TensorInfo* info = infos_.at(name);
-        const uint8_t* base = index_.raw(*info) - info->offset;
-        ggml_backend_tensor_alloc(files[base].second, t, const_cast<uint8_t*>(index_.raw(*info)));
+    for (const InPlace& w : in_place) {
+        ggml_backend_tensor_alloc(mapped[w.base], w.tensor, const_cast<uint8_t*>(w.data));
     }
     Status st = allocate(copied, buft_for, buffers_);
     if (st.ok()) st = read_into(copied);

@@ -97,6 +97,17 @@ static Status dpmpp_2s_ancestral_flow(SamplerRun& run, Vec& x) {
     return Status::Ok();
 }
 
+// The DPM++ 2M update with D extrapolated linearly from the previous step's D:
+// x <- a x - b ((1 + 1/(2r)) D - 1/(2r) D_prev).
+void second_order_update(Vec& x, const Vec& den, const Vec& old_den, float a, float b, float r) {
+    const float w_new = 1.0f + 1.0f / (2.0f * r);
+    const float w_old = 1.0f / (2.0f * r);
+    for (size_t j = 0; j < x.size(); ++j) {
+        const float den_d = w_new * den[j] - w_old * old_den[j];
+        x[j] = a * x[j] - b * den_d;
+    }
+}
+
 Status run_dpmpp_2m(SamplerRun& run, Vec& x) {
     const auto& s = run.sigmas;
     Vec old_den;
@@ -115,12 +126,7 @@ Status run_dpmpp_2m(SamplerRun& run, Vec& x) {
             // Second order: extrapolate D linearly in t from the previous step.
             const float h_last = t - t_of(s[i - 1]);
             const float r = h_last / h;
-            const float w_new = 1.0f + 1.0f / (2.0f * r);
-            const float w_old = 1.0f / (2.0f * r);
-            for (size_t j = 0; j < run.n; ++j) {
-                const float den_d = w_new * den[j] - w_old * old_den[j];
-                x[j] = a * x[j] - b * den_d;
-            }
+            second_order_update(x, den, old_den, a, b, r);
         }
         old_den = std::move(den);
         GGDIFF_TRY(run.step_done(i));
@@ -151,12 +157,7 @@ Status run_dpmpp_2m_v2(SamplerRun& run, Vec& x) {
             const float r = h_max / h_min;
             const float h_d = (h_max + h_min) / 2.0f;
             const float b = std::exp(-h_d) - 1.0f;
-            const float w_new = 1.0f + 1.0f / (2.0f * r);
-            const float w_old = 1.0f / (2.0f * r);
-            for (size_t j = 0; j < run.n; ++j) {
-                const float den_d = w_new * den[j] - w_old * old_den[j];
-                x[j] = a * x[j] - b * den_d;
-            }
+            second_order_update(x, den, old_den, a, b, r);
         }
         old_den = std::move(den);
         GGDIFF_TRY(run.step_done(i));
