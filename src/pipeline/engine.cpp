@@ -2,34 +2,59 @@
 
 #include <filesystem>
 
-#include "core/log.h"
 #include "devices/devices.h"
 #include "io/model_info.h"
+#include "io/weight_type.h"
+#include "pipeline/family_registry.h"
 #include "pipeline/model_files.h"
 #include "pipeline/placement_setup.h"
-#include "pipeline/sd_engine.h"
 
 namespace ggdiff {
+
+Engine::~Engine() = default;
 
 Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options) {
     // Placement flags are checked before any file is opened.
     auto spec = validate_placement(options);
     if (!spec.ok()) return spec.status();
+    int wtype = -1;
+    if (!options.weight_type.empty()) {
+        auto t = parse_weight_type(options.weight_type);
+        if (!t.ok()) return t.status();
+        wtype = *t;
+    }
     auto index = open_model_files(options);
     if (!index.ok()) return index.status();
-    ModelInfo info = summarize(*index);
-    if (info.family == "sd1" || info.family == "sd2") {
-        auto engine = std::make_unique<SdEngine>();
-        Status st = engine->init(options, std::move(*index));
-        if (!st.ok()) return st;
-        return std::unique_ptr<Engine>(std::move(engine));
+
+    const FamilyRecipe* recipe = find_family(*index);
+    if (!recipe) {
+        const std::string family = detect_family(*index);
+        if (family == "unknown") {
+            return Status::Error(
+                "cannot tell which model family these files hold (no known diffusion model, "
+                "text encoder and VAE found); ggdiff -M info lists what is in them");
+        }
+        return Status::Error(family + " models are not supported yet");
     }
-    if (info.family == "unknown") {
-        return Status::Error(
-            "cannot tell which model family these files hold (no SD1/SD2 UNet, "
-            "text encoder and VAE found); ggdiff -M info lists what is in them");
-    }
-    return Status::Error(info.family + " models are not supported yet (SD1.x and SD2.x are)");
+
+    std::unique_ptr<Engine> engine(new Engine());
+    engine->index_ = std::move(*index);
+    const std::string main_file = !options.model.empty() ? options.model : options.diffusion_model;
+    engine->model_name_ = std::filesystem::path(main_file).stem().string();
+
+    auto placement = resolve_placement(options, engine->index_, wtype);
+    if (!placement.ok()) return placement.status();
+    engine->auto_fit_ = placement->auto_fit;
+    const FamilyContext ctx{options,
+                            engine->index_,
+                            *placement,
+                            wtype,
+                            options.threads > 0 ? options.threads : default_threads(),
+                            main_file};
+    auto family = recipe->load(ctx);
+    if (!family.ok()) return family.status();
+    engine->family_ = std::move(*family);
+    return engine;
 }
 
 }  // namespace ggdiff

@@ -1,6 +1,7 @@
-// Engine: a loaded model (text encoders, denoiser, VAE on their devices) that turns
-// GenerateOptions into images. One Engine per model; generate() may be called many
-// times (not concurrently).
+// Engine: a loaded model (the family's text conditioning, denoiser and autoencoder on
+// their devices) that turns GenerateOptions into images through the one generic generate
+// path (pipeline/generate.cpp). One Engine per model; generate() may be called many times
+// (not concurrently).
 #pragma once
 
 #include <memory>
@@ -8,24 +9,44 @@
 #include <vector>
 
 #include "core/status.h"
+#include "io/tensor_index.h"
+#include "pipeline/family.h"
 #include "pipeline/options.h"
 
 namespace ggdiff {
 
+// Wall-clock figures of the last generate() call (for -v and ggdiff-bench).
+struct PhaseTimings {
+    double text = 0, encode = 0, decode = 0;
+    std::vector<double> steps;  // mean seconds per step, per batch image
+};
+
 class Engine {
   public:
-    virtual ~Engine() = default;
+    ~Engine();
 
-    // Opens the checkpoint files, detects the family, validates placement and
-    // loads the weights. Errors name the file, tensor or flag at fault.
+    // Opens the checkpoint files, picks the family from the registry, validates placement
+    // and loads the weights. Errors name the file, tensor or flag at fault.
     static Result<std::unique_ptr<Engine>> load(const ModelOptions& options);
 
-    virtual Result<std::vector<GeneratedImage>> generate(const GenerateOptions& options,
-                                                         const ProgressFn& progress,
-                                                         const ImageFn& on_image = nullptr) = 0;
+    Result<std::vector<GeneratedImage>> generate(const GenerateOptions& options,
+                                                 const ProgressFn& progress,
+                                                 const ImageFn& on_image = nullptr);
 
-    virtual std::string family() const = 0;
-    virtual std::string model_name() const = 0;  // base name of the main file
+    std::string family() const { return family_.name; }
+    std::string model_name() const { return model_name_; }  // base name of the main file
+    const Family& family_parts() const { return family_; }
+    const PhaseTimings& timings() const { return timings_; }
+
+  private:
+    Engine() = default;
+
+    // Declared first so that it outlives the family's parts, which read from it.
+    TensorIndex index_;
+    Family family_;
+    std::string model_name_;
+    bool auto_fit_ = false;
+    PhaseTimings timings_;
 };
 
 }  // namespace ggdiff

@@ -41,14 +41,14 @@ struct TilingOptions {
 struct GenerateOptions {
     std::string prompt;
     std::string negative_prompt;
-    int width = 512, height = 512;
+    int width = 0, height = 0;  // 0: the family's default size
     int steps = 20;
-    float cfg_scale = 7.0f;
+    float cfg_scale = NAN;      // NAN: the family's default
     float img_cfg_scale = NAN;  // NAN: same as cfg_scale
     float guidance = 3.5f;
     float eta = NAN;        // NAN: the sampler's default
     std::string sampler;    // "" = family default
-    std::string scheduler;  // "" = discrete
+    std::string scheduler;  // "" = the sampler's and the model's default schedule
     std::string sigmas;     // --sigmas: explicit list
     int64_t seed = 42;
     int batch = 1;

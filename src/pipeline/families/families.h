@@ -1,0 +1,10 @@
+// The family recipes (one file each under pipeline/families/); the registry lists them.
+#pragma once
+
+#include "pipeline/family.h"
+
+namespace ggdiff {
+
+extern const FamilyRecipe kSdRecipe;  // SD1.x, SD2.x
+
+}  // namespace ggdiff

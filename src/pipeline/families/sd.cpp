@@ -1,0 +1,99 @@
+// The SD1.x / SD2.x recipe: one CLIP text encoder (OpenAI ViT-L/14 for SD1, OpenCLIP
+// ViT-H/14 for SD2) -> LDM UNet (eps or v) -> KL VAE.
+#include <string>
+
+#include "core/log.h"
+#include "io/name_util.h"
+#include "pipeline/families/families.h"
+#include "pipeline/parts/clip_encoder.h"
+#include "pipeline/parts/kl_autoencoder.h"
+#include "pipeline/parts/unet_denoiser.h"
+
+namespace ggdiff {
+namespace {
+
+constexpr const char* kUnet = "model.diffusion_model.";
+constexpr const char* kClip = "cond_stage_model.transformer.text_model.";
+
+// Width of the UNet's cross-attention context (attn2.to_k takes [dim, context]).
+int64_t context_width(const TensorIndex& index) {
+    for (const TensorInfo& t : index.tensors()) {
+        if (starts_with(t.name, kUnet) && ends_with(t.name, ".attn2.to_k.weight") &&
+            t.shape.size() == 2) {
+            return t.shape[1];
+        }
+    }
+    return 0;
+}
+
+bool detect(const TensorIndex& index) {
+    if (!index.has(std::string(kUnet) + "input_blocks.0.0.weight")) return false;
+    if (index.has(std::string(kUnet) + "label_emb.0.0.weight")) return false;  // SDXL
+    const int64_t ctx = context_width(index);
+    return ctx == 768 || ctx == 1024;
+}
+
+// eps unless --prediction or the checkpoint's metadata says v.
+Result<sampling::Prediction> prediction(const FamilyContext& ctx, const std::string& family) {
+    std::string p = ctx.options.prediction;
+    if (p.empty()) {
+        for (const auto& [k, v] : ctx.index.metadata()) {
+            if ((k.find("prediction_type") != std::string::npos && v.rfind("v", 0) == 0) ||
+                k == "v_pred") {
+                p = "v";
+            }
+        }
+        if (ctx.index.has("v_pred")) p = "v";
+    }
+    if (p == "v") return sampling::Prediction::V;
+    if (p.empty() || p == "eps") return sampling::Prediction::Eps;
+    return Status::Error("--prediction " + p + " does not apply to " + family +
+                         " models (use eps or v)");
+}
+
+Result<Family> load(const FamilyContext& ctx) {
+    auto unet = models::detect_unet(ctx.index);
+    if (!unet.ok()) return unet.status();
+    auto clip = models::detect_clip_text(ctx.index, kClip);
+    if (!clip.ok()) return clip.status().with_context("text encoder");
+    auto vae = models::detect_vae(ctx.index);
+    if (!vae.ok()) return vae.status();
+
+    const bool sd2 = unet->context_dim == 1024;
+    Family f;
+    f.name = sd2 ? "SD2" : "SD1";
+    if (clip->width != unet->context_dim) {
+        return Status::Error(
+            string_format("text encoder width %lld does not match the UNet's context width %d",
+                          static_cast<long long>(clip->width), unet->context_dim));
+    }
+    auto pred = prediction(ctx, f.name);
+    if (!pred.ok()) return pred.status();
+    f.param = sampling::Parameterization::discrete(*pred);
+    f.defaults.sampler = "euler_a";
+    f.defaults.clip_skip = sd2 ? 2 : 1;
+    f.latent_channels = unet->out_channels;
+
+    auto tokenizer = load_clip_tokenizer(ctx);
+    if (!tokenizer.ok()) return tokenizer.status();
+    // SD1's CLIP pads with EOS, SD2's OpenCLIP with 0.
+    auto encoder = ClipTextEncoder::create(ctx, ctx.placement.te, *clip, *tokenizer,
+                                           sd2 ? 0 : 49407, "text encoder");
+    if (!encoder.ok()) return encoder.status();
+    f.text = std::make_unique<ClipConditioner>(std::move(*encoder), f.defaults.clip_skip);
+
+    auto denoiser = UNetDenoiser::create(ctx, ctx.placement.diffusion, *unet);
+    if (!denoiser.ok()) return denoiser.status();
+    f.denoiser = std::move(*denoiser);
+
+    auto ae = make_sd_autoencoder(ctx, *vae);
+    if (!ae.ok()) return ae.status();
+    f.vae = std::move(*ae);
+    return f;
+}
+
+}  // namespace
+
+const FamilyRecipe kSdRecipe = {"sd", "SD1.x / SD2.x", detect, load};
+
+}  // namespace ggdiff

@@ -1,0 +1,138 @@
+// Model families as recipes. A family (SD1/SD2, SDXL, FLUX.1, ...) is three parts the
+// generic generate path (pipeline/generator.h) drives, plus the data that tells the path
+// how to use them:
+//   - a TextConditioner: prompt -> conditioning (context tokens, pooled vectors);
+//   - a Denoiser: the diffusion network on a batch of noisy latents;
+//   - an Autoencoder: latent <-> image (KL VAE, TAESD, Wan VAE ...);
+//   - the latent format, the noise parameterization and the family's defaults.
+// A FamilyRecipe recognises a family's weights (detect) and builds its parts; the registry
+// (pipeline/family_registry.h) lists the recipes. Adding a family means its own files plus
+// one registry entry; the generate path never branches on a family.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/host_tensor.h"
+#include "core/status.h"
+#include "image/image.h"
+#include "io/tensor_index.h"
+#include "pipeline/options.h"
+#include "pipeline/placement_setup.h"
+#include "sampling/parameterization.h"
+#include "sampling/rng.h"
+
+namespace ggdiff {
+
+// One prompt's conditioning, as the family's denoiser wants it.
+struct Conditioning {
+    HostTensor context;  // [width, tokens, 1]: the tokens the denoiser attends to
+    HostTensor pooled;   // [width] or empty: a pooled / vector conditioning (SDXL y, FLUX)
+    // Two conditionings can share one batched denoiser call when their shapes agree.
+    bool batchable_with(const Conditioning& o) const {
+        return context.ne == o.context.ne && pooled.ne == o.pooled.ne;
+    }
+};
+
+// What a text conditioner is asked for.
+struct TextRequest {
+    std::string prompt;
+    int clip_skip = -1;  // <= 0: the family's default
+    int width = 0, height = 0;
+    bool negative = false;  // the negative / unconditional prompt
+};
+
+class TextConditioner {
+  public:
+    virtual ~TextConditioner() = default;
+    virtual Result<Conditioning> encode(const TextRequest& request) = 0;
+    // The text phase is over for this generation (weights may be released).
+    virtual void end_phase() = 0;
+};
+
+// One denoiser evaluation over a batch of n latents.
+struct DenoiseBatch {
+    HostTensor x;                                   // [w, h, c, n]: noisy latents times c_in
+    std::vector<float> timesteps;                   // n model timesteps
+    std::vector<const Conditioning*> cond;          // n conditionings (batchable with each other)
+    float guidance = 3.5f;                          // distilled guidance (guidance-embedded DiTs)
+    const HostTensor* concat = nullptr;             // [w, h, k, 1] extra input channels, or null
+    const std::vector<HostTensor>* refs = nullptr;  // reference latents (edit models), or null
+};
+
+class Denoiser {
+  public:
+    virtual ~Denoiser() = default;
+    // Raw network output (eps, v or flow velocity) of the shape of batch.x.
+    virtual Result<HostTensor> run(const DenoiseBatch& batch) = 0;
+    virtual void end_phase() = 0;
+};
+
+class Autoencoder {
+  public:
+    virtual ~Autoencoder() = default;
+    // Image pixels per latent pixel (8 for every SD-style VAE).
+    virtual int downscale() const = 0;
+    // Diffusion-space latent [w, h, c, 1] -> images [w*d, h*d, channels, frames] in [-1, 1]
+    // (frames > 1 when one latent holds several images, e.g. layers).
+    virtual Result<HostTensor> decode(const HostTensor& latent) = 0;
+    virtual bool can_encode() const = 0;
+    // Image tensor [W, H, channels, 1] in [-1, 1] -> diffusion-space latent; `rng` samples
+    // the posterior where the VAE has one.
+    virtual Result<HostTensor> encode(const HostTensor& image, sampling::Rng& rng) = 0;
+    virtual void end_phase() = 0;
+};
+
+// What the family does when the request leaves something unset.
+struct FamilyDefaults {
+    std::string sampler = "euler_a";  // CLI name
+    float cfg_scale = 7.0f;
+    int width = 512, height = 512;
+    int clip_skip = 1;
+};
+
+// A loaded family: its parts and what the generate path needs to know about them.
+struct Family {
+    std::string name;  // "SD1", "SD2", "SDXL", "FLUX.1", ... (logs, -M info)
+    sampling::Parameterization param = sampling::Parameterization::discrete();
+    FamilyDefaults defaults;
+    int latent_channels = 4;
+    // Width and height must be multiples of this (the VAE's factor; families that patch or
+    // pad inside the denoiser still take any multiple of 8).
+    int size_multiple = 8;
+    // Whether the family's denoiser uses classifier-free guidance at all (distilled models
+    // may ignore --cfg-scale and take --guidance instead).
+    bool uses_cfg = true;
+    std::unique_ptr<TextConditioner> text;
+    std::unique_ptr<Denoiser> denoiser;
+    std::unique_ptr<Autoencoder> vae;
+    // Checks family-specific request fields before any compute.
+    Status (*check_request)(const GenerateOptions&) = nullptr;
+    // Init/reference image -> the tensor the VAE encodes (default: RGB in [-1, 1]).
+    HostTensor (*image_input)(const Image&) = nullptr;
+};
+
+// Everything a recipe gets when it builds a family.
+struct FamilyContext {
+    const ModelOptions& options;
+    const TensorIndex& index;  // outlives the family
+    const EnginePlacement& placement;
+    int weight_type = -1;  // --type as a ggml_type, -1 = keep stored types
+    int threads = 1;
+    std::string main_file;  // -m or --diffusion-model (tokenizer search, model name)
+};
+
+struct FamilyRecipe {
+    const char* id;       // "sd1", "sdxl", "flux", ... (stable, for -M info and tests)
+    const char* display;  // "SD1.x / SD2.x"
+    // Whether the weights are this family's, from tensor names and shapes only.
+    bool (*detect)(const TensorIndex& index);
+    // Reads the configuration from the weights and builds the parts (loads weights).
+    Result<Family> (*load)(const FamilyContext& context);
+};
+
+}  // namespace ggdiff

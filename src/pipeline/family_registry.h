@@ -1,0 +1,16 @@
+// The registry of model families: which recipe a set of weights belongs to.
+#pragma once
+
+#include <vector>
+
+#include "pipeline/family.h"
+
+namespace ggdiff {
+
+// Every recipe, most specific first (the first whose detect() accepts the weights wins).
+const std::vector<const FamilyRecipe*>& family_recipes();
+
+// The recipe for these weights, or nullptr.
+const FamilyRecipe* find_family(const TensorIndex& index);
+
+}  // namespace ggdiff

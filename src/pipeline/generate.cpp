@@ -1,0 +1,317 @@
+// The one generic generate path every family goes through: request validation and
+// defaults, text conditioning, seeds and the batch-seed rule, img2img, the sampler loop
+// with guidance, VAE decode with the auto-fit tiling retry, and the infotext.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/log.h"
+#include "image/infotext.h"
+#include "models/vae/tiling.h"
+#include "pipeline/engine.h"
+#include "pipeline/latent_image.h"
+#include "sampling/sampling.h"
+
+namespace ggdiff {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A request with every default filled in and every name parsed.
+struct Plan {
+    int width = 0, height = 0;
+    float cfg_scale = 7.0f;
+    bool use_uncond = false;
+    sampling::SamplerKind sampler = sampling::SamplerKind::EulerA;
+    std::optional<sampling::ScheduleKind> schedule;  // unset with --sigmas
+    sampling::RngKind rng = sampling::RngKind::Cuda;
+    sampling::RngKind sampler_rng = sampling::RngKind::Cuda;
+    std::vector<float> sigmas;
+    int64_t latent_w = 0, latent_h = 0, latent_c = 0;
+};
+
+// "96x64 or 104x64": the valid sizes on either side of a bad one.
+std::string nearest_sizes(int w, int h, int m) {
+    auto down = [m](int v) { return std::max(m, v / m * m); };
+    auto up = [m](int v) { return std::max(m, (v + m - 1) / m * m); };
+    std::string a = std::to_string(down(w)) + "x" + std::to_string(down(h));
+    std::string b = std::to_string(up(w)) + "x" + std::to_string(up(h));
+    return a == b ? a : a + " or " + b;
+}
+
+Result<Plan> plan_request(const GenerateOptions& o, const Family& f) {
+    Plan p;
+    p.width = o.width > 0 ? o.width : f.defaults.width;
+    p.height = o.height > 0 ? o.height : f.defaults.height;
+    const int m = std::max(8, f.size_multiple);
+    if (p.width < m || p.height < m || p.width % m || p.height % m) {
+        if (m == 8) {
+            return Status::Error(string_format(
+                "size %dx%d: width and height must be multiples of 8, at least 8 (nearest: %s)",
+                p.width, p.height, nearest_sizes(p.width, p.height, m).c_str()));
+        }
+        return Status::Error(string_format(
+            "size %dx%d: this model needs width and height in multiples of %d (nearest: %s)",
+            p.width, p.height, m, nearest_sizes(p.width, p.height, m).c_str()));
+    }
+    // Images past the writers' limits could never be saved: refuse before computing.
+    GGDIFF_TRY(check_image_dimensions(p.width, p.height));
+    if (o.steps <= 0) return Status::Error("--steps must be at least 1");
+    if (o.batch <= 0) return Status::Error("--batch-count must be at least 1");
+    if (o.init_image && (o.strength <= 0.0f || o.strength > 1.0f)) {
+        return Status::Error("--strength must be in (0, 1]");
+    }
+    if (o.init_image && !f.vae->can_encode()) {
+        return Status::Error("this VAE has no encoder weights: img2img needs a full VAE");
+    }
+    if (f.check_request) GGDIFF_TRY(f.check_request(o));
+
+    p.cfg_scale = std::isnan(o.cfg_scale) ? f.defaults.cfg_scale : o.cfg_scale;
+    p.use_uncond = f.uses_cfg && p.cfg_scale != 1.0f;
+
+    auto sampler = sampling::parse_sampler(o.sampler.empty() ? f.defaults.sampler : o.sampler);
+    if (!sampler.ok()) return sampler.status();
+    p.sampler = *sampler;
+    auto rng = sampling::parse_rng(o.rng.empty() ? "cuda" : o.rng);
+    if (!rng.ok()) return rng.status();
+    p.rng = *rng;
+    auto srng = o.sampler_rng.empty() ? rng : sampling::parse_rng(o.sampler_rng);
+    if (!srng.ok()) return srng.status();
+    p.sampler_rng = *srng;
+
+    if (!o.sigmas.empty()) {
+        auto s = sampling::parse_sigmas(o.sigmas);
+        if (!s.ok()) return s.status();
+        p.sigmas = std::move(*s);
+    } else {
+        // No --scheduler: the sampler's and the model's own default (lcm for lcm/tcd,
+        // simple for ddim_trailing, exponential for EDM-v models, else discrete).
+        sampling::ScheduleKind kind = sampling::default_schedule(p.sampler, f.param);
+        if (!o.scheduler.empty()) {
+            auto k = sampling::parse_schedule(o.scheduler);
+            if (!k.ok()) return k.status();
+            kind = *k;
+        }
+        p.schedule = kind;
+        auto s = sampling::make_sigmas(kind, o.steps, f.param);
+        if (!s.ok()) return s.status();
+        p.sigmas = std::move(*s);
+    }
+    const int d = f.vae->downscale();
+    p.latent_w = p.width / d;
+    p.latent_h = p.height / d;
+    p.latent_c = f.latent_channels;
+    return p;
+}
+
+std::vector<float> slice(const std::vector<float>& v, size_t offset, size_t n) {
+    return std::vector<float>(v.begin() + static_cast<long>(offset),
+                              v.begin() + static_cast<long>(offset + n));
+}
+
+}  // namespace
+
+Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
+                                                     const ProgressFn& progress,
+                                                     const ImageFn& on_image) {
+    Family& f = family_;
+    // Everything is validated before any compute.
+    auto planned = plan_request(o, f);
+    if (!planned.ok()) return planned.status();
+    const Plan& p = *planned;
+    std::vector<float> sigmas = p.sigmas;
+
+    // Text conditioning.
+    auto t0 = Clock::now();
+    TextRequest tr;
+    tr.prompt = o.prompt;
+    tr.clip_skip = o.clip_skip;
+    tr.width = p.width;
+    tr.height = p.height;
+    auto cond = f.text->encode(tr);
+    if (!cond.ok()) return cond.status();
+    Conditioning uncond;
+    if (p.use_uncond) {
+        tr.prompt = o.negative_prompt;
+        tr.negative = true;
+        auto u = f.text->encode(tr);
+        if (!u.ok()) return u.status();
+        uncond = std::move(*u);
+    }
+    f.text->end_phase();
+    timings_.text = seconds_since(t0);
+    GGDIFF_LOG_DEBUG("text encoding: %.2fs", timings_.text);
+    if (progress && !progress("text", 1, 1, timings_.text)) return Status::Error("cancelled");
+
+    std::shared_ptr<sampling::Rng> rng = sampling::make_rng(p.rng, static_cast<uint64_t>(o.seed));
+    std::shared_ptr<sampling::Rng> sampler_rng =
+        p.sampler_rng == p.rng ? rng
+                               : std::shared_ptr<sampling::Rng>(sampling::make_rng(
+                                     p.sampler_rng, static_cast<uint64_t>(o.seed)));
+
+    // img2img: encode the init image once (its posterior sample uses the first seed).
+    const size_t n = static_cast<size_t>(p.latent_w * p.latent_h * p.latent_c);
+    std::vector<float> init_latent;
+    if (o.init_image) {
+        auto t1 = Clock::now();
+        const Image img = o.init_image->width == p.width && o.init_image->height == p.height
+                              ? *o.init_image
+                              : resize_image(*o.init_image, p.width, p.height);
+        auto enc = f.vae->encode(f.image_input ? f.image_input(img) : image_to_tensor(img), *rng);
+        if (!enc.ok()) return enc.status().with_context("encoding the init image");
+        if (static_cast<size_t>(enc->numel()) != n) {
+            return Status::Error(
+                "encoding the init image: the VAE's latent does not match "
+                "the denoiser's");
+        }
+        init_latent = std::move(enc->data);
+        sigmas = sampling::img2img_sigmas(sigmas, o.strength);
+        timings_.encode = seconds_since(t1);
+        GGDIFF_LOG_DEBUG("init image encoding: %.2fs", timings_.encode);
+        if (progress && !progress("encode", 1, 1, timings_.encode)) {
+            return Status::Error("cancelled");
+        }
+    }
+
+    const bool batched = p.use_uncond && uncond.batchable_with(*cond);
+    const sampling::SamplerKind sampler = p.sampler;
+    auto denoise = [&](const std::vector<float>& xin, float sigma, int,
+                       bool need_uncond) -> Result<sampling::DenoiseResult> {
+        const sampling::Parameterization::ModelStep ms = f.param.model_step(sigma);
+        DenoiseBatch batch;
+        batch.guidance = o.guidance;
+        const int items = batched ? 2 : 1;
+        batch.x = HostTensor({p.latent_w, p.latent_h, p.latent_c, items});
+        for (int b = 0; b < items; ++b) {
+            std::transform(xin.begin(), xin.end(), batch.x.data.begin() + b * n,
+                           [&](float v) { return v * ms.s.c_in; });
+        }
+        batch.timesteps.assign(items, ms.t);
+        batch.cond = {&*cond};
+        if (batched) batch.cond.push_back(&uncond);
+        auto r = f.denoiser->run(batch);
+        if (!r.ok()) return r.status();
+        std::vector<float> out_c, out_u;
+        if (batched) {
+            out_c = slice(r->data, 0, n);
+            out_u = slice(r->data, n, n);
+        } else {
+            out_c = std::move(r->data);
+            if (p.use_uncond) {
+                batch.cond = {&uncond};
+                auto ru = f.denoiser->run(batch);
+                if (!ru.ok()) return ru.status();
+                out_u = std::move(ru->data);
+            }
+        }
+        if (out_c.size() != n || (p.use_uncond && out_u.size() != n)) {
+            return Status::Error("the denoiser returned a latent of the wrong size");
+        }
+        std::vector<float> guided;
+        if (p.use_uncond) {
+            sampling::apply_cfg(out_c, out_u, p.cfg_scale, guided);
+        } else {
+            guided = out_c;
+        }
+        sampling::DenoiseResult res;
+        sampling::apply_scalings(guided, xin, ms.s, res.denoised);
+        if (need_uncond) {
+            sampling::apply_scalings(p.use_uncond ? out_u : out_c, xin, ms.s, res.uncond_denoised);
+        }
+        return res;
+    };
+
+    std::vector<GeneratedImage> results;
+    timings_.steps.clear();
+    for (int b = 0; b < o.batch; ++b) {
+        const int64_t seed = o.seed + b;
+        rng->manual_seed(static_cast<uint64_t>(seed));
+        if (sampler_rng != rng) sampler_rng->manual_seed(static_cast<uint64_t>(seed));
+        std::vector<float> x = f.param.noise_latent(init_latent, rng->randn(n), sigmas[0]);
+
+        sampling::SamplerOptions so;
+        so.eta = o.eta;
+        so.seed = static_cast<uint64_t>(seed);
+        so.model = &f.param;
+        auto ts = Clock::now();
+        const int total = static_cast<int>(sigmas.size()) - 1;
+        const std::string phase =
+            o.batch > 1 ? string_format("sampling %d/%d", b + 1, o.batch) : std::string("sampling");
+        so.on_step = [&](int step, int) {
+            return progress ? progress(phase, step, total, seconds_since(ts)) : true;
+        };
+        GGDIFF_TRY(sampling::sample(sampler, denoise, x, sigmas, *sampler_rng, so));
+        x = f.param.inverse_noise_scaling(sigmas.back(), x);
+        timings_.steps.push_back(seconds_since(ts) / std::max(1, total));
+        if (b + 1 == o.batch) f.denoiser->end_phase();
+
+        // Decode; under auto-fit a decode that does not fit is retried once with tiling.
+        auto td = Clock::now();
+        HostTensor latent({p.latent_w, p.latent_h, p.latent_c, 1});
+        latent.data = std::move(x);
+        auto decode = [&](const TilingOptions& tiling) -> Result<HostTensor> {
+            if (!tiling.enabled) return f.vae->decode(latent);
+            models::TileOptions to;
+            to.tile_w = tiling.tile_w;
+            to.tile_h = tiling.tile_h;
+            to.overlap = tiling.overlap;
+            HostTensor img;
+            GGDIFF_TRY(models::run_tiled(latent, img, static_cast<float>(f.vae->downscale()), to,
+                                         [&](const HostTensor& in, HostTensor& out) -> Status {
+                                             auto r = f.vae->decode(in);
+                                             if (!r.ok()) return r.status();
+                                             out = std::move(*r);
+                                             return Status::Ok();
+                                         }));
+            return img;
+        };
+        auto img = decode(o.vae_tiling);
+        if (!img.ok() && auto_fit_ && !o.vae_tiling.enabled) {
+            GGDIFF_LOG_WARN("VAE decode failed (%s); retrying with 256x256 tiles",
+                            img.status().message().c_str());
+            TilingOptions tiles;
+            tiles.enabled = true;
+            img = decode(tiles);
+        }
+        if (b + 1 == o.batch) f.vae->end_phase();
+        if (!img.ok()) return img.status().with_context("VAE decode");
+        timings_.decode = seconds_since(td);
+        GGDIFF_LOG_DEBUG("VAE decode: %.2fs", timings_.decode);
+        if (progress) progress("decode", 1, 1, timings_.decode);
+
+        // One image per decoded frame (several when a latent holds layers).
+        const int64_t frames = img->dim(3);
+        const int64_t frame_numel = img->numel() / std::max<int64_t>(1, frames);
+        for (int64_t fr = 0; fr < frames; ++fr) {
+            HostTensor one({img->dim(0), img->dim(1), img->dim(2), 1});
+            std::copy_n(img->data.begin() + fr * frame_numel, frame_numel, one.data.begin());
+            GeneratedImage g;
+            g.image = tensor_to_image(one);
+            g.seed = seed;
+            GenerationInfo info;
+            info.prompt = o.prompt;
+            info.negative_prompt = o.negative_prompt;
+            info.steps = o.steps;
+            info.sampler = sampling::sampler_a1111_name(sampler);
+            if (p.schedule) info.schedule = sampling::schedule_a1111_name(*p.schedule);
+            info.cfg_scale = p.cfg_scale;
+            info.seed = seed;
+            info.width = p.width;
+            info.height = p.height;
+            info.model = o.output_model_name.empty() ? model_name_ : o.output_model_name;
+            if (o.clip_skip > 0) info.clip_skip = o.clip_skip;
+            if (o.init_image) info.denoising_strength = o.strength;
+            info.rng = o.rng.empty() ? "cuda" : o.rng;
+            g.infotext = format_infotext(info);
+            if (on_image) on_image(g);
+            results.push_back(std::move(g));
+        }
+    }
+    return results;
+}
+
+}  // namespace ggdiff

@@ -1,0 +1,130 @@
+#include "pipeline/parts/kl_autoencoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "pipeline/parts/module_setup.h"
+
+namespace ggdiff {
+
+Result<std::unique_ptr<KlAutoencoder>> KlAutoencoder::create(const FamilyContext& ctx,
+                                                             const ModuleDevices& where,
+                                                             const models::VaeConfig& cfg) {
+    auto a = std::unique_ptr<KlAutoencoder>(new KlAutoencoder());
+    a->cfg_ = cfg;
+    auto runner = make_module(ctx, where, "VAE", [&cfg](GraphBuilder& gb) {
+        HostTensor z({8, 8, cfg.z_channels, 1});
+        std::vector<ggml_tensor*> outs{models::build_vae_decode(gb.nn(), cfg, gb.input(z))};
+        if (cfg.has_encoder) {
+            const int64_t s = 8 * cfg.downscale();
+            HostTensor img({s, s, cfg.in_channels, 1});
+            outs.push_back(models::build_vae_encode(gb.nn(), cfg, gb.input(img)));
+        }
+        return outs;
+    });
+    if (!runner.ok()) return runner.status();
+    a->runner_ = std::move(*runner);
+    return a;
+}
+
+Result<HostTensor> KlAutoencoder::decode(const HostTensor& latent) {
+    HostTensor z = latent;
+    for (float& v : z.data) v = v / cfg_.scale_factor + cfg_.shift_factor;
+    auto r = runner_->run([&](GraphBuilder& gb) {
+        return std::vector<ggml_tensor*>{models::build_vae_decode(gb.nn(), cfg_, gb.input(z))};
+    });
+    if (!r.ok()) return r.status();
+    return std::move((*r)[0]);
+}
+
+Result<HostTensor> KlAutoencoder::encode(const HostTensor& image, sampling::Rng& rng) {
+    if (!cfg_.has_encoder) {
+        return Status::Error("this VAE has no encoder weights: img2img needs a full VAE");
+    }
+    auto r = runner_->run([&](GraphBuilder& gb) {
+        return std::vector<ggml_tensor*>{models::build_vae_encode(gb.nn(), cfg_, gb.input(image))};
+    });
+    if (!r.ok()) return r.status();
+    const HostTensor& moments = (*r)[0];
+    const int64_t w = moments.dim(0), h = moments.dim(1), c = moments.dim(2) / 2;
+    HostTensor latent({w, h, c, 1});
+    const std::vector<float> noise = rng.randn(static_cast<size_t>(latent.numel()));
+    const int64_t plane = w * h;
+    for (int64_t ch = 0; ch < c; ++ch) {
+        for (int64_t i = 0; i < plane; ++i) {
+            const float mean = moments.data[ch * plane + i];
+            const float logvar = std::clamp(moments.data[(ch + c) * plane + i], -30.0f, 20.0f);
+            const float v = mean + std::exp(0.5f * logvar) * noise[ch * plane + i];
+            latent.data[ch * plane + i] = (v - cfg_.shift_factor) * cfg_.scale_factor;
+        }
+    }
+    return latent;
+}
+
+Result<std::unique_ptr<TaesdAutoencoder>> TaesdAutoencoder::create(
+    const FamilyContext& ctx, const ModuleDevices& where, const models::TaesdConfig& cfg,
+    std::unique_ptr<Autoencoder> fallback_encoder) {
+    auto a = std::unique_ptr<TaesdAutoencoder>(new TaesdAutoencoder());
+    a->cfg_ = cfg;
+    a->fallback_ = std::move(fallback_encoder);
+    auto runner = make_module(ctx, where, "TAESD", [&cfg](GraphBuilder& gb) {
+        HostTensor z({8, 8, cfg.z_channels, 1});
+        std::vector<ggml_tensor*> outs{models::build_taesd_decode(gb.nn(), cfg, gb.input(z))};
+        if (cfg.has_encoder) {
+            HostTensor img({64, 64, cfg.in_channels, 1});
+            outs.push_back(models::build_taesd_encode(gb.nn(), cfg, gb.input(img)));
+        }
+        return outs;
+    });
+    if (!runner.ok()) return runner.status();
+    a->runner_ = std::move(*runner);
+    return a;
+}
+
+Result<HostTensor> TaesdAutoencoder::decode(const HostTensor& latent) {
+    // TAESD takes the diffusion latent as it is.
+    auto r = runner_->run([&](GraphBuilder& gb) {
+        return std::vector<ggml_tensor*>{
+            models::build_taesd_decode(gb.nn(), cfg_, gb.input(latent))};
+    });
+    if (!r.ok()) return r.status();
+    return std::move((*r)[0]);
+}
+
+void TaesdAutoencoder::end_phase() {
+    runner_->end_phase();
+    if (fallback_) fallback_->end_phase();
+}
+
+Result<HostTensor> TaesdAutoencoder::encode(const HostTensor& image, sampling::Rng& rng) {
+    if (!cfg_.has_encoder) {
+        if (fallback_) return fallback_->encode(image, rng);
+        return Status::Error("this TAESD file has no encoder weights: img2img needs one");
+    }
+    // The tiny encoder gives the latent directly: no sampling, no scaling.
+    auto r = runner_->run([&](GraphBuilder& gb) {
+        return std::vector<ggml_tensor*>{
+            models::build_taesd_encode(gb.nn(), cfg_, gb.input(image))};
+    });
+    if (!r.ok()) return r.status();
+    return std::move((*r)[0]);
+}
+
+Result<std::unique_ptr<Autoencoder>> make_sd_autoencoder(const FamilyContext& ctx,
+                                                         const models::VaeConfig& cfg) {
+    std::optional<models::TaesdConfig> taesd;
+    if (!ctx.options.taesd.empty()) {
+        auto t = models::detect_taesd(ctx.index);
+        if (!t.ok()) return t.status().with_context("--taesd " + ctx.options.taesd);
+        taesd = *t;
+    }
+    auto kl = KlAutoencoder::create(ctx, ctx.placement.vae, cfg);
+    if (!kl.ok()) return kl.status();
+    if (!taesd) return std::unique_ptr<Autoencoder>(std::move(*kl));
+    auto a = TaesdAutoencoder::create(ctx, ctx.placement.vae, *taesd, std::move(*kl));
+    if (!a.ok()) return a.status();
+    return std::unique_ptr<Autoencoder>(std::move(*a));
+}
+
+}  // namespace ggdiff

@@ -1,0 +1,58 @@
+// The LDM KL autoencoder (SD1/SD2/SDXL, and without quant convs SD3/FLUX/Z-Image) and
+// TAESD as family parts. Both take and return diffusion-space latents: the KL VAE's
+// latent normalization (z_vae = z / scale + shift) happens here.
+#pragma once
+
+#include <memory>
+
+#include "models/vae/taesd.h"
+#include "models/vae/vae.h"
+#include "pipeline/family.h"
+#include "runtime/module_runner.h"
+
+namespace ggdiff {
+
+class KlAutoencoder : public Autoencoder {
+  public:
+    // cfg.scale_factor / shift_factor: the family's latent normalization.
+    static Result<std::unique_ptr<KlAutoencoder>> create(const FamilyContext& ctx,
+                                                         const ModuleDevices& where,
+                                                         const models::VaeConfig& cfg);
+    int downscale() const override { return cfg_.downscale(); }
+    Result<HostTensor> decode(const HostTensor& latent) override;
+    bool can_encode() const override { return cfg_.has_encoder; }
+    // Samples the posterior: mean + exp(logvar / 2) * noise, then normalizes.
+    Result<HostTensor> encode(const HostTensor& image, sampling::Rng& rng) override;
+    void end_phase() override { runner_->end_phase(); }
+
+  private:
+    models::VaeConfig cfg_;
+    std::unique_ptr<ModuleRunner> runner_;
+};
+
+class TaesdAutoencoder : public Autoencoder {
+  public:
+    // `fallback_encoder` (may be null) encodes when the TAESD file has no encoder.
+    static Result<std::unique_ptr<TaesdAutoencoder>> create(
+        const FamilyContext& ctx, const ModuleDevices& where, const models::TaesdConfig& cfg,
+        std::unique_ptr<Autoencoder> fallback_encoder);
+    int downscale() const override { return cfg_.downscale(); }
+    Result<HostTensor> decode(const HostTensor& latent) override;
+    bool can_encode() const override {
+        return cfg_.has_encoder || (fallback_ && fallback_->can_encode());
+    }
+    Result<HostTensor> encode(const HostTensor& image, sampling::Rng& rng) override;
+    void end_phase() override;
+
+  private:
+    models::TaesdConfig cfg_;
+    std::unique_ptr<ModuleRunner> runner_;
+    std::unique_ptr<Autoencoder> fallback_;
+};
+
+// The checkpoint's KL VAE with `cfg`; with --taesd, TAESD (weights under "taesd.") decodes
+// instead, and encodes too when its file has an encoder (else the KL VAE encodes).
+Result<std::unique_ptr<Autoencoder>> make_sd_autoencoder(const FamilyContext& ctx,
+                                                         const models::VaeConfig& cfg);
+
+}  // namespace ggdiff

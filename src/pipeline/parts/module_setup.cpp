@@ -1,0 +1,22 @@
+#include "pipeline/parts/module_setup.h"
+
+#include <chrono>
+
+#include "core/log.h"
+
+namespace ggdiff {
+
+Result<std::unique_ptr<ModuleRunner>> make_module(const FamilyContext& ctx,
+                                                  const ModuleDevices& where, const char* label,
+                                                  const BuildFn& declare) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto m = std::make_unique<ModuleRunner>(ctx.index, ctx.weight_type, where, ctx.threads, label);
+    GGDIFF_TRY(m->prepare(declare));
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    GGDIFF_LOG_DEBUG("%s: %zu tensors, %.1f MiB, ready in %.2fs", label, m->weights().count(),
+                     m->weights().bytes() / 1048576.0, secs);
+    return m;
+}
+
+}  // namespace ggdiff

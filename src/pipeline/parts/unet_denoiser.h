@@ -1,0 +1,31 @@
+// The LDM UNet (SD1.x, SD2.x, SDXL) as a family's denoiser.
+#pragma once
+
+#include <memory>
+
+#include "models/diffusion/unet.h"
+#include "pipeline/family.h"
+#include "runtime/module_runner.h"
+
+namespace ggdiff {
+
+class UNetDenoiser : public Denoiser {
+  public:
+    // Declares and loads the UNet's weights on `where`.
+    static Result<std::unique_ptr<UNetDenoiser>> create(const FamilyContext& ctx,
+                                                        const ModuleDevices& where,
+                                                        const models::UNetConfig& cfg);
+
+    // Contexts of the batch items are stacked on the batch axis; pooled vectors (SDXL's
+    // label input y) likewise; batch.concat is appended to every item's input channels.
+    Result<HostTensor> run(const DenoiseBatch& batch) override;
+    void end_phase() override { runner_->end_phase(); }
+
+    const models::UNetConfig& config() const { return cfg_; }
+
+  private:
+    models::UNetConfig cfg_;
+    std::unique_ptr<ModuleRunner> runner_;
+};
+
+}  // namespace ggdiff
