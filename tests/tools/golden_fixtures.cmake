@@ -1,0 +1,107 @@
+# Fixture generation for the golden suites: for each manifest in ../shared/golden/<suite>/,
+# one ctest fixture test per checkpoint file it names (fixture.tensors, fixture.files[],
+# fixture.models.<key>[]) and per LoRA file (fixture.loras.files[]), each generated once per
+# build tree into ${CMAKE_BINARY_DIR}/fixtures/ and reused while its sha256 matches.
+#
+# ggdiff_golden_fixtures(<suite> <out_var>) appends the ctest fixture names the suite needs
+# to <out_var> (for FIXTURES_REQUIRED). Files shared by several manifests (same tensor list,
+# seed and sha256) are made once.
+
+function(_ggdiff_fixture_test tensors seed sha256 out fixtures_var)
+  get_filename_component(name "${out}" NAME_WE)
+  get_filename_component(dirname "${out}" DIRECTORY)
+  get_filename_component(dirname "${dirname}" NAME)
+  if(NOT dirname STREQUAL "fixtures")
+    set(name "${dirname}_${name}")
+  endif()
+  set(test "fixture_${name}")
+  get_property(known GLOBAL PROPERTY GGDIFF_FIXTURE_TESTS)
+  if(NOT test IN_LIST known)
+    set_property(GLOBAL APPEND PROPERTY GGDIFF_FIXTURE_TESTS ${test})
+    set_property(GLOBAL PROPERTY GGDIFF_FIXTURE_SHA_${test} ${sha256})
+    add_test(NAME ${test}
+             COMMAND ${CMAKE_COMMAND}
+                     -DPYTHON=${GGDIFF_FIXTURE_PYTHON}
+                     -DGENERATOR=${PROJECT_SOURCE_DIR}/../shared/tools/make_fixture.py
+                     -DTENSORS=${PROJECT_SOURCE_DIR}/../${tensors}
+                     -DSEED=${seed}
+                     -DSHA256=${sha256}
+                     -DOUT=${out}
+                     -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/ensure_fixture.cmake)
+    set_tests_properties(${test} PROPERTIES FIXTURES_SETUP ${test} LABELS "fixture" TIMEOUT 900)
+  else()
+    get_property(have GLOBAL PROPERTY GGDIFF_FIXTURE_SHA_${test})
+    if(NOT have STREQUAL sha256)
+      message(FATAL_ERROR "two golden manifests name ${out} with different contents")
+    endif()
+  endif()
+  list(APPEND ${fixtures_var} ${test})
+  set(${fixtures_var} ${${fixtures_var}} PARENT_SCOPE)
+endfunction()
+
+# One checkpoint entry {tensors, seed, sha256} -> fixtures/<tensor list stem>.safetensors.
+function(_ggdiff_fixture_entry json fixtures_var)
+  string(JSON tensors GET "${json}" tensors)
+  string(JSON seed GET "${json}" seed)
+  string(JSON sha256 GET "${json}" sha256)
+  get_filename_component(stem "${tensors}" NAME_WE)
+  _ggdiff_fixture_test(${tensors} ${seed} ${sha256}
+                       ${CMAKE_BINARY_DIR}/fixtures/${stem}.safetensors ${fixtures_var})
+  set(${fixtures_var} ${${fixtures_var}} PARENT_SCOPE)
+endfunction()
+
+function(ggdiff_golden_fixtures suite out_var)
+  set(manifest ${PROJECT_SOURCE_DIR}/../shared/golden/${suite}/manifest.json)
+  if(NOT EXISTS ${manifest})
+    message(WARNING "golden suite ${suite}: ${manifest} not found")
+    return()
+  endif()
+  file(READ ${manifest} m)
+  string(JSON fixture GET "${m}" fixture)
+  set(found)
+  string(JSON has_tensors ERROR_VARIABLE no_tensors GET "${fixture}" tensors)
+  if(NOT no_tensors)
+    _ggdiff_fixture_entry("${fixture}" found)
+  endif()
+  string(JSON files ERROR_VARIABLE no_files GET "${fixture}" files)
+  if(NOT no_files)
+    string(JSON n LENGTH "${files}")
+    math(EXPR last "${n} - 1")
+    foreach(i RANGE ${last})
+      string(JSON f GET "${files}" ${i})
+      _ggdiff_fixture_entry("${f}" found)
+    endforeach()
+  endif()
+  string(JSON models ERROR_VARIABLE no_models GET "${fixture}" models)
+  if(NOT no_models)
+    string(JSON nm LENGTH "${models}")
+    math(EXPR lastm "${nm} - 1")
+    foreach(k RANGE ${lastm})
+      string(JSON key MEMBER "${models}" ${k})
+      string(JSON list GET "${models}" ${key})
+      string(JSON n LENGTH "${list}")
+      math(EXPR last "${n} - 1")
+      foreach(i RANGE ${last})
+        string(JSON f GET "${list}" ${i})
+        _ggdiff_fixture_entry("${f}" found)
+      endforeach()
+    endforeach()
+  endif()
+  string(JSON loras ERROR_VARIABLE no_loras GET "${fixture}" loras files)
+  if(NOT no_loras)
+    string(JSON n LENGTH "${loras}")
+    math(EXPR last "${n} - 1")
+    foreach(i RANGE ${last})
+      string(JSON f GET "${loras}" ${i})
+      string(JSON name GET "${f}" name)
+      string(JSON tensors GET "${f}" tensors)
+      string(JSON seed GET "${f}" seed)
+      string(JSON sha256 GET "${f}" sha256)
+      _ggdiff_fixture_test(${tensors} ${seed} ${sha256}
+                           ${CMAKE_BINARY_DIR}/fixtures/${suite}_loras/${name} found)
+    endforeach()
+  endif()
+  list(APPEND ${out_var} ${found})
+  list(REMOVE_DUPLICATES ${out_var})
+  set(${out_var} ${${out_var}} PARENT_SCOPE)
+endfunction()
