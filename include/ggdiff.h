@@ -1,13 +1,13 @@
 /* ggdiff C API: load a diffusion model once, generate images from prompts.
  *
- * Options are set by name with string values; the names are the long CLI flags
- * without dashes ("prompt", "negative-prompt", "width", "steps", "cfg-scale",
- * "sampling-method", "scheduler", "seed", "batch-count", "strength", "clip-skip",
- * "rng", "sampler-rng", "eta", "sigmas", "vae-tiling", ...; for loading: "model",
- * "diffusion-model", "vae", "clip_l", "clip_g", "t5xxl", "llm", "taesd",
- * "tokenizer", "type", "prediction", "threads", "backend", "params-backend",
- * "split-mode", "max-vram", "rpc-servers"). Every function that can fail returns
- * 0 on success and non-zero on error; ggdiff_last_error() then says why (per thread).
+ * Options are set by name with text values; the names are the long CLI flags without
+ * dashes ("prompt", "width", "sampling-method", "model", "backend", ...; aliases and the
+ * short forms such as "W" work too). Every option ggdiff knows is described by the option
+ * schema (ggdiff_option_count / ggdiff_option_info): type, default, allowed values, help,
+ * and whether it works here, has no effect here, or is not supported yet. A value is
+ * checked when it is set, so a bad value fails at ggdiff_options_set, before any model is
+ * loaded. Every function that can fail returns 0 on success and non-zero on error;
+ * ggdiff_last_error() then says why (per thread).
  */
 #ifndef GGDIFF_H
 #define GGDIFF_H
@@ -25,10 +25,10 @@ typedef struct ggdiff_model ggdiff_model;
 typedef struct ggdiff_image {
     int width;
     int height;
-    int channels;          /* 3 (RGB) or 4 (RGBA) */
-    unsigned char* data;   /* width * height * channels bytes, row-major */
-    int64_t seed;          /* the seed this image was made with */
-    char* parameters;      /* A1111 "parameters" text (prompt, steps, sampler, ...) */
+    int channels;        /* 3 (RGB) or 4 (RGBA) */
+    unsigned char* data; /* width * height * channels bytes, row-major */
+    int64_t seed;        /* the seed this image was made with */
+    char* parameters;    /* A1111 "parameters" text (prompt, steps, sampler, ...) */
 } ggdiff_image;
 
 /* Progress: phase ("sampling", "decode", ...), step (1-based), total, seconds in the
@@ -39,19 +39,99 @@ typedef int (*ggdiff_progress_fn)(const char* phase, int step, int total, double
 const char* ggdiff_version(void);
 const char* ggdiff_last_error(void);
 
+/* ---- The option schema ---------------------------------------------------------- */
+
+typedef enum ggdiff_option_type {
+    GGDIFF_OPTION_STRING = 0,     /* free text */
+    GGDIFF_OPTION_PATH = 1,       /* a file or folder name */
+    GGDIFF_OPTION_INT = 2,        /* decimal integer within [min, max] */
+    GGDIFF_OPTION_FLOAT = 3,      /* finite number within [min, max] */
+    GGDIFF_OPTION_BOOL = 4,       /* true/false, on/off, 1/0, yes/no; "" means true */
+    GGDIFF_OPTION_ENUM = 5,       /* one of `values` */
+    GGDIFF_OPTION_FLOAT_LIST = 6, /* comma-separated numbers within [min, max] */
+    GGDIFF_OPTION_INT_LIST = 7,   /* comma-separated integers within [min, max] */
+    GGDIFF_OPTION_PAIR = 8        /* "N" or "WxH", each within [min, max] */
+} ggdiff_option_type;
+
+/* ggdiff_option_desc.flags */
+#define GGDIFF_OPTION_MODEL 1           /* read by ggdiff_model_load */
+#define GGDIFF_OPTION_GENERATE 2        /* read by ggdiff_generate (per request) */
+#define GGDIFF_OPTION_FRONTEND 4        /* for the front end: outputs, run modes, logging */
+#define GGDIFF_OPTION_REPEATABLE 8      /* every set adds a value (ggdiff_options_get_at) */
+#define GGDIFF_OPTION_VALUE_OPTIONAL 16 /* a BOOL whose value may be left out on a CLI */
+
+typedef enum ggdiff_option_support {
+    GGDIFF_SUPPORT_WORKS = 0,     /* does what it says (some values may be not supported yet) */
+    GGDIFF_SUPPORT_NO_EFFECT = 1, /* accepted, changes nothing here; `note` says why */
+    GGDIFF_SUPPORT_NOT_YET = 2    /* setting it fails with "not supported yet" */
+} ggdiff_option_support;
+
+typedef struct ggdiff_option_desc {
+    const char* name;               /* "sampling-method" */
+    const char* aliases;            /* other names, comma-separated ("tae"); "" if none */
+    const char* short_name;         /* "W" for -W; "" if none */
+    int type;                       /* ggdiff_option_type */
+    int flags;                      /* GGDIFF_OPTION_* bits */
+    int support;                    /* ggdiff_option_support */
+    double min, max;                /* numbers: inclusive range (+-1e300 = open) */
+    const char* default_value;      /* text form; "" = unset (the library or the model decides) */
+    const char* values;             /* ENUM: allowed values, comma-separated; else "" */
+    const char* unsupported_values; /* values that fail as not supported yet ("a,b", or "!a"
+                                       for all but a); "" if none */
+    const char* help;               /* one or two sentences */
+    const char* note;               /* NO_EFFECT: why; NOT_YET: what is missing (may be "") */
+    const char* group;              /* section of the CLI help ("Generation", ...) */
+} ggdiff_option_desc;
+
+/* Number of options; ggdiff_option_info fills `out` for index 0..count-1 (the strings
+ * live as long as the library). ggdiff_option_find: index by name, alias or short name,
+ * or -1. */
+int ggdiff_option_count(void);
+int ggdiff_option_info(int index, ggdiff_option_desc* out);
+int ggdiff_option_find(const char* name);
+
+/* ---- Options --------------------------------------------------------------------- */
+
 ggdiff_options* ggdiff_options_new(void);
 void ggdiff_options_free(ggdiff_options* options);
-/* Sets one option; unknown names and bad values are errors. */
+/* Sets one option; unknown names, bad values and options that are not supported yet are
+ * errors naming the option and the value. */
 int ggdiff_options_set(ggdiff_options* options, const char* name, const char* value);
+/* Whether the option was set (0 or 1); -1 for an unknown name. */
+int ggdiff_options_is_set(const ggdiff_options* options, const char* name);
+/* The value as set (the last one), or the default: canonical text, and typed. The text
+ * pointer is valid until the option is set again or the options are freed. */
+int ggdiff_options_get(const ggdiff_options* options, const char* name, const char** out_text);
+int ggdiff_options_get_int(const ggdiff_options* options, const char* name, int64_t* out);
+int ggdiff_options_get_float(const ggdiff_options* options, const char* name, double* out);
+int ggdiff_options_get_bool(const ggdiff_options* options, const char* name, int* out);
+/* Repeatable options: how many values were set, and value i. */
+int ggdiff_options_count(const ggdiff_options* options, const char* name);
+int ggdiff_options_get_at(const ggdiff_options* options, const char* name, int index,
+                          const char** out_text);
+
+/* ---- Logging --------------------------------------------------------------------- */
+
+typedef enum ggdiff_log_level {
+    GGDIFF_LOG_DEBUG = 0,
+    GGDIFF_LOG_INFO = 1,
+    GGDIFF_LOG_WARN = 2,
+    GGDIFF_LOG_ERROR = 3,
+    GGDIFF_LOG_QUIET = 4
+} ggdiff_log_level;
+
+/* Messages at `level` and above go to stderr (default: GGDIFF_LOG_INFO). */
+void ggdiff_set_log_level(int level);
+/* Colors the level tags with ANSI escapes (0 or 1). */
+void ggdiff_set_log_color(int enabled);
 
 /* Loads a model (files, weight type, devices) named by the options. */
 int ggdiff_model_load(const ggdiff_options* options, ggdiff_model** out_model);
 void ggdiff_model_free(ggdiff_model* model);
 
 /* Generates images; *out_images gets *out_count images (free with ggdiff_images_free). */
-int ggdiff_generate(ggdiff_model* model, const ggdiff_options* options,
-                    ggdiff_progress_fn progress, void* user, ggdiff_image** out_images,
-                    int* out_count);
+int ggdiff_generate(ggdiff_model* model, const ggdiff_options* options, ggdiff_progress_fn progress,
+                    void* user, ggdiff_image** out_images, int* out_count);
 void ggdiff_images_free(ggdiff_image* images, int count);
 
 /* Called with each image as soon as it is finished; the image is only valid during the

@@ -1,28 +1,26 @@
-// The named options behind the C API (and every front end that uses it): one table
-// from option name (long CLI flag without dashes) to the field it sets.
+// The options object behind the C API: values set by name through the option schema
+// (api/option_schema.h), kept typed in ApiOptions.
 #pragma once
 
 #include <string>
-#include <vector>
 
+#include "api/option_schema.h"
 #include "core/status.h"
-#include "pipeline/options.h"
 
 namespace ggdiff {
 
-struct ApiOptions {
-    ModelOptions model;
-    GenerateOptions gen;
-    std::string rpc_servers;
-    std::string init_image_path;
-};
+using api::ApiOptions;
 
 // Sets option `name` from its text value; the error names the option and the value.
 Status set_api_option(ApiOptions& options, const std::string& name, const std::string& value);
+// Whether `name` is an option the library reads (model loading or generation).
 bool is_api_option(const std::string& name);
-std::vector<std::string> api_option_names();
 
-// Reads the files an option set refers to (the init image) into the request.
+// Reads the files an option set refers to (the init image) into the request, and picks
+// a random seed when the seed is negative.
 Status resolve_api_inputs(ApiOptions& options);
+
+// The model options as loading uses them (--offload-to-cpu folded into --params-backend).
+ModelOptions effective_model_options(const ApiOptions& options);
 
 }  // namespace ggdiff

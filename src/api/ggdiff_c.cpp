@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "api/api_options.h"
+#include "core/log.h"
 #include "devices/devices.h"
 #include "ggdiff.h"
-#include "io/weight_type.h"
 #include "pipeline/engine.h"
 #include "pipeline/model_files.h"
 #include "pipeline/placement_setup.h"
@@ -71,10 +71,132 @@ void ggdiff_options_free(ggdiff_options* options) {
     delete options;
 }
 
+int ggdiff_option_count(void) {
+    return static_cast<int>(ggdiff::api::option_schema().size());
+}
+
+int ggdiff_option_info(int index, ggdiff_option_desc* out) {
+    const auto& schema = ggdiff::api::option_schema();
+    if (!out || index < 0 || index >= static_cast<int>(schema.size())) {
+        return fail("ggdiff_option_info: index " + std::to_string(index) + " out of range");
+    }
+    // Joined value lists are built once per option and live with the library.
+    static const std::vector<std::string> values = [&] {
+        std::vector<std::string> v;
+        for (const auto& s : schema) {
+            std::string joined;
+            if (s.values) {
+                for (const std::string& x : s.values()) joined += (joined.empty() ? "" : ",") + x;
+            }
+            v.push_back(joined);
+        }
+        return v;
+    }();
+    const ggdiff::api::OptionSpec& s = schema[static_cast<size_t>(index)];
+    out->name = s.name.c_str();
+    out->aliases = s.aliases.c_str();
+    out->short_name = s.short_name.c_str();
+    out->type = static_cast<int>(s.type);
+    out->flags = s.flags;
+    out->support = static_cast<int>(s.support);
+    out->min = s.min;
+    out->max = s.max;
+    out->default_value = s.default_text.c_str();
+    out->values = values[static_cast<size_t>(index)].c_str();
+    out->unsupported_values = s.unsupported_values.c_str();
+    out->help = s.help.c_str();
+    out->note = s.note.c_str();
+    out->group = s.group.c_str();
+    return 0;
+}
+
+int ggdiff_option_find(const char* name) {
+    return name ? ggdiff::api::option_index(name) : -1;
+}
+
 int ggdiff_options_set(ggdiff_options* options, const char* name, const char* value) {
     if (!options || !name) return fail("ggdiff_options_set: null argument");
     ggdiff::Status st = ggdiff::set_api_option(options->opts, name, value ? value : "");
     return st.ok() ? 0 : fail(st);
+}
+
+int ggdiff_options_is_set(const ggdiff_options* options, const char* name) {
+    const ggdiff::api::OptionSpec* s = name ? ggdiff::api::find_option(name) : nullptr;
+    if (!options || !s) return -1;
+    auto it = options->opts.values.find(s->name);
+    return it != options->opts.values.end() && !it->second.empty() ? 1 : 0;
+}
+
+namespace {
+
+const ggdiff::api::OptionValue* value_of(const ggdiff_options* options, const char* name,
+                                         int index = -1) {
+    if (!options || !name) {
+        fail("null argument");
+        return nullptr;
+    }
+    const ggdiff::api::OptionValue* v = ggdiff::api::option_value(options->opts, name, index);
+    if (!v) {
+        fail(ggdiff::api::find_option(name)
+                 ? std::string("option \"") + name + "\" has no value " + std::to_string(index)
+                 : std::string("unknown option \"") + name + "\"");
+    }
+    return v;
+}
+
+}  // namespace
+
+int ggdiff_options_get(const ggdiff_options* options, const char* name, const char** out_text) {
+    const ggdiff::api::OptionValue* v = value_of(options, name);
+    if (!v || !out_text) return 1;
+    *out_text = v->text.c_str();
+    return 0;
+}
+
+int ggdiff_options_get_int(const ggdiff_options* options, const char* name, int64_t* out) {
+    const ggdiff::api::OptionValue* v = value_of(options, name);
+    if (!v || !out) return 1;
+    *out = v->i;
+    return 0;
+}
+
+int ggdiff_options_get_float(const ggdiff_options* options, const char* name, double* out) {
+    const ggdiff::api::OptionValue* v = value_of(options, name);
+    if (!v || !out) return 1;
+    *out = v->f;
+    return 0;
+}
+
+int ggdiff_options_get_bool(const ggdiff_options* options, const char* name, int* out) {
+    const ggdiff::api::OptionValue* v = value_of(options, name);
+    if (!v || !out) return 1;
+    *out = v->b ? 1 : 0;
+    return 0;
+}
+
+int ggdiff_options_count(const ggdiff_options* options, const char* name) {
+    const ggdiff::api::OptionSpec* s = name ? ggdiff::api::find_option(name) : nullptr;
+    if (!options || !s) return -1;
+    auto it = options->opts.values.find(s->name);
+    return it == options->opts.values.end() ? 0 : static_cast<int>(it->second.size());
+}
+
+int ggdiff_options_get_at(const ggdiff_options* options, const char* name, int index,
+                          const char** out_text) {
+    if (index < 0) return fail("ggdiff_options_get_at: negative index");
+    const ggdiff::api::OptionValue* v = value_of(options, name, index);
+    if (!v || !out_text) return 1;
+    *out_text = v->text.c_str();
+    return 0;
+}
+
+void ggdiff_set_log_level(int level) {
+    level = std::max(0, std::min(level, static_cast<int>(ggdiff::LogLevel::Quiet)));
+    ggdiff::set_log_level(static_cast<ggdiff::LogLevel>(level));
+}
+
+void ggdiff_set_log_color(int enabled) {
+    ggdiff::set_log_color(enabled != 0);
 }
 
 int ggdiff_model_load(const ggdiff_options* options, ggdiff_model** out_model) {
@@ -85,7 +207,7 @@ int ggdiff_model_load(const ggdiff_options* options, ggdiff_model** out_model) {
             ggdiff::Status st = ggdiff::add_rpc_servers(options->opts.rpc_servers);
             if (!st.ok()) return fail(st);
         }
-        auto engine = ggdiff::Engine::load(options->opts.model);
+        auto engine = ggdiff::Engine::load(ggdiff::effective_model_options(options->opts));
         if (!engine.ok()) return fail(engine.status());
         *out_model = new ggdiff_model{std::move(*engine)};
         return 0;
@@ -188,17 +310,12 @@ int ggdiff_auto_fit_plan(const ggdiff_options* options, char** out_json) {
         ggdiff::Status st = ggdiff::add_rpc_servers(o.rpc_servers);
         if (!st.ok()) return fail(st);
     }
-    auto spec = ggdiff::validate_placement(o.model);
+    const ggdiff::ModelOptions model = ggdiff::effective_model_options(o);
+    auto spec = ggdiff::validate_placement(model);
     if (!spec.ok()) return fail(spec.status());
-    auto index = ggdiff::open_model_files(o.model);
+    auto index = ggdiff::open_model_files(model);
     if (!index.ok()) return fail(index.status());
-    int wtype = -1;
-    if (!o.model.weight_type.empty()) {
-        auto t = ggdiff::parse_weight_type(o.model.weight_type);
-        if (!t.ok()) return fail(t.status());
-        wtype = *t;
-    }
-    auto plan = ggdiff::plan_auto_fit_for(o.model, *index, wtype);
+    auto plan = ggdiff::plan_auto_fit_for(model, *index, model.weight_type);
     if (!plan.ok()) return fail(plan.status());
     *out_json = dup_string(ggdiff::placement::plan_to_json(*plan));
     return 0;

@@ -8,6 +8,7 @@
 namespace ggdiff {
 namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::Info)};
+std::atomic<bool> g_color{false};
 std::mutex g_mutex;
 LogSink g_sink;
 
@@ -28,6 +29,10 @@ void set_log_level(LogLevel level) {
 }
 LogLevel log_level() {
     return static_cast<LogLevel>(g_level.load());
+}
+
+void set_log_color(bool enabled) {
+    g_color = enabled;
 }
 
 void set_log_sink(LogSink sink) {
@@ -55,7 +60,14 @@ void log_message(LogLevel level, const char* fmt, ...) {
         return;
     }
     static const char* kPrefix[] = {"[debug] ", "", "warning: ", "error: ", ""};
-    std::fprintf(stderr, "%s%s\n", kPrefix[static_cast<int>(level)], s.c_str());
+    // ANSI colors per level: grey, none, yellow, red.
+    static const char* kColor[] = {"\033[90m", "", "\033[33m", "\033[31m", ""};
+    const int l = static_cast<int>(level);
+    if (g_color && kColor[l][0] != '\0' && kPrefix[l][0] != '\0') {
+        std::fprintf(stderr, "%s%s\033[0m%s\n", kColor[l], kPrefix[l], s.c_str());
+    } else {
+        std::fprintf(stderr, "%s%s\n", kPrefix[l], s.c_str());
+    }
     std::fflush(stderr);
 }
 

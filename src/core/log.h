@@ -11,6 +11,8 @@ enum class LogLevel { Debug = 0, Info = 1, Warn = 2, Error = 3, Quiet = 4 };
 
 void set_log_level(LogLevel level);
 LogLevel log_level();
+// Colors the level tags of the default sink with ANSI escapes (--color).
+void set_log_color(bool enabled);
 
 // Replaces the sink (default: stderr). Pass nullptr to restore the default.
 using LogSink = std::function<void(LogLevel, const std::string&)>;

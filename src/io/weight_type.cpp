@@ -92,10 +92,18 @@ Result<int> parse_weight_type(const std::string& name) {
         if (n == w.name) return static_cast<int>(w.type);
     }
     std::string valid;
-    for (const WeightTypeName& w : kWeightTypes) {
-        valid += (valid.empty() ? "" : ", ") + std::string(ggml_type_name(w.type));
-    }
+    for (const std::string& w : weight_type_names()) valid += (valid.empty() ? "" : ", ") + w;
     return Status::Error("unknown weight type '" + name + "' (valid: " + valid + ")");
+}
+
+std::vector<std::string> weight_type_names() {
+    std::vector<std::string> out;
+    for (const WeightTypeName& w : kWeightTypes) out.emplace_back(ggml_type_name(w.type));
+    return out;
+}
+
+const char* weight_type_name(int type) {
+    return ggml_type_name(static_cast<ggml_type>(type));
 }
 
 int choose_weight_type(const TensorInfo& t, int requested) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "io/tensor_index.h"
@@ -11,6 +12,10 @@ namespace ggdiff {
 // "f32", "f16", "bf16", "q8_0", "q5_0", "q5_1", "q4_0", "q4_1", "q4_K", "q5_K", "q6_K",
 // "q3_K", "q2_K" (case-insensitive) -> ggml_type. The error lists the valid names.
 Result<int> parse_weight_type(const std::string& name);
+// The names parse_weight_type() accepts, in ggml's spelling ("f16", "q8_0", "q4_K", ...).
+std::vector<std::string> weight_type_names();
+// ggml's name of a ggml_type ("q4_K").
+const char* weight_type_name(int type);
 
 // The type tensor `t` should have when the user asked for `requested_type` (a ggml_type,
 // or -1 to keep the stored type where ggml can use it):

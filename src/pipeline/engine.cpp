@@ -4,7 +4,6 @@
 
 #include "devices/devices.h"
 #include "io/model_info.h"
-#include "io/weight_type.h"
 #include "pipeline/family_registry.h"
 #include "pipeline/model_files.h"
 #include "pipeline/placement_setup.h"
@@ -17,12 +16,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options) {
     // Placement flags are checked before any file is opened.
     auto spec = validate_placement(options);
     if (!spec.ok()) return spec.status();
-    int wtype = -1;
-    if (!options.weight_type.empty()) {
-        auto t = parse_weight_type(options.weight_type);
-        if (!t.ok()) return t.status();
-        wtype = *t;
-    }
+    const int wtype = options.weight_type;
     auto index = open_model_files(options);
     if (!index.ok()) return index.status();
 

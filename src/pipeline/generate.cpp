@@ -30,6 +30,8 @@ struct Plan {
     std::optional<sampling::ScheduleKind> schedule;  // unset with --sigmas
     sampling::RngKind rng = sampling::RngKind::Cuda;
     sampling::RngKind sampler_rng = sampling::RngKind::Cuda;
+    // The family's parameterization with --flow-shift applied (flow models only).
+    sampling::Parameterization param = sampling::Parameterization::discrete();
     std::vector<float> sigmas;
     int64_t latent_w = 0, latent_h = 0, latent_c = 0;
 };
@@ -73,31 +75,26 @@ Result<Plan> plan_request(const GenerateOptions& o, const Family& f) {
     p.cfg_scale = std::isnan(o.cfg_scale) ? f.defaults.cfg_scale : o.cfg_scale;
     p.use_uncond = f.uses_cfg && p.cfg_scale != 1.0f;
 
-    auto sampler = sampling::parse_sampler(o.sampler.empty() ? f.defaults.sampler : o.sampler);
-    if (!sampler.ok()) return sampler.status();
-    p.sampler = *sampler;
-    auto rng = sampling::parse_rng(o.rng.empty() ? "cuda" : o.rng);
-    if (!rng.ok()) return rng.status();
-    p.rng = *rng;
-    auto srng = o.sampler_rng.empty() ? rng : sampling::parse_rng(o.sampler_rng);
-    if (!srng.ok()) return srng.status();
-    p.sampler_rng = *srng;
+    if (o.sampler) {
+        p.sampler = *o.sampler;
+    } else {
+        auto sampler = sampling::parse_sampler(f.defaults.sampler);
+        if (!sampler.ok()) return sampler.status();
+        p.sampler = *sampler;
+    }
+    p.rng = o.rng;
+    p.sampler_rng = o.sampler_rng.value_or(o.rng);
+    p.param = sampling::with_flow_shift(f.param, o.flow_shift);
 
     if (!o.sigmas.empty()) {
-        auto s = sampling::parse_sigmas(o.sigmas);
-        if (!s.ok()) return s.status();
-        p.sigmas = std::move(*s);
+        p.sigmas = o.sigmas;
     } else {
         // No --scheduler: the sampler's and the model's own default (lcm for lcm/tcd,
         // simple for ddim_trailing, exponential for EDM-v models, else discrete).
-        sampling::ScheduleKind kind = sampling::default_schedule(p.sampler, f.param);
-        if (!o.scheduler.empty()) {
-            auto k = sampling::parse_schedule(o.scheduler);
-            if (!k.ok()) return k.status();
-            kind = *k;
-        }
+        const sampling::ScheduleKind kind =
+            o.scheduler.value_or(sampling::default_schedule(p.sampler, p.param));
         p.schedule = kind;
-        auto s = sampling::make_sigmas(kind, o.steps, f.param);
+        auto s = sampling::make_sigmas(kind, o.steps, p.param);
         if (!s.ok()) return s.status();
         p.sigmas = std::move(*s);
     }
@@ -181,7 +178,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
     const sampling::SamplerKind sampler = p.sampler;
     auto denoise = [&](const std::vector<float>& xin, float sigma, int,
                        bool need_uncond) -> Result<sampling::DenoiseResult> {
-        const sampling::Parameterization::ModelStep ms = f.param.model_step(sigma);
+        const sampling::Parameterization::ModelStep ms = p.param.model_step(sigma);
         DenoiseBatch batch;
         batch.guidance = o.guidance;
         const int items = batched ? 2 : 1;
@@ -231,12 +228,12 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
         const int64_t seed = o.seed + b;
         rng->manual_seed(static_cast<uint64_t>(seed));
         if (sampler_rng != rng) sampler_rng->manual_seed(static_cast<uint64_t>(seed));
-        std::vector<float> x = f.param.noise_latent(init_latent, rng->randn(n), sigmas[0]);
+        std::vector<float> x = p.param.noise_latent(init_latent, rng->randn(n), sigmas[0]);
 
         sampling::SamplerOptions so;
         so.eta = o.eta;
         so.seed = static_cast<uint64_t>(seed);
-        so.model = &f.param;
+        so.model = &p.param;
         auto ts = Clock::now();
         const int total = static_cast<int>(sigmas.size()) - 1;
         const std::string phase =
@@ -245,7 +242,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
             return progress ? progress(phase, step, total, seconds_since(ts)) : true;
         };
         GGDIFF_TRY(sampling::sample(sampler, denoise, x, sigmas, *sampler_rng, so));
-        x = f.param.inverse_noise_scaling(sigmas.back(), x);
+        x = p.param.inverse_noise_scaling(sigmas.back(), x);
         timings_.steps.push_back(seconds_since(ts) / std::max(1, total));
         if (b + 1 == o.batch) f.denoiser->end_phase();
 
@@ -305,7 +302,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
             info.model = o.output_model_name.empty() ? model_name_ : o.output_model_name;
             if (o.clip_skip > 0) info.clip_skip = o.clip_skip;
             if (o.init_image) info.denoising_strength = o.strength;
-            info.rng = o.rng.empty() ? "cuda" : o.rng;
+            info.rng = sampling::rng_name(p.rng);
             g.infotext = format_infotext(info);
             if (on_image) on_image(g);
             results.push_back(std::move(g));

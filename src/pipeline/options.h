@@ -1,5 +1,7 @@
 // What a caller asks of the engine: which model to load (ModelOptions) and what
-// to generate with it (GenerateOptions). Front ends (CLI, server, C API) fill these.
+// to generate with it (GenerateOptions). Front ends fill these through the C API's option
+// schema (src/api/option_schema.h), which checks every value when it is set: what arrives
+// here is typed and valid, and is not parsed again.
 #pragma once
 
 #include <cmath>
@@ -10,6 +12,9 @@
 #include <vector>
 
 #include "image/image.h"
+#include "sampling/rng.h"
+#include "sampling/samplers.h"
+#include "sampling/schedules.h"
 
 namespace ggdiff {
 
@@ -18,11 +23,11 @@ struct ModelOptions {
     std::string diffusion_model;  // --diffusion-model
     std::string vae;              // --vae
     std::string clip_l, clip_g, t5xxl, llm;
-    std::string taesd;        // --taesd
-    std::string tokenizer;    // --tokenizer: CLIP merges.txt / folder
-    std::string weight_type;  // --type ("" keeps the stored types)
-    std::string prediction;   // --prediction override ("" = from the checkpoint)
-    int threads = -1;         // -1: all hardware threads
+    std::string taesd;       // --taesd
+    std::string tokenizer;   // --tokenizer: CLIP merges.txt / folder
+    int weight_type = -1;    // --type: a ggml_type, or -1 to keep the stored types
+    std::string prediction;  // --prediction override (a prediction_names() value; "" = detect)
+    int threads = -1;        // -1: all hardware threads
     // Placement (validated by the placement layer before any weight is read).
     std::string backend;
     std::string params_backend;
@@ -30,6 +35,7 @@ struct ModelOptions {
     std::string max_vram;
     bool auto_fit = false;
     bool vae_on_cpu = false, clip_on_cpu = false;
+    bool offload_to_cpu = false;  // params of every module in RAM (= --params-backend cpu)
 };
 
 struct TilingOptions {
@@ -46,17 +52,18 @@ struct GenerateOptions {
     float cfg_scale = NAN;      // NAN: the family's default
     float img_cfg_scale = NAN;  // NAN: same as cfg_scale
     float guidance = 3.5f;
-    float eta = NAN;        // NAN: the sampler's default
-    std::string sampler;    // "" = family default
-    std::string scheduler;  // "" = the sampler's and the model's default schedule
-    std::string sigmas;     // --sigmas: explicit list
-    int64_t seed = 42;
+    float eta = NAN;                                  // NAN: the sampler's default
+    std::optional<sampling::SamplerKind> sampler;     // nullopt: the family's default
+    std::optional<sampling::ScheduleKind> scheduler;  // nullopt: the sampler's/model's default
+    std::vector<float> sigmas;        // --sigmas: explicit schedule (replaces the scheduler)
+    std::optional<float> flow_shift;  // --flow-shift: flow models' shift (nullopt: model's)
+    int64_t seed = 42;                // < 0: a random seed (picked by the C API)
     int batch = 1;
     std::optional<Image> init_image;
     float strength = 0.75f;
     int clip_skip = -1;
-    std::string rng = "cuda";
-    std::string sampler_rng;  // "" = same as rng
+    sampling::RngKind rng = sampling::RngKind::Cuda;
+    std::optional<sampling::RngKind> sampler_rng;  // nullopt: same as rng
     TilingOptions vae_tiling;
     std::string output_model_name;  // for metadata (file base name)
 };

@@ -239,4 +239,16 @@ void apply_scalings(const std::vector<float>& model_out, const std::vector<float
     for (size_t i = 0; i < model_out.size(); ++i) out[i] = model_out[i] * s.c_out + x[i] * s.c_skip;
 }
 
+Parameterization with_flow_shift(const Parameterization& model, std::optional<float> shift) {
+    Parameterization out = model;
+    const bool flow = model.time_map() == Parameterization::TimeMap::FlowSnr ||
+                      model.time_map() == Parameterization::TimeMap::FlowExpShift;
+    if (shift && flow) out.set_shift(*shift);
+    return out;
+}
+
+std::vector<std::string> prediction_names() {
+    return {"eps", "v", "edm_v", "sd3_flow", "flux_flow", "flux2_flow"};
+}
+
 }  // namespace ggdiff::sampling

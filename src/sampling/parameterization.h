@@ -8,6 +8,8 @@
 // does, so schedules and model timesteps match it bit for bit where the arithmetic allows.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/status.h"
@@ -102,6 +104,13 @@ class Parameterization {
     std::vector<float> sigmas_;
     std::vector<float> log_sigmas_;
 };
+
+// `model` with --flow-shift applied when one is given (set_shift: the shift of FlowSnr
+// models, mu of FlowExpShift ones; models without a flow time map are returned unchanged).
+Parameterization with_flow_shift(const Parameterization& model, std::optional<float> shift);
+
+// --prediction values, as sd-cli spells them: eps, v, edm_v, sd3_flow, flux_flow, flux2_flow.
+std::vector<std::string> prediction_names();
 
 // out = model_out * c_out + x * c_skip (the denoised estimate; same operation order as
 // stable-diffusion.cpp so float results agree).

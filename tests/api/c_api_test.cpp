@@ -126,10 +126,15 @@ TEST(CApi, GeneratesAndCancels) {
         << ggdiff_last_error();
     EXPECT_EQ(n, 0);
 
+    // A bad value is refused when set; the options keep the last good one.
     gen.set("batch-count", "1");
-    gen.set("width", "60");  // not a multiple of 8
-    EXPECT_NE(ggdiff_generate(model, gen.o, nullptr, nullptr, &images, &n), 0);
+    EXPECT_NE(gen.set("width", "60"), 0);  // not a multiple of 8
     EXPECT_NE(std::string(ggdiff_last_error()).find("60"), std::string::npos);
+    EXPECT_EQ(ggdiff_generate(model, gen.o, nullptr, nullptr, &images, &n), 0)
+        << ggdiff_last_error();
+    ASSERT_EQ(n, 1);
+    EXPECT_EQ(images[0].width, 64);
+    ggdiff_images_free(images, n);
     ggdiff_model_free(model);
 }
 

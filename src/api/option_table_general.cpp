@@ -1,0 +1,68 @@
+// Schema entries of the front ends: run modes, logging, output files, -M convert and
+// -M metadata. The library checks and keeps these; the front end acts on them.
+#include "api/option_decl.h"
+
+namespace ggdiff::api {
+
+void add_frontend_options(std::vector<OptionSpec>& out) {
+    const char* g = "General";
+    opt(out, g, "mode", OptType::Enum, kFrontend)
+        .short_name("M")
+        .values({"img_gen", "vid_gen", "convert", "upscale", "metadata", "info"})
+        .unsupported_values("vid_gen,upscale")
+        .def("img_gen")
+        .help(
+            "Run mode: img_gen (text/image to image), convert (write GGUF), metadata (print an "
+            "image's generation settings), info (summarize model files); vid_gen and upscale "
+            "are not supported yet");
+    opt(out, g, "verbose", OptType::Bool, kFrontend)
+        .short_name("v")
+        .help("Print details and per-phase timings");
+    opt(out, g, "color", OptType::Bool, kFrontend).help("Color the log level tags");
+    opt(out, g, "help", OptType::Bool, kFrontend).short_name("h").help("Print this help and exit");
+    opt(out, g, "version", OptType::Bool, kFrontend).help("Print the version and exit");
+}
+
+void add_output_options(std::vector<OptionSpec>& out) {
+    const char* g = "Output";
+    opt(out, g, "output", OptType::Path, kFrontend)
+        .short_name("o")
+        .def("output.png")
+        .help(
+            "Output file (PNG, JPEG or WebP by extension); image i of a batch goes to NAME_i.EXT "
+            "(-M convert: the GGUF file, default output.gguf)");
+    opt(out, g, "output-begin-idx", OptType::Int, kFrontend)
+        .range(-1)
+        .def("-1")
+        .help("Number of the first image file of a batch; -1 = the first is NAME.EXT, then _1");
+    opt(out, g, "disable-image-metadata", OptType::Bool, kFrontend)
+        .help("Do not write the generation settings into image files");
+
+    g = "Convert (-M convert)";
+    opt(out, g, "convert-name", OptType::Bool, kFrontend)
+        .not_yet()
+        .help("Rename tensors to sd-cli's names");
+    opt(out, g, "imat-in", OptType::Path, kFrontend | kRepeatable)
+        .not_yet()
+        .help("Importance matrix file to load (repeatable)");
+    opt(out, g, "imat-out", OptType::Path, kFrontend)
+        .not_yet()
+        .help("Collect an importance matrix and write it here");
+
+    g = "Metadata (-M metadata)";
+    opt(out, g, "image", OptType::Path, kFrontend).help("Image whose metadata is printed");
+    opt(out, g, "metadata-format", OptType::Enum, kFrontend)
+        .values({"text", "json"})
+        .def("text")
+        .help("Output format: text (the parameters as stored) or json (parsed, A1111 keys)");
+    opt(out, g, "metadata-raw", OptType::Bool, kFrontend)
+        .help("Print the stored parameters text exactly as found, unparsed");
+    opt(out, g, "metadata-brief", OptType::Bool, kFrontend)
+        .not_yet()
+        .help("Truncate long text values");
+    opt(out, g, "metadata-all", OptType::Bool, kFrontend)
+        .not_yet()
+        .help("Also list structural entries (IHDR, IDAT, other JPEG segments)");
+}
+
+}  // namespace ggdiff::api

@@ -1,0 +1,190 @@
+// Schema entries of one generation: prompt, size, sampling, noise, VAE tiling.
+#include <algorithm>
+
+#include "api/option_decl.h"
+#include "core/log.h"
+#include "sampling/rng.h"
+#include "sampling/samplers.h"
+#include "sampling/schedules.h"
+
+namespace ggdiff::api {
+namespace {
+
+constexpr int kMinSide = 64;
+constexpr int kMaxSide = 16384;
+
+// Image sides are multiples of 8 (one latent pixel) from 64 to 16384 (what image files
+// hold); the error names the nearest valid sizes.
+std::function<Status(const OptionValue&)> side_check(const char* flag) {
+    return [flag](const OptionValue& v) -> Status {
+        if (v.i % 8 == 0 && v.i >= kMinSide && v.i <= kMaxSide) return Status::Ok();
+        int64_t below = v.i >= 0 ? v.i / 8 * 8 : 0, above = below + 8;
+        if (v.i % 8 == 0) below = above = v.i;
+        below = std::min<int64_t>(std::max<int64_t>(below, kMinSide), kMaxSide);
+        above = std::min<int64_t>(std::max<int64_t>(above, kMinSide), kMaxSide);
+        std::string nearest = std::to_string(below);
+        if (above != below) nearest += " or " + std::to_string(above);
+        return Status::Error(string_format(
+            "%s %lld: must be a multiple of 8 from %d to %d (the limit of image files); "
+            "nearest valid: %s",
+            flag, static_cast<long long>(v.i), kMinSide, kMaxSide, nearest.c_str()));
+    };
+}
+
+}  // namespace
+
+void add_generation_options(std::vector<OptionSpec>& out) {
+    const char* g = "Generation";
+    opt(out, g, "prompt", OptType::String, kGenerate)
+        .short_name("p")
+        .help("Prompt; (word:1.2) and [word] change a word's weight")
+        .bind(to_text(GGDIFF_FIELD(gen.prompt)));
+    opt(out, g, "negative-prompt", OptType::String, kGenerate)
+        .short_name("n")
+        .help("Negative prompt")
+        .bind(to_text(GGDIFF_FIELD(gen.negative_prompt)));
+    opt(out, g, "prompt-file", OptType::Path, kFrontend).help("Read the prompt from this file");
+    opt(out, g, "negative-prompt-file", OptType::Path, kFrontend)
+        .help("Read the negative prompt from this file");
+    opt(out, g, "init-img", OptType::Path, kGenerate)
+        .short_name("i")
+        .help("Initial image for img2img (resized to the output size)")
+        .bind(to_text(GGDIFF_FIELD(init_image_path)));
+    opt(out, g, "width", OptType::Int, kGenerate)
+        .short_name("W")
+        .range(kMinSide, kMaxSide)
+        .help("Image width in pixels, in steps of 8; default: the model's (512 for SD1/SD2)")
+        .check(side_check("--width"))
+        .bind(to_int(GGDIFF_FIELD(gen.width)));
+    opt(out, g, "height", OptType::Int, kGenerate)
+        .short_name("H")
+        .range(kMinSide, kMaxSide)
+        .help("Image height in pixels, in steps of 8; default: the model's (512 for SD1/SD2)")
+        .check(side_check("--height"))
+        .bind(to_int(GGDIFF_FIELD(gen.height)));
+    opt(out, g, "batch-count", OptType::Int, kGenerate)
+        .short_name("b")
+        .range(1, 4096)
+        .def("1")
+        .help("Number of images; image i uses seed + i")
+        .bind(to_int(GGDIFF_FIELD(gen.batch)));
+    opt(out, g, "seed", OptType::Int, kGenerate)
+        .short_name("s")
+        .def("42")
+        .help("RNG seed; < 0 picks a random one")
+        .bind(to_int(GGDIFF_FIELD(gen.seed)));
+    opt(out, g, "sampling-method", OptType::Enum, kGenerate)
+        .values(sampling::sampler_names)
+        .help("Sampler (A1111 names such as \"DPM++ 2M\" work too); default: the model's")
+        .bind([](ApiOptions& o, OptionValue& v) -> Status {
+            auto k = sampling::parse_sampler(v.text);
+            if (!k.ok()) return k.status();
+            o.gen.sampler = *k;
+            v.text = sampling::sampler_cli_name(*k);
+            return Status::Ok();
+        });
+    opt(out, g, "scheduler", OptType::Enum, kGenerate)
+        .values(sampling::schedule_names)
+        .unsupported_values("kl_optimal,bong_tangent")
+        .help("Sigma schedule; default: the sampler's and the model's")
+        .bind([](ApiOptions& o, OptionValue& v) -> Status {
+            auto k = sampling::parse_schedule(v.text);
+            if (!k.ok()) return k.status();
+            o.gen.scheduler = *k;
+            v.text = sampling::schedule_name(*k);
+            return Status::Ok();
+        });
+    opt(out, g, "sigmas", OptType::FloatList, kGenerate)
+        .range(0)
+        .help("Custom sigmas, comma separated (e.g. \"14.61,7.8,3.5,0\"); replaces the schedule")
+        .bind([](ApiOptions& o, OptionValue& v) -> Status {
+            auto s = sampling::parse_sigmas(v.text);
+            if (!s.ok()) return s.status();
+            o.gen.sigmas = *s;
+            return Status::Ok();
+        });
+    opt(out, g, "steps", OptType::Int, kGenerate)
+        .range(1, 10000)
+        .def("20")
+        .help("Number of sampling steps")
+        .bind(to_int(GGDIFF_FIELD(gen.steps)));
+    opt(out, g, "cfg-scale", OptType::Float, kGenerate)
+        .help(
+            "Classifier-free guidance scale; 1 skips the negative prompt; default: the model's "
+            "(7 for SD1/SD2)")
+        .bind(to_float(GGDIFF_FIELD(gen.cfg_scale)));
+    opt(out, g, "img-cfg-scale", OptType::Float, kGenerate)
+        .help("Image guidance scale of instruct / inpainting models (default: --cfg-scale)")
+        .bind(to_float(GGDIFF_FIELD(gen.img_cfg_scale)));
+    opt(out, g, "guidance", OptType::Float, kGenerate)
+        .def("3.5")
+        .help("Distilled guidance of models with a guidance input (FLUX)")
+        .bind(to_float(GGDIFF_FIELD(gen.guidance)));
+    opt(out, g, "eta", OptType::Float, kGenerate)
+        .range(0)
+        .help(
+            "Noise multiplier of stochastic samplers (default: 1 for euler_a, dpm++2s_a, "
+            "dpm++2m_sde, er_sde, euler_a_cfg_pp; 0 for ddim_trailing, tcd, res_multistep, "
+            "res_2s)")
+        .bind(to_float(GGDIFF_FIELD(gen.eta)));
+    opt(out, g, "flow-shift", OptType::Float, kGenerate)
+        .help(
+            "Timestep shift of flow models (SD3, FLUX, Qwen Image, Wan); default: the model's. "
+            "Models that are not flow models (SD1, SD2, SDXL) have none")
+        .bind(to_float(GGDIFF_FIELD(gen.flow_shift)));
+    opt(out, g, "strength", OptType::Float, kGenerate)
+        .range(0, 1)
+        .def("0.75")
+        .help("img2img denoising strength: 0 keeps the image, 1 replaces it")
+        .bind(to_float(GGDIFF_FIELD(gen.strength)));
+    opt(out, g, "clip-skip", OptType::Int, kGenerate)
+        .def("-1")
+        .help("Skip the last CLIP layers: 1 none, 2 one; <= 0 uses the model's default")
+        .bind(to_int(GGDIFF_FIELD(gen.clip_skip)));
+    auto rng_help = "Noise generator: cuda (A1111/Forge noise), cpu (ComfyUI), std_default";
+    opt(out, g, "rng", OptType::Enum, kGenerate)
+        .values(sampling::rng_names)
+        .def("cuda")
+        .help(rng_help)
+        .bind([](ApiOptions& o, OptionValue& v) -> Status {
+            auto k = sampling::parse_rng(v.text);
+            if (!k.ok()) return k.status();
+            o.gen.rng = *k;
+            v.text = sampling::rng_name(*k);
+            return Status::Ok();
+        });
+    opt(out, g, "sampler-rng", OptType::Enum, kGenerate)
+        .values(sampling::rng_names)
+        .help("Noise generator inside the sampler; default: the same as --rng")
+        .bind([](ApiOptions& o, OptionValue& v) -> Status {
+            auto k = sampling::parse_rng(v.text);
+            if (!k.ok()) return k.status();
+            o.gen.sampler_rng = *k;
+            v.text = sampling::rng_name(*k);
+            return Status::Ok();
+        });
+
+    g = "VAE";
+    opt(out, g, "vae-tiling", OptType::Bool, kGenerate)
+        .help("Decode / encode in tiles to save memory")
+        .bind(to_bool(GGDIFF_FIELD(gen.vae_tiling.enabled)));
+    opt(out, g, "vae-tile-size", OptType::Pair, kGenerate)
+        .range(4, 4096)
+        .def("32x32")
+        .help("Tile size in latent pixels, N or XxY")
+        .bind([](ApiOptions& o, OptionValue& v) -> Status {
+            const double x = v.list[0], y = v.list[1];
+            if (x != static_cast<int>(x) || y != static_cast<int>(y))
+                return Status::Error("tile sizes are whole latent pixels");
+            o.gen.vae_tiling.tile_w = static_cast<int>(x);
+            o.gen.vae_tiling.tile_h = static_cast<int>(y);
+            return Status::Ok();
+        });
+    opt(out, g, "vae-tile-overlap", OptType::Float, kGenerate)
+        .range(0, 0.99)
+        .def("0.5")
+        .help("Tile overlap as a fraction of the tile")
+        .bind(to_float(GGDIFF_FIELD(gen.vae_tiling.overlap)));
+}
+
+}  // namespace ggdiff::api

@@ -1,0 +1,88 @@
+// Schema entries read when a model is loaded: files, weight types, prediction.
+#include "api/option_decl.h"
+#include "io/weight_type.h"
+#include "sampling/parameterization.h"
+
+namespace ggdiff::api {
+
+void add_model_options(std::vector<OptionSpec>& out) {
+    const char* g = "Model files";
+    auto file = [&](const char* name, const char* help, auto field) {
+        return opt(out, g, name, OptType::Path, kModel).help(help).bind(to_text(field));
+    };
+    auto planned = [&](const char* name, const char* help) {
+        return opt(out, g, name, OptType::Path, kModel).help(help).not_yet();
+    };
+
+    opt(out, g, "model", OptType::Path, kModel | kRepeatable)
+        .short_name("m")
+        .help(
+            "Checkpoint with all components (.safetensors or .gguf file, or a diffusers "
+            "folder); -M info takes several")
+        .bind(to_text(GGDIFF_FIELD(model.model)));
+    file("diffusion-model", "Stand-alone diffusion model (UNet / DiT) weights",
+         GGDIFF_FIELD(model.diffusion_model));
+    planned("high-noise-diffusion-model", "Stand-alone high-noise expert (Wan 2.2)");
+    planned("uncond-diffusion-model", "Separate diffusion model for the unconditional pass");
+    file("vae", "Stand-alone VAE weights (replace the checkpoint's)", GGDIFF_FIELD(model.vae));
+    opt(out, g, "vae-format", OptType::String, kModel)
+        .def("auto")
+        .unsupported_values("!auto")
+        .help("Layout of the --vae file; auto (detected from the tensor names) is supported");
+    file("taesd", "Tiny AutoEncoder for fast, lower quality decoding (and encoding)",
+         GGDIFF_FIELD(model.taesd))
+        .alias("tae");
+    file("clip_l", "CLIP ViT-L text encoder", GGDIFF_FIELD(model.clip_l));
+    file("clip_g", "OpenCLIP ViT-bigG text encoder", GGDIFF_FIELD(model.clip_g));
+    planned("clip_vision", "CLIP vision encoder");
+    file("t5xxl", "T5-XXL text encoder", GGDIFF_FIELD(model.t5xxl));
+    file("llm", "LLM text encoder (Qwen2.5-VL for Qwen Image, Mistral for FLUX.2, ...)",
+         GGDIFF_FIELD(model.llm))
+        .alias("qwen2vl");
+    planned("llm_vision", "Vision tower of the LLM text encoder").alias("qwen2vl_vision");
+    planned("audio-vae", "Audio VAE (audio-video models)");
+    planned("embeddings-connectors", "Text embeddings connector weights (LTX)");
+    file("tokenizer",
+         "CLIP tokenizer to use instead of the built-in one: a merges.txt, vocab.json or "
+         "tokenizer.json file, or a folder holding them (or a tokenizer/ folder)",
+         GGDIFF_FIELD(model.tokenizer));
+    planned("control-net", "ControlNet model");
+    planned("photo-maker", "PhotoMaker model");
+    planned("pulid-weights", "PuLID model");
+    planned("upscale-model", "ESRGAN upscaler model");
+    planned("lora-model-dir", "Folder searched for <lora:NAME:WEIGHT> prompt tags");
+    planned("embd-dir", "Folder of textual inversion embeddings");
+
+    opt(out, g, "type", OptType::Enum, kModel)
+        .values(weight_type_names)
+        .help("Convert weights on load to this type; default: keep the file's types")
+        .bind([](ApiOptions& o, OptionValue& v) -> Status {
+            auto t = parse_weight_type(v.text);
+            if (!t.ok()) return t.status();
+            o.model.weight_type = *t;
+            v.text = weight_type_name(*t);
+            return Status::Ok();
+        });
+    opt(out, g, "tensor-type-rules", OptType::String, kModel)
+        .not_yet()
+        .help("Weight type per tensor name pattern, e.g. \"^vae\\.=f16,model\\.=q8_0\"");
+    opt(out, g, "lora-apply-mode", OptType::Enum, kModel)
+        .values({"auto", "immediately", "at_runtime"})
+        .def("auto")
+        .not_yet("LoRA")
+        .help("How LoRAs are applied");
+    opt(out, g, "prediction", OptType::Enum, kModel)
+        .values(sampling::prediction_names)
+        .help("Override the prediction type detected from the checkpoint")
+        .bind([](ApiOptions& o, OptionValue& v) -> Status {
+            for (const std::string& name : sampling::prediction_names()) {
+                if (name == v.text) {
+                    o.model.prediction = name;
+                    return Status::Ok();
+                }
+            }
+            return Status::Error("unknown prediction '" + v.text + "'");
+        });
+}
+
+}  // namespace ggdiff::api

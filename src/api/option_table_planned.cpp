@@ -1,0 +1,122 @@
+// Schema entries of sd-cli features ggdiff does not have yet. They parse (so sd-cli
+// command lines stay valid) and setting one fails with "--NAME is not supported yet";
+// an entry moves to its group's file when its feature lands.
+#include "api/option_decl.h"
+
+namespace ggdiff::api {
+
+void add_planned_options(std::vector<OptionSpec>& out) {
+    auto later = [&](const char* group, const char* name, OptType type, const char* help) {
+        return opt(out, group, name, type, kGenerate).not_yet().help(help);
+    };
+    const char* g = "Generation";
+    later(g, "end-img", OptType::Path, "Last frame (first-last-frame video)");
+    later(g, "mask", OptType::Path, "Inpainting mask image");
+    later(g, "control-image", OptType::Path, "ControlNet condition image");
+    later(g, "control-video", OptType::Path, "Folder of ControlNet frames, read in name order");
+    later(g, "ref-image", OptType::Path, "Reference image (repeatable)")
+        .short_name("r")
+        .flags(kRepeatable);
+    later(g, "increase-ref-index", OptType::Bool,
+          "Give reference images increasing indices in listing order");
+    later(g, "disable-auto-resize-ref-image", OptType::Bool,
+          "Use reference images at their own size");
+    later(g, "timestep-shift", OptType::Int,
+          "Timestep shift for NitroFusion models (e.g. 250 or 500)");
+    later(g, "extra-sample-args", OptType::String, "Extra sampler parameters, key=value,...");
+    later(g, "slg-scale", OptType::Float, "Skip layer guidance scale for DiT models; 0 disables");
+    later(g, "skip-layer-start", OptType::Float,
+          "Skip layer guidance start, as a fraction of the steps");
+    later(g, "skip-layer-end", OptType::Float,
+          "Skip layer guidance end, as a fraction of the steps");
+    later(g, "skip-layers", OptType::IntList,
+          "Layers skipped by skip layer guidance, e.g. [7,8,9]");
+
+    g = "VAE";
+    later(g, "vae-relative-tile-size", OptType::Pair,
+          "Tile size relative to the image, XxY: < 1 a fraction, >= 1 tiles per side");
+    later(g, "temporal-tiling", OptType::Bool, "Tile video VAE work over time");
+    later(g, "extra-tiling-args", OptType::String, "Extra tiling parameters, key=value,...");
+    later(g, "force-sdxl-vae-conv-scale", OptType::Bool, "Apply the conv scale of the SDXL VAE");
+
+    g = "High-noise expert (Wan 2.2)";
+    later(g, "high-noise-sampling-method", OptType::String, "Sampler of the high-noise expert");
+    later(g, "high-noise-steps", OptType::Int,
+          "Steps of the high-noise expert; -1 splits at --moe-boundary");
+    later(g, "high-noise-cfg-scale", OptType::Float, "High-noise CFG scale");
+    later(g, "high-noise-img-cfg-scale", OptType::Float, "High-noise image guidance scale");
+    later(g, "high-noise-guidance", OptType::Float, "High-noise distilled guidance");
+    later(g, "high-noise-eta", OptType::Float, "High-noise sampler noise multiplier");
+    later(g, "high-noise-slg-scale", OptType::Float, "High-noise skip layer guidance scale");
+    later(g, "high-noise-skip-layer-start", OptType::Float, "High-noise skip layer guidance start");
+    later(g, "high-noise-skip-layer-end", OptType::Float, "High-noise skip layer guidance end");
+    later(g, "high-noise-skip-layers", OptType::IntList, "High-noise skip layer guidance layers");
+    later(g, "moe-boundary", OptType::Float,
+          "Timestep fraction where the low-noise expert takes over");
+
+    g = "Video";
+    later(g, "video-frames", OptType::Int, "Number of video frames");
+    later(g, "fps", OptType::Int, "Frames per second of the video");
+    later(g, "vace-strength", OptType::Float, "Wan VACE strength");
+
+    g = "ControlNet, PhotoMaker, PuLID";
+    later(g, "control-strength", OptType::Float, "ControlNet strength");
+    later(g, "canny", OptType::Bool, "Run a Canny edge detector on the control image");
+    later(g, "pm-id-images-dir", OptType::Path, "PhotoMaker identity images");
+    later(g, "pm-id-embed-path", OptType::Path, "PhotoMaker v2 identity embedding");
+    later(g, "pm-style-strength", OptType::Float, "PhotoMaker style strength");
+    later(g, "pulid-id-embedding", OptType::Path, "PuLID identity embedding");
+    later(g, "pulid-id-weight", OptType::Float, "PuLID identity weight");
+
+    g = "Hires fix";
+    later(g, "hires", OptType::Bool, "Run a second, upscaled pass (hires fix)");
+    later(g, "hires-upscaler", OptType::String,
+          "Upscaler: Latent or a model file name in --hires-upscalers-dir");
+    later(g, "hires-upscalers-dir", OptType::Path, "Folder of upscaler models");
+    later(g, "hires-scale", OptType::Float, "Upscale factor");
+    later(g, "hires-width", OptType::Int, "Target width; 0 uses --hires-scale");
+    later(g, "hires-height", OptType::Int, "Target height; 0 uses --hires-scale");
+    later(g, "hires-steps", OptType::Int, "Steps of the second pass; 0 = --steps");
+    later(g, "hires-denoising-strength", OptType::Float, "Denoising strength of the second pass");
+    later(g, "hires-upscale-tile-size", OptType::Int, "Tile size of model upscalers");
+    later(g, "hires-sigmas", OptType::FloatList,
+          "Custom sigmas of the second pass, comma separated");
+
+    g = "Upscaling";
+    later(g, "upscale-repeats", OptType::Int, "Run the upscaler this many times");
+    later(g, "upscale-tile-size", OptType::Int, "Upscaler tile size");
+
+    g = "Step caching";
+    later(g, "cache-mode", OptType::String,
+          "Caching method: easycache, ucache, dbcache, taylorseer, cache-dit or spectrum");
+    later(g, "cache-option", OptType::String, "Cache parameters, key=value,...");
+    later(g, "scm-mask", OptType::String,
+          "Steps mask for cache-dit, comma separated 0/1 (1 = compute)");
+    later(g, "scm-policy", OptType::String, "SCM policy: dynamic or static");
+
+    g = "Model family switches";
+    later(g, "chroma-disable-dit-mask", OptType::Bool, "Chroma: no attention mask in the DiT");
+    later(g, "chroma-enable-t5-mask", OptType::Bool, "Chroma: mask T5 padding");
+    later(g, "chroma-t5-mask-pad", OptType::Int, "Chroma: T5 padding tokens kept unmasked");
+    later(g, "qwen-image-zero-cond-t", OptType::Bool, "Qwen Image: zero conditioning timestep");
+    later(g, "qwen-image-layers", OptType::Int,
+          "Qwen Image Layered: number of layers (N+1 RGBA images per item)");
+    later(g, "circular", OptType::Bool, "Seamless tiling in both directions");
+    later(g, "circularx", OptType::Bool, "Seamless tiling horizontally");
+    later(g, "circulary", OptType::Bool, "Seamless tiling vertically");
+
+    g = "Preview";
+    opt(out, g, "preview", OptType::Enum, kGenerate)
+        .values({"none", "proj", "tae", "vae"})
+        .unsupported_values("!none")
+        .def("none")
+        .help("Preview method during sampling; only none is supported yet");
+    later(g, "preview-path", OptType::Path, "Preview image file");
+    later(g, "preview-interval", OptType::Int, "Steps between preview updates");
+    later(g, "preview-noisy", OptType::Bool,
+          "Preview the noisy latent instead of the denoised one");
+    later(g, "taesd-preview-only", OptType::Bool,
+          "Use TAESD for previews only, not for the final image");
+}
+
+}  // namespace ggdiff::api
