@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "tokenizers/clip_builtin.h"
+
 namespace ggdiff {
 
 namespace fs = std::filesystem;
@@ -45,16 +47,37 @@ Result<std::string> find_clip_merges(const std::string& model_path,
             looked.push_back(parent / "tokenizer");
         }
     }
-    std::string places;
     for (const fs::path& dir : looked) {
         if (is_tokenizer_folder(dir)) return dir.string();
-        places += (places.empty() ? "" : ", ") + dir.string();
     }
-    return Status::Error(
-        "no CLIP merge list found: pass --tokenizer /path/to/merges.txt (the CLIP BPE merges, e.g. "
-        "from a diffusers model's tokenizer/ folder; a folder with vocab.json and merges.txt, or a "
-        "tokenizer.json, works too)" +
-        (places.empty() ? std::string() : "; looked in " + places));
+    return std::string();
+}
+
+Result<ClipTokenizer> open_clip_tokenizer(const std::string& model_path,
+                                          const std::string& tokenizer_flag,
+                                          const std::string* embedded_merges, std::string* source) {
+    auto say = [&](const std::string& s) {
+        if (source) *source = s;
+    };
+    if (tokenizer_flag.empty() && embedded_merges) {
+        auto t = ClipTokenizer::from_merges_text(*embedded_merges);
+        if (!t.ok()) return t.status().with_context("tokenizer in the checkpoint");
+        say("the checkpoint");
+        return t;
+    }
+    auto path = find_clip_merges(model_path, tokenizer_flag);
+    if (!path.ok()) return path.status();
+    if (path->empty()) {
+        say("built in");
+        return builtin_clip_tokenizer();
+    }
+    auto t = ClipTokenizer::from_path(*path);
+    if (!t.ok()) {
+        return t.status().with_context(tokenizer_flag.empty() ? "CLIP tokenizer " + *path
+                                                              : "--tokenizer " + tokenizer_flag);
+    }
+    say(*path);
+    return t;
 }
 
 }  // namespace ggdiff

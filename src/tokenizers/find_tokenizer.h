@@ -1,20 +1,30 @@
-// Where the CLIP merge list comes from when the checkpoint does not embed one.
+// Where the CLIP vocabulary comes from.
 #pragma once
 
 #include <string>
 
 #include "core/status.h"
+#include "tokenizers/clip_tokenizer.h"
 
 namespace ggdiff {
 
 // Returns a path for ClipTokenizer::from_path(), searching in this order:
 //  1. `tokenizer_flag` (--tokenizer) when not empty: a merges.txt file, a tokenizer.json, a
 //     vocab.json with merges.txt beside it, a folder holding merges.txt (+ vocab.json) or
-//     tokenizer.json, or a diffusers model folder holding tokenizer/;
+//     tokenizer.json, or a diffusers model folder holding tokenizer/; anything else is an
+//     error naming the flag;
 //  2. a diffusers tokenizer/ folder in the model's folder or in that folder's parent
 //     (model.safetensors next to tokenizer/, or unet/ and text_encoder/ beside tokenizer/).
-// Otherwise the error says what to pass.
+// "" when there is no flag and no such folder.
 Result<std::string> find_clip_merges(const std::string& model_path,
                                      const std::string& tokenizer_flag);
+
+// The CLIP tokenizer for a model, from the first of: --tokenizer, the merge list embedded
+// in the checkpoint (`embedded_merges`, may be null), a tokenizer/ folder beside the model
+// (find_clip_merges), the built-in list. `source` (may be null) says which one was used.
+Result<ClipTokenizer> open_clip_tokenizer(const std::string& model_path,
+                                          const std::string& tokenizer_flag,
+                                          const std::string* embedded_merges,
+                                          std::string* source = nullptr);
 
 }  // namespace ggdiff

@@ -12,7 +12,6 @@
 namespace {
 
 const std::string kFixture = GGDIFF_BINARY_DIR "/fixtures/sd1_mc32.safetensors";
-const std::string kMerges = GGDIFF_SHARED_DIR "/data/clip/merges.txt";
 
 struct Options {
     ggdiff_options* o = ggdiff_options_new();
@@ -20,11 +19,10 @@ struct Options {
     int set(const char* k, const std::string& v) { return ggdiff_options_set(o, k, v.c_str()); }
 };
 
-// The SD1 fixture with the shared merge list; nullptr (and a test failure) if it won't load.
+// The SD1 fixture (built-in CLIP vocabulary); nullptr (and a test failure) if it won't load.
 ggdiff_model* load_fixture() {
     Options opts;
     EXPECT_EQ(opts.set("model", kFixture), 0);
-    EXPECT_EQ(opts.set("tokenizer", kMerges), 0);
     ggdiff_model* model = nullptr;
     EXPECT_EQ(ggdiff_model_load(opts.o, &model), 0) << ggdiff_last_error();
     return model;

@@ -271,20 +271,6 @@ TEST(CliInputs, UnreadableTokenizer) {
     EXPECT_FALSE(fs::exists(dir + "/out.png"));
 }
 
-TEST(CliInputs, NoTokenizerFoundSaysWhatToPass) {
-    ASSERT_TRUE(prerequisites_ok());
-    const std::string dir = fresh_dir();
-    const std::string model = dir + "/model.safetensors";
-    fs::create_symlink(fixture_path(), model);
-    const RunResult r = run_ggdiff(concat({"-m", model}, concat(quick_request(),
-                                                                {"-o", dir + "/out.png"})),
-                                   dir, 120);
-    expect_clean_error(r);
-    EXPECT_TRUE(contains(r.err, "--tokenizer")) << r.describe();
-    EXPECT_TRUE(contains(r.err, "merges.txt")) << r.describe();
-    EXPECT_FALSE(fs::exists(dir + "/out.png"));
-}
-
 TEST(CliInputs, MissingModelFile) {
     const std::string dir = fresh_dir();
     const std::string missing = dir + "/no_such_model.safetensors";

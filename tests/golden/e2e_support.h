@@ -224,9 +224,10 @@ inline RunResult run_ggdiff(const std::vector<std::string>& args, const std::str
     return r;
 }
 
-// The arguments that point ggdiff at the fixture: -m FIXTURE --tokenizer MERGES.
+// The arguments that point ggdiff at the fixture: -m FIXTURE. The fixture is a single file
+// without tokenizer files (none beside it either), so the built-in CLIP vocabulary is used.
 inline std::vector<std::string> model_args() {
-    return {"-m", fixture_path(), "--tokenizer", merges_path()};
+    return {"-m", fixture_path()};
 }
 
 inline bool contains(const std::string& haystack, const std::string& needle) {

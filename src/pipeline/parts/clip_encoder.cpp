@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/log.h"
 #include "pipeline/parts/module_setup.h"
 #include "tokenizers/find_tokenizer.h"
 #include "tokenizers/token_windows.h"
@@ -34,15 +35,11 @@ void apply_token_weights(float* h, int64_t width, int64_t tokens, const float* w
 Result<std::shared_ptr<const ClipTokenizer>> load_clip_tokenizer(const FamilyContext& ctx) {
     const auto& meta = ctx.index.metadata();
     auto embedded = meta.find("tokenizer.clip.merges");
-    if (embedded != meta.end() && ctx.options.tokenizer.empty()) {
-        auto t = ClipTokenizer::from_merges_text(embedded->second);
-        if (!t.ok()) return t.status().with_context("tokenizer in the checkpoint");
-        return std::make_shared<const ClipTokenizer>(std::move(*t));
-    }
-    auto path = find_clip_merges(ctx.main_file, ctx.options.tokenizer);
-    if (!path.ok()) return path.status();
-    auto t = ClipTokenizer::from_path(*path);
+    std::string source;
+    auto t = open_clip_tokenizer(ctx.main_file, ctx.options.tokenizer,
+                                 embedded != meta.end() ? &embedded->second : nullptr, &source);
     if (!t.ok()) return t.status();
+    GGDIFF_LOG_DEBUG("CLIP tokenizer: %s", source.c_str());
     return std::make_shared<const ClipTokenizer>(std::move(*t));
 }
 

@@ -13,8 +13,8 @@
 
 namespace ggdiff {
 
-// The CLIP tokenizer for a model: merges embedded in the checkpoint, --tokenizer, or a
-// diffusers tokenizer/ folder next to the model (see tokenizers/find_tokenizer.h).
+// The CLIP tokenizer for a model: --tokenizer, the merges embedded in the checkpoint, a
+// tokenizer/ folder next to the model, else the built-in list (tokenizers/find_tokenizer.h).
 Result<std::shared_ptr<const ClipTokenizer>> load_clip_tokenizer(const FamilyContext& ctx);
 
 class ClipTextEncoder {
