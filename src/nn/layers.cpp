@@ -85,4 +85,9 @@ ggml_tensor* upsample_nearest2x(ggml_context* ctx, ggml_tensor* x) {
     return ggml_upscale(ctx, x, 2, GGML_SCALE_MODE_NEAREST);
 }
 
+ggml_tensor* upsample_nearest(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h) {
+    if (w == 2 * x->ne[0] && h == 2 * x->ne[1]) return upsample_nearest2x(ctx, x);
+    return ggml_interpolate(ctx, x, w, h, x->ne[2], x->ne[3], GGML_SCALE_MODE_NEAREST);
+}
+
 }  // namespace ggdiff::nn

@@ -36,5 +36,8 @@ ggml_tensor* tokens_to_image(ggml_context* ctx, ggml_tensor* x, int64_t w, int64
 
 // Nearest-neighbour 2x upsample of [W, H, C, N].
 ggml_tensor* upsample_nearest2x(ggml_context* ctx, ggml_tensor* x);
+// Nearest-neighbour resize of [W, H, C, N] to [w, h, C, N] (source pixel floor(i * W / w),
+// torch's "nearest"); exactly upsample_nearest2x when w = 2W and h = 2H.
+ggml_tensor* upsample_nearest(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h);
 
 }  // namespace ggdiff::nn

@@ -1,6 +1,6 @@
 // SD2.x end to end on a fixture made at test time: an SD2-layout checkpoint (OpenCLIP
 // text encoder in the LDM layout, 1024-wide context, linear projections) is detected,
-// loads, and generates with eps and v prediction.
+// loads, and generates with eps and v prediction, at sizes in steps of 8.
 #include <gtest/gtest.h>
 
 #include "../golden/e2e_support.h"
@@ -61,6 +61,20 @@ TEST(Sd2, DetectsLoadsAndGenerates) {
 
     RunResult bad = generate("flux_flow", dir + "/bad.png");
     EXPECT_TRUE(bad.failed_cleanly()) << bad.describe();
+
+    // Sizes whose latent sides the UNet's down factor does not divide come out exact.
+    for (const auto& [w, h] : std::vector<std::pair<int, int>>{{96, 64}, {72, 136}, {520, 520}}) {
+        const std::string tag = std::to_string(w) + "x" + std::to_string(h);
+        RunResult r = run_ggdiff({"-m", model, "-p", "a lighthouse", "-W", std::to_string(w), "-H",
+                                  std::to_string(h), "--steps", "1", "--cfg-scale", "1",
+                                  "--sampling-method", "euler", "-o", dir + "/" + tag + ".png"},
+                                 dir, 480);
+        ASSERT_TRUE(r.succeeded()) << r.describe();
+        auto sized = ggdiff::read_image(dir + "/" + tag + ".png");
+        ASSERT_TRUE(sized.ok()) << sized.status().message();
+        EXPECT_EQ(sized->width, w) << tag;
+        EXPECT_EQ(sized->height, h) << tag;
+    }
     std::error_code ec;
     fs::remove(model, ec);
 }

@@ -212,7 +212,13 @@ class UNet:
                 if depth > 0:
                     h = self.transformer(h, ctx, b + "1.", depth)
                 if lv > 0 and j == cfg["num_res_blocks"]:
-                    h = h.repeat(2, axis=2).repeat(2, axis=3)
+                    # Nearest upsampling to the next skip connection's size (torch's
+                    # F.interpolate(size=..., mode="nearest"): source index
+                    # floor(i * in / out)); 2x when the level's side was even.
+                    th, tw = skips[-1].shape[2], skips[-1].shape[3]
+                    rows = (np.arange(th) * h.shape[2]) // th
+                    cols = (np.arange(tw) * h.shape[3]) // tw
+                    h = h[:, :, rows][:, :, :, cols]
                     h = self.conv(h, b + ("2" if depth > 0 else "1") + ".conv", pad=1)
                 idx += 1
 

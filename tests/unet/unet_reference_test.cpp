@@ -58,6 +58,7 @@ struct Case {
     std::string name;
     UNetConfig cfg;
     int64_t batch, latent, tokens, context_batch;
+    int64_t latent_h = 0;  // 0: square (latent x latent); else a latent x latent_h latent
 };
 
 // Runs both implementations and compares element-wise against the output's scale.
@@ -68,7 +69,8 @@ void compare_with_reference(const Case& k) {
 
     TensorMap tensors = random_weights(unet_layout(k.cfg, kPrefix), 1234);
     UNetInputs in;
-    in.x = random_tensor({k.batch, k.cfg.in_channels, k.latent, k.latent}, 7);
+    const int64_t lw = k.latent, lh = k.latent_h > 0 ? k.latent_h : k.latent;
+    in.x = random_tensor({k.batch, k.cfg.in_channels, lh, lw}, 7);
     in.timesteps = Tensor{{k.batch}, {}};
     for (int64_t i = 0; i < k.batch; ++i) in.timesteps.data.push_back(i == 0 ? 999.0f : 261.5f);
     in.context = random_tensor({k.context_batch, k.tokens, k.cfg.context_dim}, 8);
@@ -91,7 +93,7 @@ void compare_with_reference(const Case& k) {
     int nodes = 0;
     auto got = run_unet(k.cfg, tensors, in, kPrefix, &nodes);
     ASSERT_TRUE(got.ok()) << got.status().message();
-    ASSERT_EQ(got->ne, (std::vector<int64_t>{k.latent, k.latent, k.cfg.out_channels, k.batch}));
+    ASSERT_EQ(got->ne, (std::vector<int64_t>{lw, lh, k.cfg.out_channels, k.batch}));
     ASSERT_EQ(ref.size(), got->data.size());
     {  // kept next to the reference output for looking into a failure
         std::ofstream f(dir / "ggml.f32", std::ios::binary);
@@ -152,6 +154,18 @@ TEST(UNetReference, Sd1LayoutModelChannels32) {
     cfg.model_channels = 32;
     cfg.time_embed_dim = 128;
     compare_with_reference({"sd1_mc32", cfg, 1, 16, 77, 1});
+}
+
+// A latent whose sides are not divisible by the UNet's down factor (8 for SD1's four
+// levels): 9 -> 5 -> 3 -> 2 and 17 -> 9 -> 5 -> 3 on the way down, so each upsampling
+// resizes to its skip connection's size instead of doubling (e.g. 72x136 pixels).
+TEST(UNetReference, Sd1LayoutOddLatentSize) {
+    UNetConfig cfg;
+    cfg.model_channels = 32;
+    cfg.time_embed_dim = 128;
+    Case k{"sd1_mc32_odd", cfg, 1, 9, 77, 1};
+    k.latent_h = 17;
+    compare_with_reference(k);
 }
 
 }  // namespace

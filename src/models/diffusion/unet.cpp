@@ -373,7 +373,9 @@ ggml_tensor* middle(Pass& s, ggml_tensor* h) {
 }
 
 // Each output block concatenates [h, skip] along channels, then ResBlock (+ transformer),
-// and the last block of a level upsamples (nearest 2x, 3x3 conv).
+// and the last block of a level upsamples (nearest, 3x3 conv) to the size of the skip
+// connection it meets next: 2x when the level's input side was even, else the odd size the
+// stride-2 downsampling came from (as diffusers and ComfyUI do), so any latent size works.
 ggml_tensor* up_path(Pass& s, ggml_tensor* h) {
     const UNetConfig& cfg = s.cfg;
     const int64_t mc = cfg.model_channels;
@@ -391,7 +393,8 @@ ggml_tensor* up_path(Pass& s, ggml_tensor* h) {
             h = res_attn(s, h, b, in, out, depth);
             ch = out;
             if (l > 0 && j == cfg.num_res_blocks) {
-                h = nn::upsample_nearest2x(s.c.ctx, h);
+                const ggml_tensor* next = s.skips.back();
+                h = nn::upsample_nearest(s.c.ctx, h, next->ne[0], next->ne[1]);
                 h = nn::conv2d(s.c, h, b + (depth > 0 ? "2" : "1") + ".conv", ch, ch, 3, 1, 1);
             }
         }
