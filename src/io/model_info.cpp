@@ -61,8 +61,8 @@ std::string detect_family(const TensorIndex& index, int* context_dim) {
             ctx == 2048) {
             return "sdxl";
         }
-        if (ctx == 768) return "sd1";
         if (ctx == 1024) return "sd2";
+        if (ctx > 0) return "sd1";  // SD1 (768) and small models of its layout
     }
     return "unknown";
 }

@@ -1,5 +1,6 @@
 // The SD1.x / SD2.x recipe: one CLIP text encoder (OpenAI ViT-L/14 for SD1, OpenCLIP
 // ViT-H/14 for SD2) -> LDM UNet (eps or v) -> KL VAE.
+#include <cstdio>
 #include <string>
 
 #include "core/log.h"
@@ -26,11 +27,25 @@ int64_t context_width(const TensorIndex& index) {
     return 0;
 }
 
+// An LDM UNet with cross-attention and no label embedding (that is SDXL's), at any context
+// width: SD1 (768), SD2 (1024), or small models of the same layout.
 bool detect(const TensorIndex& index) {
     if (!index.has(std::string(kUnet) + "input_blocks.0.0.weight")) return false;
     if (index.has(std::string(kUnet) + "label_emb.0.0.weight")) return false;  // SDXL
-    const int64_t ctx = context_width(index);
-    return ctx == 768 || ctx == 1024;
+    return context_width(index) > 0;
+}
+
+// "WxH" from the checkpoint's modelspec.resolution (the size it was trained for).
+void read_default_size(const TensorIndex& index, FamilyDefaults& d) {
+    auto it = index.metadata().find("modelspec.resolution");
+    if (it == index.metadata().end()) return;
+    int w = 0, h = 0;
+    char x = 0;
+    if (std::sscanf(it->second.c_str(), "%d%c%d", &w, &x, &h) == 3 && (x == 'x' || x == 'X') &&
+        w >= 64 && h >= 64 && w % 8 == 0 && h % 8 == 0 && w <= 16384 && h <= 16384) {
+        d.width = w;
+        d.height = h;
+    }
 }
 
 // eps unless --prediction or the checkpoint's metadata says v.
@@ -72,6 +87,7 @@ Result<Family> load(const FamilyContext& ctx) {
     f.param = sampling::Parameterization::discrete(*pred);
     f.defaults.sampler = "euler_a";
     f.defaults.clip_skip = sd2 ? 2 : 1;
+    read_default_size(ctx.index, f.defaults);
     f.latent_channels = unet->out_channels;
 
     auto tokenizer = load_clip_tokenizer(ctx);
