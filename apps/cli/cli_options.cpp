@@ -845,6 +845,7 @@ Status check_mode_inputs(const CliOptions& o) {
     const bool any_model = !o.model.empty() || !o.diffusion_model.empty();
     switch (o.mode) {
         case Mode::img_gen:
+            break;  // without a model the library uses its built-in one
         case Mode::vid_gen:
         case Mode::convert:
             if (!any_model) {
