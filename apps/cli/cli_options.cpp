@@ -112,7 +112,6 @@ const std::vector<UnsupportedFlag> kNotSupportedYet = {
     {"--chroma-enable-t5-mask", nullptr},
     {"--chroma-t5-mask-pad", nullptr},
     {"--qwen-image-zero-cond-t", nullptr},
-    {"--qwen-image-layers", nullptr},
     {"--clip_vision", nullptr},
     {"--llm_vision", nullptr},
     {"--force-sdxl-vae-conv-scale", nullptr},
@@ -378,6 +377,9 @@ void add_options(CLI::App& app, CliOptions& o) {
     path("--audio-vae", o.audio_vae, "Audio VAE (audio-video models)");
     path("--embeddings-connectors", o.embeddings_connectors,
          "Text embeddings connector weights (LTX)");
+    path("--llm-tokenizer", o.llm_tokenizer,
+         "Tokenizer of the LLM text encoder (a folder with vocab.json + merges.txt, or a "
+         "tokenizer.json) when it is not next to the --llm file");
     path("--tokenizer", o.tokenizer,
          "Tokenizer files (merges.txt / vocab.json, or their folder) when the "
          "checkpoint has none");

@@ -60,7 +60,8 @@ struct CliOptions {
     std::string llm_vision;  // --llm_vision, alias --qwen2vl_vision
     std::string audio_vae;
     std::string embeddings_connectors;
-    std::string tokenizer;  // ggdiff: merges.txt / vocab.json or their folder
+    std::string tokenizer;      // ggdiff: merges.txt / vocab.json or their folder
+    std::string llm_tokenizer;  // ggdiff: the LLM's vocab.json + merges.txt folder / tokenizer.json
     std::string control_net;
     std::string photo_maker;
     std::string pulid_weights;

@@ -185,6 +185,13 @@ void add_generation_options(std::vector<OptionSpec>& out) {
         .def("0.5")
         .help("Tile overlap as a fraction of the tile")
         .bind(to_float(GGDIFF_FIELD(gen.vae_tiling.overlap)));
+
+    g = "Model family switches";
+    opt(out, g, "qwen-image-layers", OptType::Int, kGenerate)
+        .range(0, 64)
+        .def("3")
+        .help("Qwen Image Layered: N gives N+1 RGBA layers (images) per batch item")
+        .bind(to_int(GGDIFF_FIELD(gen.qwen_image_layers)));
 }
 
 }  // namespace ggdiff::api

@@ -114,6 +114,10 @@ struct Family {
     Status (*check_request)(const GenerateOptions&) = nullptr;
     // Init/reference image -> the tensor the VAE encodes (default: RGB in [-1, 1]).
     HostTensor (*image_input)(const Image&) = nullptr;
+    // Frames per latent for a request (Qwen Image Layered: one per layer); nullptr = 1. A
+    // latent of F frames is [w, h, latent_channels * F, 1] with channel c of frame f in plane
+    // c * F + f, and decodes to F images.
+    int (*latent_frames)(const GenerateOptions&) = nullptr;
 };
 
 // Everything a recipe gets when it builds a family.

@@ -7,6 +7,8 @@ namespace ggdiff {
 const std::vector<const FamilyRecipe*>& family_recipes() {
     static const std::vector<const FamilyRecipe*> recipes = {
         &kSdRecipe,
+        &kQwenImageLayeredRecipe,
+        &kQwenImageRecipe,
     };
     return recipes;
 }

@@ -34,6 +34,7 @@ struct Plan {
     sampling::Parameterization param = sampling::Parameterization::discrete();
     std::vector<float> sigmas;
     int64_t latent_w = 0, latent_h = 0, latent_c = 0;
+    int frames = 1;  // images per latent (layers)
 };
 
 // "96x64 or 104x64": the valid sizes on either side of a bad one.
@@ -101,7 +102,8 @@ Result<Plan> plan_request(const GenerateOptions& o, const Family& f) {
     const int d = f.vae->downscale();
     p.latent_w = p.width / d;
     p.latent_h = p.height / d;
-    p.latent_c = f.latent_channels;
+    p.frames = f.latent_frames ? std::max(1, f.latent_frames(o)) : 1;
+    p.latent_c = static_cast<int64_t>(f.latent_channels) * p.frames;
     return p;
 }
 
@@ -160,12 +162,20 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
                               : resize_image(*o.init_image, p.width, p.height);
         auto enc = f.vae->encode(f.image_input ? f.image_input(img) : image_to_tensor(img), *rng);
         if (!enc.ok()) return enc.status().with_context("encoding the init image");
-        if (static_cast<size_t>(enc->numel()) != n) {
+        if (static_cast<size_t>(enc->numel()) * p.frames != n) {
             return Status::Error(
                 "encoding the init image: the VAE's latent does not match "
                 "the denoiser's");
         }
-        init_latent = std::move(enc->data);
+        // A latent of several frames starts every frame from the init image.
+        init_latent.resize(n);
+        const size_t plane = static_cast<size_t>(p.latent_w * p.latent_h);
+        for (size_t c = 0; c < static_cast<size_t>(f.latent_channels); ++c) {
+            for (size_t fr = 0; fr < static_cast<size_t>(p.frames); ++fr) {
+                std::copy_n(enc->data.begin() + c * plane, plane,
+                            init_latent.begin() + (c * p.frames + fr) * plane);
+            }
+        }
         sigmas = sampling::img2img_sigmas(sigmas, o.strength);
         timings_.encode = seconds_since(t1);
         GGDIFF_LOG_DEBUG("init image encoding: %.2fs", timings_.encode);

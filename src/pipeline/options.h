@@ -23,11 +23,12 @@ struct ModelOptions {
     std::string diffusion_model;  // --diffusion-model
     std::string vae;              // --vae
     std::string clip_l, clip_g, t5xxl, llm;
-    std::string taesd;       // --taesd
-    std::string tokenizer;   // --tokenizer: CLIP merges.txt / folder
-    int weight_type = -1;    // --type: a ggml_type, or -1 to keep the stored types
-    std::string prediction;  // --prediction override (a prediction_names() value; "" = detect)
-    int threads = -1;        // -1: all hardware threads
+    std::string taesd;          // --taesd
+    std::string tokenizer;      // --tokenizer: CLIP merges.txt / folder
+    std::string llm_tokenizer;  // --llm-tokenizer: Qwen2 BPE vocab folder / tokenizer.json
+    int weight_type = -1;       // --type: a ggml_type, or -1 to keep the stored types
+    std::string prediction;     // --prediction override (a prediction_names() value; "" = detect)
+    int threads = -1;           // -1: all hardware threads
     // Placement (validated by the placement layer before any weight is read).
     std::string backend;
     std::string params_backend;
@@ -65,6 +66,7 @@ struct GenerateOptions {
     sampling::RngKind rng = sampling::RngKind::Cuda;
     std::optional<sampling::RngKind> sampler_rng;  // nullopt: same as rng
     TilingOptions vae_tiling;
+    int qwen_image_layers = 3;      // Qwen Image Layered: N+1 RGBA layers per batch item
     std::string output_model_name;  // for metadata (file base name)
 };
 

@@ -5,6 +5,8 @@
 
 namespace ggdiff {
 
-extern const FamilyRecipe kSdRecipe;  // SD1.x, SD2.x
+extern const FamilyRecipe kSdRecipe;                // SD1.x, SD2.x
+extern const FamilyRecipe kQwenImageLayeredRecipe;  // Qwen Image Layered (before Qwen Image)
+extern const FamilyRecipe kQwenImageRecipe;         // Qwen Image
 
 }  // namespace ggdiff
