@@ -74,7 +74,6 @@ const std::vector<UnsupportedFlag> kNotSupportedYet = {
     {"--taesd-preview-only", nullptr},
     // inpainting and reference images
     {"--mask", nullptr},
-    {"--ref-image", nullptr},
     {"--increase-ref-index", nullptr},
     {"--disable-auto-resize-ref-image", nullptr},
     // video, audio, Wan 2.2 high-noise expert

@@ -68,7 +68,11 @@ int generate(const ggdiff::cli::CliOptions& cli) {
     // Every generation/model flag the user gave goes to the library as typed.
     for (const auto& [flag, value] : cli.given) {
         const std::string name = flag.substr(2);
+        if (name == "ref-image") continue;  // repeatable: each one below
         if (ggdiff::is_api_option(name) && !set(name, value)) return 1;
+    }
+    for (const std::string& ref : cli.ref_images) {
+        if (!set("ref-image", ref)) return 1;
     }
     // Values the CLI resolved itself.
     if (!set("prompt", cli.prompt) || !set("negative-prompt", cli.negative_prompt)) return 1;

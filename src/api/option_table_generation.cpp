@@ -50,6 +50,11 @@ void add_generation_options(std::vector<OptionSpec>& out) {
         .short_name("i")
         .help("Initial image for img2img (resized to the output size)")
         .bind(to_text(GGDIFF_FIELD(init_image_path)));
+    opt(out, g, "ref-image", OptType::Path, kGenerate | kRepeatable)
+        .short_name("r")
+        .help(
+            "Reference image (repeatable) for models that take them (Qwen Image, Qwen Image "
+            "Layered); resized to about the output's pixel count");
     opt(out, g, "width", OptType::Int, kGenerate)
         .short_name("W")
         .range(kMinSide, kMaxSide)

@@ -14,9 +14,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "mask", OptType::Path, "Inpainting mask image");
     later(g, "control-image", OptType::Path, "ControlNet condition image");
     later(g, "control-video", OptType::Path, "Folder of ControlNet frames, read in name order");
-    later(g, "ref-image", OptType::Path, "Reference image (repeatable)")
-        .short_name("r")
-        .flags(kRepeatable);
     later(g, "increase-ref-index", OptType::Bool,
           "Give reference images increasing indices in listing order");
     later(g, "disable-auto-resize-ref-image", OptType::Bool,

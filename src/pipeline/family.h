@@ -118,6 +118,10 @@ struct Family {
     // latent of F frames is [w, h, latent_channels * F, 1] with channel c of frame f in plane
     // c * F + f, and decodes to F images.
     int (*latent_frames)(const GenerateOptions&) = nullptr;
+    // Reference images (-r) the denoiser attends to: each is resized to about the output's
+    // pixel count (at most 1024x1024) in multiples of this, then encoded by the VAE (through
+    // image_input). 0: the family takes none.
+    int ref_image_multiple = 0;
 };
 
 // Everything a recipe gets when it builds a family.

@@ -61,6 +61,7 @@ struct GenerateOptions {
     int64_t seed = 42;                // < 0: a random seed (picked by the C API)
     int batch = 1;
     std::optional<Image> init_image;
+    std::vector<Image> ref_images;  // -r: reference images (edit / Layered models)
     float strength = 0.75f;
     int clip_skip = -1;
     sampling::RngKind rng = sampling::RngKind::Cuda;

@@ -54,9 +54,9 @@ TEST_F(QwenCli, LayeredDitWithRgbVaeIsAnError) {
 }
 
 TEST_F(QwenCli, MissingTokenizerIsAnError) {
-    RunResult r = run({"--diffusion-model", qwen_fixture("qwen_tiny_dit"), "--llm",
-                       qwen_fixture("qwen_tiny_llm"), "--vae", qwen_fixture("qwen_vae"), "-p",
-                       "x"});
+    RunResult r =
+        run({"--diffusion-model", qwen_fixture("qwen_tiny_dit"), "--llm",
+             qwen_fixture("qwen_tiny_llm"), "--vae", qwen_fixture("qwen_vae"), "-p", "x"});
     EXPECT_TRUE(r.failed_cleanly()) << r.describe();
     EXPECT_TRUE(contains(r.err, "no tokenizer found")) << r.describe();
     EXPECT_TRUE(contains(r.err, "--llm-tokenizer")) << r.describe();
@@ -69,14 +69,32 @@ TEST_F(QwenCli, MissingTokenizerIsAnError) {
     EXPECT_TRUE(contains(bad.err, "--llm-tokenizer " + dir_ + "/nowhere")) << bad.describe();
 }
 
-// img2img from an RGB image (it gains an opaque alpha), two batch items of two layers each:
-// four RGBA images, seeds 7, 7, 8, 8.
+// img2img from an RGB image and an RGB reference image (both gain an opaque alpha), two batch
+// items of two layers each: four RGBA images, seeds 7, 7, 8, 8.
 TEST_F(QwenCli, LayeredImg2ImgBatch) {
     std::vector<std::string> args = qwen_model_args(true);
-    args.insert(args.end(), {"-p", "a poster with a red apple", "-W", "64", "-H", "64",
-                             "--steps", "4", "--cfg-scale", "2.5", "-s", "7", "-b", "2",
-                             "--qwen-image-layers", "1", "-i",
-                             qwen_golden_dir() + "/qwen_euler.png", "--strength", "0.6"});
+    args.insert(args.end(), {"-p",
+                             "a poster with a red apple",
+                             "-W",
+                             "64",
+                             "-H",
+                             "64",
+                             "--steps",
+                             "4",
+                             "--cfg-scale",
+                             "2.5",
+                             "-s",
+                             "7",
+                             "-b",
+                             "2",
+                             "--qwen-image-layers",
+                             "1",
+                             "-i",
+                             qwen_golden_dir() + "/qwen_euler.png",
+                             "--strength",
+                             "0.6",
+                             "-r",
+                             qwen_golden_dir() + "/qwen_dpmpp2m.png"});
     RunResult r = run(args, 600);
     ASSERT_TRUE(r.succeeded()) << r.describe();
     const std::vector<std::string> outs = {dir_ + "/out.png", dir_ + "/out_1.png",

@@ -9,7 +9,9 @@
 
 namespace ggdiff::e2e {
 
-inline std::string qwen_golden_dir() { return shared_dir() + "/golden/qwen_tiny"; }
+inline std::string qwen_golden_dir() {
+    return shared_dir() + "/golden/qwen_tiny";
+}
 
 inline std::string qwen_fixture(const std::string& stem) {
     return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + stem + ".safetensors";
@@ -29,8 +31,12 @@ inline std::vector<std::string> qwen_model_args(bool layered = false) {
 
 // The request of the golden case qwen_euler (64x64, 4 steps).
 inline std::vector<std::string> qwen_euler_args() {
-    return {"-p",  "a photograph of an astronaut riding a horse", "-W", "64", "-H", "64",
-            "--steps", "4", "--cfg-scale", "2.5", "-s", "42"};
+    return {"-p",          "a photograph of an astronaut riding a horse",
+            "-W",          "64",
+            "-H",          "64",
+            "--steps",     "4",
+            "--cfg-scale", "2.5",
+            "-s",          "42"};
 }
 
 }  // namespace ggdiff::e2e

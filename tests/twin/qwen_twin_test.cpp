@@ -79,8 +79,8 @@ class QwenTwin : public ::testing::Test {
         const double tol = 1.5;
         const auto d = ggdiff::e2e::compare_images(b, a);
         EXPECT_TRUE(d.ok) << d.error;
-        EXPECT_LE(d.mean_abs, tol) << "split image differs from the single-device image: max "
-                                   << d.max_abs;
+        EXPECT_LE(d.mean_abs, tol)
+            << "split image differs from the single-device image: max " << d.max_abs;
         std::printf("qwen twin: mean_abs_diff %.3f max_abs_diff %d\n", d.mean_abs, d.max_abs);
         const auto g =
             ggdiff::e2e::compare_images(b, ggdiff::e2e::qwen_golden_dir() + "/qwen_euler.png");
@@ -94,8 +94,8 @@ class QwenTwin : public ::testing::Test {
 };
 
 TEST_F(QwenTwin, DitAndLlmLayerSplit) {
-    const std::string log = twin({"--backend", "RPC0"},
-                                 {"--backend", "diffusion=RPC0&RPC1,te=RPC0&RPC1,vae=RPC0"});
+    const std::string log =
+        twin({"--backend", "RPC0"}, {"--backend", "diffusion=RPC0&RPC1,te=RPC0&RPC1,vae=RPC0"});
     // Each module's blocks land on RPC1; its embeddings, norms and projections stay on RPC0.
     EXPECT_FALSE(split_devices(log, "diffusion").empty()) << log;
     EXPECT_FALSE(split_devices(log, "te").empty()) << log;
@@ -147,8 +147,8 @@ TEST_F(QwenTwin, AutoFitSplitsDitAndLlm) {
         }
         const auto targets = c.value("targets", nlohmann::json::array());
         if (targets.empty()) continue;
-        single_backend += (single_backend.empty() ? "" : ",") + module + "=" +
-                          targets[0].get<std::string>();
+        single_backend +=
+            (single_backend.empty() ? "" : ",") + module + "=" + targets[0].get<std::string>();
     }
     single = {"--backend", single_backend};
     if (!plan.value("params_backend", "").empty()) {
