@@ -21,13 +21,10 @@ Status resolve_api_inputs(ApiOptions& options) {
         options.gen.seed = static_cast<int64_t>(rd() & 0x7fffffff);
     }
     options.gen.ref_images.clear();
-    auto refs = options.values.find("ref-image");
-    if (refs != options.values.end()) {
-        for (const api::OptionValue& v : refs->second) {
-            auto ref = read_image(v.text);
-            if (!ref.ok()) return ref.status().with_context("--ref-image " + v.text);
-            options.gen.ref_images.push_back(std::move(*ref));
-        }
+    for (const std::string& path : options.ref_image_paths) {
+        auto ref = read_image(path);
+        if (!ref.ok()) return ref.status().with_context("--ref-image " + path);
+        options.gen.ref_images.push_back(std::move(*ref));
     }
     if (options.init_image_path.empty()) return Status::Ok();
     auto img = read_image(options.init_image_path);

@@ -54,7 +54,11 @@ void add_generation_options(std::vector<OptionSpec>& out) {
         .short_name("r")
         .help(
             "Reference image (repeatable) for models that take them (Qwen Image, Qwen Image "
-            "Layered); resized to about the output's pixel count");
+            "Layered); resized to about the output's pixel count")
+        .bind([](ApiOptions& o, OptionValue& v) -> Status {
+            o.ref_image_paths.push_back(v.text);
+            return Status::Ok();
+        });
     opt(out, g, "width", OptType::Int, kGenerate)
         .short_name("W")
         .range(kMinSide, kMaxSide)

@@ -93,9 +93,12 @@ class QwenTwin : public ::testing::Test {
     std::string dir_;
 };
 
+// Asked for a row split, the RPC devices (no split buffer type) fall back to the layer split.
 TEST_F(QwenTwin, DitAndLlmLayerSplit) {
     const std::string log =
-        twin({"--backend", "RPC0"}, {"--backend", "diffusion=RPC0&RPC1,te=RPC0&RPC1,vae=RPC0"});
+        twin({"--backend", "RPC0"}, {"--backend", "diffusion=RPC0&RPC1,te=RPC0&RPC1,vae=RPC0",
+                                     "--split-mode", "diffusion=row,te=layer"});
+    EXPECT_TRUE(contains(log, "diffusion: row split is not possible")) << log;
     // Each module's blocks land on RPC1; its embeddings, norms and projections stay on RPC0.
     EXPECT_FALSE(split_devices(log, "diffusion").empty()) << log;
     EXPECT_FALSE(split_devices(log, "te").empty()) << log;
