@@ -215,6 +215,7 @@ const std::map<std::string, std::optional<std::string>>& samples() {
         {"--width", "768"},
         // ggdiff additions
         {"--tokenizer", "merges.txt"},
+        {"--llm-tokenizer", "qwen_tokenizer"},
         {"--fit-dry-run", std::nullopt},
         {"--version", std::nullopt},
     };
@@ -222,7 +223,8 @@ const std::map<std::string, std::optional<std::string>>& samples() {
 }
 
 // ggdiff's own flags, which CLI_FLAGS.md (sd-cli's set) does not list.
-const std::set<std::string> kGgdiffAdditions = {"--tokenizer", "--fit-dry-run", "--version"};
+const std::set<std::string> kGgdiffAdditions = {"--tokenizer", "--fit-dry-run", "--version",
+                                                "--llm-tokenizer"};
 
 // Aliases recorded under another long name.
 std::string main_name(const std::string& flag) {
@@ -569,9 +571,12 @@ TEST(CliOptions, Modes) {
     EXPECT_TRUE(parse_ok({"--list-devices"}).list_devices);  // needs no model
     EXPECT_EQ(parse_ok({"--version"}).action, CliAction::version);
 
-    std::string e = parse_error({"-p", "a cat"});
-    EXPECT_NE(e.find("--model"), std::string::npos) << e;
-    e = parse_error({"-M", "metadata"});
+    // Generating without a model is parsed: the CLI falls back to the built-in toy model
+    // (tests/cli/default_model_test.cpp covers running it and the error when it is absent).
+    CliOptions bare = parse_ok({"-p", "a cat"});
+    EXPECT_EQ(bare.mode, Mode::img_gen);
+    EXPECT_TRUE(bare.model.empty());
+    std::string e = parse_error({"-M", "metadata"});
     EXPECT_NE(e.find("--image"), std::string::npos) << e;
     e = parse_error({"-M", "info"});
     EXPECT_NE(e.find("-m"), std::string::npos) << e;
