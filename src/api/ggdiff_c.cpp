@@ -9,6 +9,7 @@
 
 #include "api/c_api_internal.h"
 #include "core/log.h"
+#include "core/safe_text.h"
 #include "devices/devices.h"
 #include "ggdiff.h"
 #include "pipeline/engine.h"
@@ -30,8 +31,9 @@ const std::string& last_error() {
     return g_last_error;
 }
 
+// One line with control characters escaped, whatever file or request the message quotes.
 int fail(const std::string& message) {
-    g_last_error = message;
+    g_last_error = ggdiff::escape_text(message);
     return 1;
 }
 

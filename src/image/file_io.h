@@ -1,4 +1,5 @@
-// Whole-file reads with clear errors, and atomic whole-file writes (temp file, fsync, rename).
+// Whole-file reads with clear errors; atomic whole-file writes (temp file, fsync, rename) are
+// core/output_file.h's write_file_atomic.
 #pragma once
 
 #include <cstddef>
@@ -6,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/output_file.h"
 #include "core/status.h"
 
 namespace ggdiff {
@@ -14,10 +16,5 @@ namespace ggdiff {
 // missing or unreadable file, "is a directory", "file is empty", and "file is too large"
 // when it exceeds max_bytes.
 Result<std::vector<uint8_t>> read_file_bytes(const std::string& path, uint64_t max_bytes);
-
-// Writes `size` bytes to `path` atomically: a temporary file in the same directory is
-// written, fsynced and renamed over `path`, and the directory is fsynced. On any failure
-// the temporary file is removed and an existing `path` is left untouched.
-Status write_file_atomic(const std::string& path, const uint8_t* data, size_t size);
 
 }  // namespace ggdiff

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/log.h"
+#include "core/safe_text.h"
 
 namespace ggdiff {
 
@@ -29,8 +30,11 @@ Result<std::vector<std::string>> shards_from_index(const std::string& dir,
     }
     std::set<std::string> files;
     for (const auto& [key, value] : j["weight_map"].items()) {
-        if (!value.is_string() || value.get<std::string>().find('/') != std::string::npos) {
-            return Status::Error(index_path + ": bad weight_map entry for '" + key + "'");
+        if (!value.is_string() || value.get<std::string>().find('/') != std::string::npos ||
+            value.get<std::string>() == ".." ||
+            !check_name(value.get<std::string>(), "file name", 4096).ok()) {
+            return Status::Error(escape_text(index_path) + ": bad weight_map entry for " +
+                                 quote_name(key));
         }
         files.insert(value.get<std::string>());
     }

@@ -3,6 +3,8 @@
 #include <climits>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <queue>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -381,41 +383,56 @@ std::vector<std::string> ClipTokenizer::pre_tokenize(const std::string& text) {
     return pieces;
 }
 
+// Merges the lowest-ranked adjacent pair first, the leftmost of equal ones, until none is in
+// the merge list: what CLIP's loop of "find the best pair, merge all its occurrences" does, in
+// O(n log n) with a heap over a linked list instead of O(n^2) rescans (a merge only creates
+// pairs that contain its result, which rank after it in a merge list).
 std::vector<std::string> ClipTokenizer::bpe(const std::string& piece) const {
-    std::vector<std::string> word;
-    word.reserve(piece.size());
-    for (unsigned char b : piece) word.push_back(byte_encoder_[b]);
-    if (word.empty()) return word;
-    word.back() += kEndOfWord;
+    std::vector<std::string> sym;
+    sym.reserve(piece.size());
+    for (unsigned char b : piece) sym.push_back(byte_encoder_[b]);
+    if (sym.empty()) return sym;
+    sym.back() += kEndOfWord;
+    const size_t n = sym.size();
+    if (n == 1) return sym;
 
-    std::string key;
-    while (word.size() > 1) {
-        int best_rank = INT_MAX;
-        size_t best = 0;
-        for (size_t i = 0; i + 1 < word.size(); ++i) {
-            key.assign(word[i]).append(" ").append(word[i + 1]);
-            auto it = ranks_.find(key);
-            if (it != ranks_.end() && it->second < best_rank) {
-                best_rank = it->second;
-                best = i;
-            }
-        }
-        if (best_rank == INT_MAX) break;
-        const std::string first = word[best];
-        const std::string second = word[best + 1];
-        std::vector<std::string> merged;
-        merged.reserve(word.size());
-        for (size_t i = 0; i < word.size();) {
-            if (i + 1 < word.size() && word[i] == first && word[i + 1] == second) {
-                merged.push_back(first + second);
-                i += 2;
-            } else {
-                merged.push_back(word[i]);
-                i += 1;
-            }
-        }
-        word = std::move(merged);
+    constexpr size_t kNone = static_cast<size_t>(-1);
+    std::vector<size_t> prev(n), next(n);
+    for (size_t i = 0; i < n; ++i) {
+        prev[i] = i == 0 ? kNone : i - 1;
+        next[i] = i + 1 < n ? i + 1 : kNone;
     }
+    std::vector<bool> alive(n, true);
+    std::string key;
+    auto rank_at = [&](size_t left) {
+        const size_t right = next[left];
+        if (right == kNone) return INT_MAX;
+        key.assign(sym[left]).append(" ").append(sym[right]);
+        const auto it = ranks_.find(key);
+        return it == ranks_.end() ? INT_MAX : it->second;
+    };
+    using Entry = std::pair<int, size_t>;  // rank, position of the pair's left symbol
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+    auto push = [&](size_t left) {
+        const int rank = rank_at(left);
+        if (rank != INT_MAX) heap.emplace(rank, left);
+    };
+    for (size_t i = 0; i + 1 < n; ++i) push(i);
+    while (!heap.empty()) {
+        const auto [rank, left] = heap.top();
+        heap.pop();
+        if (!alive[left] || rank_at(left) != rank) continue;  // stale entry
+        const size_t right = next[left];
+        sym[left] += sym[right];
+        sym[right].clear();
+        alive[right] = false;
+        next[left] = next[right];
+        if (next[right] != kNone) prev[next[right]] = left;
+        if (prev[left] != kNone) push(prev[left]);
+        push(left);
+    }
+    std::vector<std::string> word;
+    for (size_t i = 0; i != kNone; i = next[i]) word.push_back(std::move(sym[i]));
     return word;
 }
 
