@@ -6,9 +6,10 @@
 #   scripts/fuzz.sh MINUTES [TARGET ...]      e.g. scripts/fuzz.sh 10, scripts/fuzz.sh 1 gguf
 #   nice -n 19 scripts/fuzz.sh 10             on a shared machine
 #
-# Needs clang (libFuzzer, ASan, UBSan): Debian's `clang` package, which this script installs
-# with apt-get when clang++ is missing and it may (root or sudo). The normal build does not
-# need clang. It builds into $BUILD_DIR (default build-fuzz) with -DGGDIFF_FUZZ=ON.
+# Needs clang (libFuzzer, ASan, UBSan): Debian's `clang` and `libclang-rt-dev` packages
+# (scripts/setup.sh installs them; this script does with apt-get when a fuzzer does not link
+# and it may: root or sudo). The normal build does not need clang. It builds into $BUILD_DIR
+# (default build-fuzz) with -DGGDIFF_FUZZ=ON.
 # New inputs go to $BUILD_DIR/fuzz-corpus/<target>/; copy a crash input that was fixed to
 # tests/fuzz/crashes/<target>/ so that every build replays it (ctest fuzz_replay_<target>).
 set -euo pipefail
@@ -23,14 +24,23 @@ fi
 shift
 seconds=$(awk -v m="$minutes" 'BEGIN { s = int(m * 60); print (s < 1 ? 1 : s) }')
 
-if ! command -v clang++ >/dev/null; then
+# libFuzzer ships in Debian's libclang-rt-dev, which clang only recommends: check that a
+# fuzzer links, not just that clang++ exists.
+have_libfuzzer() {
+  command -v clang++ >/dev/null &&
+    printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }\n' |
+    clang++ -fsanitize=fuzzer -x c++ - -o /dev/null >/dev/null 2>&1
+}
+if ! have_libfuzzer; then
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   if command -v apt-get >/dev/null && { [ -z "$SUDO" ] || command -v sudo >/dev/null; }; then
-    echo "fuzz: installing clang (Debian package) for libFuzzer"
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends clang
-  else
-    echo "fuzz: clang++ not found; install Debian's clang package" >&2
+    echo "fuzz: installing clang and libclang-rt-dev (Debian packages) for libFuzzer"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+      clang libclang-rt-dev
+  fi
+  if ! have_libfuzzer; then
+    echo "fuzz: clang++ with libFuzzer not found; install Debian's clang and libclang-rt-dev" >&2
     exit 1
   fi
 fi
