@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "tokenizers/tokenizer_files.h"
 #include "tokenizers/unicode.h"
 
 namespace ggdiff {
@@ -42,25 +43,6 @@ std::vector<std::pair<int, char32_t>> bytes_to_unicode() {
         }
     }
     return pairs;
-}
-
-Result<std::string> read_file(const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) return Status::Error(path + " is a folder");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status::Error("cannot open " + path);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) return Status::Error("cannot read " + path);
-    return ss.str();
-}
-
-Result<nlohmann::json> read_json(const std::string& path) {
-    auto text = read_file(path);
-    if (!text) return text.status();
-    auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return Status::Error(path + " is not valid JSON");
-    return j;
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -226,7 +208,7 @@ Result<ClipTokenizer> ClipTokenizer::from_merges_text(const std::string& merges_
 }
 
 Result<ClipTokenizer> ClipTokenizer::from_merges_file(const std::string& path) {
-    auto text = read_file(path);
+    auto text = read_tokenizer_text(path);
     if (!text) return text.status().with_context("reading CLIP merges");
     auto merges = parse_merges(*text, /*expect_header=*/true);
     if (!merges) return merges.status().with_context("CLIP merges " + path);
@@ -237,11 +219,11 @@ Result<ClipTokenizer> ClipTokenizer::from_merges_file(const std::string& path) {
 
 Result<ClipTokenizer> ClipTokenizer::from_vocab_and_merges(const std::string& vocab_json_path,
                                                            const std::string& merges_path) {
-    auto j = read_json(vocab_json_path);
+    auto j = read_tokenizer_json(vocab_json_path);
     if (!j) return j.status().with_context("reading CLIP vocabulary");
     auto vocab = vocab_from_json(*j, vocab_json_path);
     if (!vocab) return vocab.status();
-    auto text = read_file(merges_path);
+    auto text = read_tokenizer_text(merges_path);
     if (!text) return text.status().with_context("reading CLIP merges");
     auto merges = parse_merges(*text, /*expect_header=*/true);
     if (!merges) return merges.status().with_context("CLIP merges " + merges_path);
@@ -251,7 +233,7 @@ Result<ClipTokenizer> ClipTokenizer::from_vocab_and_merges(const std::string& vo
 }
 
 Result<ClipTokenizer> ClipTokenizer::from_tokenizer_json(const std::string& path) {
-    auto j = read_json(path);
+    auto j = read_tokenizer_json(path);
     if (!j) return j.status().with_context("reading CLIP tokenizer");
     const std::string what = "CLIP tokenizer " + path;
     if (!j->is_object() || !j->contains("model") || !(*j)["model"].is_object()) {

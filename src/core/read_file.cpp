@@ -1,4 +1,4 @@
-#include "image/file_io.h"
+#include "core/read_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,14 +8,11 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "core/safe_text.h"
 
 namespace ggdiff {
 
 namespace {
-
-std::string errno_text(int err) {
-    return std::strerror(err);
-}
 
 class FdCloser {
   public:
@@ -34,10 +31,10 @@ class FdCloser {
 
 Result<std::vector<uint8_t>> read_file_bytes(const std::string& path, uint64_t max_bytes) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::Error(errno_text(errno));
+    if (fd < 0) return Status::Error(std::strerror(errno));
     FdCloser closer(fd);
     struct stat st;
-    if (::fstat(fd, &st) != 0) return Status::Error(errno_text(errno));
+    if (::fstat(fd, &st) != 0) return Status::Error(std::strerror(errno));
     if (S_ISDIR(st.st_mode)) return Status::Error("is a directory, not a file");
     std::vector<uint8_t> bytes;
     if (S_ISREG(st.st_mode)) {
@@ -55,7 +52,7 @@ Result<std::vector<uint8_t>> read_file_bytes(const std::string& path, uint64_t m
         const ssize_t n = ::read(fd, buf, sizeof buf);
         if (n < 0) {
             if (errno == EINTR) continue;
-            return Status::Error(errno_text(errno));
+            return Status::Error(std::strerror(errno));
         }
         if (n == 0) break;
         if (bytes.size() + static_cast<size_t>(n) > max_bytes) {
@@ -66,6 +63,39 @@ Result<std::vector<uint8_t>> read_file_bytes(const std::string& path, uint64_t m
     }
     if (bytes.empty()) return Status::Error("file is empty");
     return bytes;
+}
+
+Result<std::string> read_text_file(const std::string& path, uint64_t max_bytes) {
+    auto bytes = read_file_bytes(path, max_bytes);
+    if (!bytes.ok()) return bytes.status().with_context("cannot read " + quote_name(path));
+    return std::string(bytes->begin(), bytes->end());
+}
+
+Status check_json_nesting(std::string_view text, int max_depth) {
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (c == '\\') {
+                ++i;  // the escaped character, whatever it is
+            } else if (c == '"') {
+                in_string = false;
+            }
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth) {
+                return Status::Error(
+                    string_format("JSON nests deeper than %d levels (at byte %zu)", max_depth, i));
+            }
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+    return Status::Ok();
 }
 
 }  // namespace ggdiff
