@@ -324,6 +324,23 @@ TEST(HostileFiles, ConvertRefusesDevicesFoldersAndDanglingLinksBeforeReading) {
     EXPECT_NE(back.find("w"), nullptr);
 }
 
+// A sharded component's index is read with the same bounds as a header: nesting and size.
+TEST(HostileFiles, DeepShardIndexIsRefused) {
+    const std::string dir = test_dir("hostile_deep_index");
+    write_bytes(dir + "/model_index.json", R"({"_class_name": "StableDiffusionPipeline"})");
+    make_dirs(dir + "/unet");
+    const std::string deep(100000, '[');
+    write_bytes(dir + "/unet/diffusion_pytorch_model.safetensors.index.json",
+                "{\"weight_map\": {\"a\": " + deep + std::string(deep.size(), ']') + "}}");
+    TensorIndex ix;
+    const double t0 = cpu_now();
+    const Status st = ix.add(dir);
+    ASSERT_FALSE(st.ok());
+    EXPECT_TRUE(contains(st.message(), "nests deeper than 16")) << st.message();
+    EXPECT_TRUE(printable_one_line(st.message())) << st.message();
+    EXPECT_LT(seconds_since(t0), 1.0 * kSlowdown);
+}
+
 // The GGUF files convert writes are read by ggml's own reader too (other tools use it).
 TEST(HostileFiles, ConvertedGgufReadsWithGgml) {
     const std::string dir = test_dir("hostile_ggml_compat");
