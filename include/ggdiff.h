@@ -6,7 +6,9 @@
  * schema (ggdiff_option_count / ggdiff_option_info): type, default, allowed values, help,
  * and whether it works here, has no effect here, or is not supported yet. A value is
  * checked when it is set, so a bad value fails at ggdiff_options_set, before any model is
- * loaded. Every function that can fail returns 0 on success and non-zero on error;
+ * loaded; the image inputs "mask" (inpainting, with "init-img") and "control-image"
+ * (with a "control-net") are read when set, so a file that is not an image fails there.
+ * Every function that can fail returns 0 on success and non-zero on error;
  * ggdiff_last_error() then says why (per thread).
  */
 #ifndef GGDIFF_H

@@ -70,8 +70,8 @@ void add_device_options(std::vector<OptionSpec>& out) {
         .help("Run the VAE on the CPU (= --backend vae=CPU)")
         .bind(to_bool(GGDIFF_FIELD(model.vae_on_cpu)));
     opt(out, g, "control-net-cpu", OptType::Bool, kModel)
-        .not_yet("ControlNet")
-        .help("Run the ControlNet on the CPU");
+        .help("Run the ControlNet on the CPU (= --backend controlnet=CPU)")
+        .bind(to_bool(GGDIFF_FIELD(model.control_net_cpu)));
     // Off the CPU kernels (GPUs, RPC devices, GGDIFF_CPU_KERNELS=0) ggml offers these
     // kernels; on the CPU kernels attention is one fused op and convolutions go through
     // im2col or Winograd whatever is chosen.

@@ -3,6 +3,7 @@
 
 #include "api/option_decl.h"
 #include "core/log.h"
+#include "image/image_io.h"
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
 #include "sampling/schedules.h"
@@ -37,6 +38,22 @@ std::function<Status(const OptionValue&)> prompt_check(const char* what) {
     return [what](const OptionValue& v) { return check_prompt_bytes(v.text.size(), what); };
 }
 
+// An image input read when it is set, so that a missing or broken file fails before any
+// model is loaded; "" clears it.
+template <class F>
+std::function<Status(ApiOptions&, OptionValue&)> image_file(const char* flag, F field) {
+    return [flag, field](ApiOptions& o, OptionValue& v) -> Status {
+        if (v.text.empty()) {
+            field(o).reset();
+            return Status::Ok();
+        }
+        auto img = read_image(v.text);
+        if (!img.ok()) return img.status().with_context(flag);
+        field(o) = std::move(*img);
+        return Status::Ok();
+    };
+}
+
 }  // namespace
 
 void add_generation_options(std::vector<OptionSpec>& out) {
@@ -67,6 +84,22 @@ void add_generation_options(std::vector<OptionSpec>& out) {
             o.ref_image_paths.push_back(v.text);
             return Status::Ok();
         });
+    opt(out, g, "mask", OptType::Path, kGenerate)
+        .help(
+            "Inpainting mask for --init-img: white repaints, black keeps, grey blends (resized "
+            "to the output size; read when set)")
+        .bind(image_file("--mask", GGDIFF_FIELD(gen.mask)));
+    opt(out, g, "control-image", OptType::Path, kGenerate)
+        .help("ControlNet condition image (resized to the output size; read when set)")
+        .bind(image_file("--control-image", GGDIFF_FIELD(gen.control_image)));
+    opt(out, g, "control-strength", OptType::Float, kGenerate)
+        .range(0)
+        .def("0.9")
+        .help("How strongly the ControlNet steers")
+        .bind(to_float(GGDIFF_FIELD(gen.control_strength)));
+    opt(out, g, "canny", OptType::Bool, kGenerate)
+        .help("Run a Canny edge detector on the control image first (as sd-cli does)")
+        .bind(to_bool(GGDIFF_FIELD(gen.canny)));
     opt(out, g, "width", OptType::Int, kGenerate)
         .short_name("W")
         .range(kMinSide, kMaxSide)

@@ -51,7 +51,10 @@ void add_model_options(std::vector<OptionSpec>& out) {
          "vocab.json + merges.txt (+ added_tokens.json), a tokenizer.json, or a folder holding "
          "tokenizer/",
          GGDIFF_FIELD(model.llm_tokenizer));
-    planned("control-net", "ControlNet model");
+    file("control-net",
+         "ControlNet for the model (original layout, with or without control_model., or "
+         "diffusers); used with --control-image",
+         GGDIFF_FIELD(model.control_net));
     planned("photo-maker", "PhotoMaker model");
     planned("pulid-weights", "PuLID model");
     planned("upscale-model", "ESRGAN upscaler model");

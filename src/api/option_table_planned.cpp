@@ -11,8 +11,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     };
     const char* g = "Generation";
     later(g, "end-img", OptType::Path, "Last frame (first-last-frame video)");
-    later(g, "mask", OptType::Path, "Inpainting mask image");
-    later(g, "control-image", OptType::Path, "ControlNet condition image");
     later(g, "control-video", OptType::Path, "Folder of ControlNet frames, read in name order");
     later(g, "increase-ref-index", OptType::Bool,
           "Give reference images increasing indices in listing order");
@@ -57,8 +55,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "vace-strength", OptType::Float, "Wan VACE strength");
 
     g = "ControlNet, PhotoMaker, PuLID";
-    later(g, "control-strength", OptType::Float, "ControlNet strength");
-    later(g, "canny", OptType::Bool, "Run a Canny edge detector on the control image");
     later(g, "pm-id-images-dir", OptType::Path, "PhotoMaker identity images");
     later(g, "pm-id-embed-path", OptType::Path, "PhotoMaker v2 identity embedding");
     later(g, "pm-style-strength", OptType::Float, "PhotoMaker style strength");

@@ -10,13 +10,15 @@ namespace {
 
 constexpr const char* kDiffusionPrefix = "model.diffusion_model.";
 constexpr const char* kVaePrefix = "first_stage_model.";
+constexpr const char* kControlPrefix = "control_model.";
 
-enum class RoleKind { Full, Diffusion, Vae, TextEncoder, Other };
+enum class RoleKind { Full, Diffusion, Vae, TextEncoder, Control, Other };
 
 RoleKind kind_of(const std::string& prefix) {
     if (prefix.empty()) return RoleKind::Full;
     if (prefix == kDiffusionPrefix) return RoleKind::Diffusion;
     if (prefix == kVaePrefix) return RoleKind::Vae;
+    if (prefix == kControlPrefix) return RoleKind::Control;
     if (starts_with(prefix, "text_encoders.") || starts_with(prefix, "cond_stage_model.") ||
         starts_with(prefix, "conditioner.")) {
         return RoleKind::TextEncoder;
@@ -190,6 +192,10 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
         DiffusersVaeMap m(w.names);
         convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });
         if (notes) notes->push_back("diffusers VAE layout renamed to LDM");
+    } else if (kind == RoleKind::Control && DiffusersControlNetMap::detect(w.names)) {
+        DiffusersControlNetMap m(w.names);
+        convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });
+        if (notes) notes->push_back("diffusers ControlNet layout renamed to the original");
     } else if (kind == RoleKind::TextEncoder && is_openclip_layout(w.names)) {
         openclip = true;
         if (notes) notes->push_back("open_clip text encoder renamed to HF CLIP layout");

@@ -13,6 +13,9 @@
 //                         slices. open_clip's text_projection is kept as "text_projection"
 //                         (open_clip orientation [width, proj], applied as x @ P), unlike HF's
 //                         "text_projection.weight" ([proj, width], x @ W^T).
+//   ControlNet            control_model.{time_embed,input_blocks,middle_block,input_hint_block,
+//                         zero_convs,middle_block_out}: original layout, with or without its own
+//                         "control_model." prefix; diffusers ControlNetModel files are renamed.
 //   Anything else         kept as stored, under the role prefix.
 #pragma once
 
@@ -64,6 +67,17 @@ class DiffusersVaeMap {
 
 // open_clip text tower name (without the "model." wrapper) -> HF CLIP name(s). A fused
 // in_proj yields three names (q, k, v) in order.
+// diffusers ControlNetModel -> original ControlNet names (the UNet half as the UNet).
+class DiffusersControlNetMap {
+  public:
+    static bool detect(const std::vector<std::string>& names);
+    explicit DiffusersControlNetMap(const std::vector<std::string>& names);
+    bool map(const std::string& name, std::string* out) const;
+
+  private:
+    DiffusersUnetMap unet_;
+};
+
 bool openclip_to_hf(const std::string& name, std::vector<std::string>* out);
 bool is_openclip_layout(const std::vector<std::string>& names);
 

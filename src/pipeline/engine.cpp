@@ -19,6 +19,11 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options) {
     const int wtype = options.weight_type;
     auto index = open_model_files(options);
     if (!index.ok()) return index.status();
+    if (!options.control_net.empty() && !index->has("control_model.input_hint_block.0.weight")) {
+        return Status::Error("--control-net " + options.control_net +
+                             ": no ControlNet found in it (no input_hint_block / "
+                             "controlnet_cond_embedding weights)");
+    }
 
     const FamilyRecipe* recipe = find_family(*index);
     if (!recipe) {
@@ -49,6 +54,10 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options) {
                             main_file};
     auto family = recipe->load(ctx);
     if (!family.ok()) return family.status();
+    if (!options.control_net.empty() && !family->takes_control) {
+        return Status::Error("--control-net: " + std::string(recipe->display) +
+                             " models do not take a ControlNet here");
+    }
     engine->family_ = std::move(*family);
     return engine;
 }

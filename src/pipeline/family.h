@@ -56,6 +56,12 @@ class TextConditioner {
     virtual void end_phase() = 0;
 };
 
+// A ControlNet condition, the same for every item of a batch.
+struct ControlHint {
+    HostTensor image;  // [W, H, 3, 1] in [0, 1]: the control image at the output size
+    float strength = 0.9f;
+};
+
 // One denoiser evaluation over a batch of n latents.
 struct DenoiseBatch {
     HostTensor x;                                   // [w, h, c, n]: noisy latents times c_in
@@ -64,6 +70,7 @@ struct DenoiseBatch {
     float guidance = 3.5f;                          // distilled guidance (guidance-embedded DiTs)
     const HostTensor* concat = nullptr;             // [w, h, k, 1] extra input channels, or null
     const std::vector<HostTensor>* refs = nullptr;  // reference latents (edit models), or null
+    const ControlHint* control = nullptr;           // ControlNet condition, or null
 };
 
 class Denoiser {
@@ -109,6 +116,12 @@ struct Family {
     // Whether the family's denoiser uses classifier-free guidance at all (distilled models
     // may ignore --cfg-scale and take --guidance instead).
     bool uses_cfg = true;
+    // A ControlNet is loaded and the denoiser applies DenoiseBatch::control.
+    bool takes_control = false;
+    // An inpainting model: the denoiser takes, after the latent, the mask (1 channel,
+    // 1 = repaint) and the latent of the init image with the repaint area mid grey
+    // (latent_channels) as DenoiseBatch::concat.
+    bool inpaint_inputs = false;
     std::unique_ptr<TextConditioner> text;
     std::unique_ptr<Denoiser> denoiser;
     std::unique_ptr<Autoencoder> vae;

@@ -9,6 +9,7 @@
 #include "image/infotext.h"
 #include "models/vae/tiling.h"
 #include "pipeline/engine.h"
+#include "pipeline/image_conditions.h"
 #include "pipeline/latent_image.h"
 #include "sampling/sampling.h"
 #include "tokenizers/prompt_limits.h"
@@ -78,6 +79,16 @@ Result<Plan> plan_request(const GenerateOptions& o, const Family& f) {
     if (!o.ref_images.empty() && !f.vae->can_encode()) {
         return Status::Error("this VAE has no encoder weights: reference images need a full VAE");
     }
+    if (o.mask && !o.init_image) {
+        return Status::Error(
+            "--mask needs an init image (-i): the mask says which part of it "
+            "to repaint");
+    }
+    if (o.control_image && !f.takes_control) {
+        return Status::Error("--control-image needs a ControlNet for this model (--control-net)");
+    }
+    if (!(o.control_strength >= 0.0f))
+        return Status::Error("--control-strength must be at least 0");
     if (f.check_request) GGDIFF_TRY(f.check_request(o));
     GGDIFF_TRY(check_prompt_bytes(o.prompt.size(), "the prompt"));
     GGDIFF_TRY(check_prompt_bytes(o.negative_prompt.size(), "the negative prompt"));
@@ -177,29 +188,74 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
                                : std::shared_ptr<sampling::Rng>(sampling::make_rng(
                                      p.sampler_rng, static_cast<uint64_t>(o.seed)));
 
+    // ControlNet condition: the control image at the output size.
+    std::optional<ControlHint> control;
+    if (o.control_image) {
+        control =
+            make_control_hint(*o.control_image, p.width, p.height, o.canny, o.control_strength);
+    } else if (f.takes_control) {
+        GGDIFF_LOG_WARN("a ControlNet is loaded but no --control-image is given: it is not used");
+    }
+
     // img2img: encode the init image once (its posterior sample uses the first seed).
     const size_t n = static_cast<size_t>(p.latent_w * p.latent_h * p.latent_c);
+    const size_t plane = static_cast<size_t>(p.latent_w * p.latent_h);
     std::vector<float> init_latent;
+    // Inpainting: the extra denoiser input of inpainting models (mask + masked-image
+    // latent), and per latent pixel how much of each denoised prediction to keep (the rest
+    // is the init latent); empty when unused.
+    HostTensor inpaint_input;
+    std::vector<float> keep_denoised;
     if (o.init_image) {
         auto t1 = Clock::now();
         const Image img = o.init_image->width == p.width && o.init_image->height == p.height
                               ? *o.init_image
                               : resize_image(*o.init_image, p.width, p.height);
-        auto enc = f.vae->encode(f.image_input ? f.image_input(img) : image_to_tensor(img), *rng);
-        if (!enc.ok()) return enc.status().with_context("encoding the init image");
-        if (static_cast<size_t>(enc->numel()) * p.frames != n) {
-            return Status::Error(
-                "encoding the init image: the VAE's latent does not match "
-                "the denoiser's");
+        auto encode = [&](HostTensor t, const char* what) -> Result<HostTensor> {
+            auto enc = f.vae->encode(t, *rng);
+            if (!enc.ok()) return enc.status().with_context(std::string("encoding ") + what);
+            if (static_cast<size_t>(enc->numel()) * p.frames != n) {
+                return Status::Error(std::string("encoding ") + what +
+                                     ": the VAE's latent does not match the denoiser's");
+            }
+            return enc;
+        };
+        const HostTensor pixels = f.image_input ? f.image_input(img) : image_to_tensor(img);
+        // Inpainting models repaint where the (rounded) mask is white, all of it without one.
+        std::vector<float> mask;
+        if (o.mask) mask = mask_weights(*o.mask, p.width, p.height, f.inpaint_inputs);
+        if (f.inpaint_inputs && mask.empty()) {
+            mask.assign(static_cast<size_t>(p.width) * p.height, 1.0f);
         }
+        std::vector<float> latent_mask;
+        if (!mask.empty()) {
+            latent_mask = block_max(mask, p.width, p.height, f.vae->downscale());
+        }
+        // The init image is encoded first, then the masked image: each VAE posterior
+        // sample takes the next noise from the RNG, in the reference engine's order.
+        auto enc = encode(pixels, "the init image");
+        if (!enc.ok()) return enc.status();
         // A latent of several frames starts every frame from the init image.
         init_latent.resize(n);
-        const size_t plane = static_cast<size_t>(p.latent_w * p.latent_h);
         for (size_t c = 0; c < static_cast<size_t>(f.latent_channels); ++c) {
             for (size_t fr = 0; fr < static_cast<size_t>(p.frames); ++fr) {
                 std::copy_n(enc->data.begin() + c * plane, plane,
                             init_latent.begin() + (c * p.frames + fr) * plane);
             }
+        }
+        if (f.inpaint_inputs) {
+            HostTensor masked = pixels;
+            grey_out(masked, mask);
+            auto enc_masked = encode(std::move(masked), "the masked init image");
+            if (!enc_masked.ok()) return enc_masked.status();
+            inpaint_input = inpaint_concat(latent_mask, *enc_masked);
+        }
+        // Outside the mask every step keeps the init latent; inpainting models get a
+        // slightly larger repaint area so that the seam is theirs to paint.
+        if (o.mask) {
+            keep_denoised = f.inpaint_inputs ? dilate3x3(latent_mask, static_cast<int>(p.latent_w),
+                                                         static_cast<int>(p.latent_h))
+                                             : latent_mask;
         }
         sigmas = sampling::img2img_sigmas(sigmas, o.strength);
         timings_.encode = seconds_since(t1);
@@ -207,6 +263,10 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
         if (progress && !progress("encode", 1, 1, timings_.encode)) {
             return Status::Error("cancelled");
         }
+    } else if (f.inpaint_inputs) {
+        // Text to image with an inpainting model: everything to paint, nothing known.
+        inpaint_input = inpaint_concat(std::vector<float>(plane, 1.0f),
+                                       HostTensor({p.latent_w, p.latent_h, p.latent_c, 1}));
     }
 
     // Reference images: encoded once, shared by every step and batch item.
@@ -237,6 +297,8 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
                            [&](float v) { return v * ms.s.c_in; });
         }
         batch.timesteps.assign(items, ms.t);
+        if (!inpaint_input.data.empty()) batch.concat = &inpaint_input;
+        if (control) batch.control = &*control;
         batch.cond = {&*cond};
         if (batched) batch.cond.push_back(&uncond);
         auto r = f.denoiser->run(batch);
@@ -265,6 +327,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
         }
         sampling::DenoiseResult res;
         sampling::apply_scalings(guided, xin, ms.s, res.denoised);
+        if (!keep_denoised.empty()) blend_latent(res.denoised, init_latent, keep_denoised);
         if (need_uncond) {
             sampling::apply_scalings(p.use_uncond ? out_u : out_c, xin, ms.s, res.uncond_denoised);
         }

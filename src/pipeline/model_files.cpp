@@ -45,10 +45,15 @@ Result<TensorIndex> open_model_files(const ModelOptions& options) {
     if (builtin) o.model = default_model_path();
     TensorIndex index;
     const std::pair<const char*, const std::string*> roles[] = {
-        {"model", &o.model},   {"diffusion-model", &o.diffusion_model},
-        {"vae", &o.vae},       {"clip_l", &o.clip_l},
-        {"clip_g", &o.clip_g}, {"t5xxl", &o.t5xxl},
-        {"llm", &o.llm},       {"taesd", &o.taesd},
+        {"model", &o.model},
+        {"diffusion-model", &o.diffusion_model},
+        {"vae", &o.vae},
+        {"clip_l", &o.clip_l},
+        {"clip_g", &o.clip_g},
+        {"t5xxl", &o.t5xxl},
+        {"llm", &o.llm},
+        {"taesd", &o.taesd},
+        {"control-net", &o.control_net},
     };
     bool any = false;
     for (const auto& [role, path] : roles) {

@@ -24,6 +24,7 @@ struct ModelOptions {
     std::string vae;              // --vae
     std::string clip_l, clip_g, t5xxl, llm;
     std::string taesd;          // --taesd
+    std::string control_net;    // --control-net: a ControlNet for the model
     std::string tokenizer;      // --tokenizer: CLIP merges.txt / folder
     std::string llm_tokenizer;  // --llm-tokenizer: Qwen2 BPE vocab folder / tokenizer.json
     int weight_type = -1;       // --type: a ggml_type, or -1 to keep the stored types
@@ -41,6 +42,7 @@ struct ModelOptions {
     // --diffusion-conv-direct, --vae-conv-direct.
     bool flash_attn = false, diffusion_flash_attn = false;
     bool diffusion_conv_direct = false, vae_conv_direct = false;
+    bool control_net_cpu = false;  // --control-net-cpu: = --backend controlnet=CPU
 };
 
 struct TilingOptions {
@@ -67,6 +69,13 @@ struct GenerateOptions {
     std::optional<Image> init_image;
     std::vector<Image> ref_images;  // -r: reference images (edit / Layered models)
     float strength = 0.75f;
+    // Inpainting (with init_image): white repaints, black keeps, grey is a soft weight
+    // for ordinary checkpoints (inpainting models round it); resized to the output size.
+    std::optional<Image> mask;
+    // ControlNet condition image (resized to the output size), used with --control-net.
+    std::optional<Image> control_image;
+    float control_strength = 0.9f;
+    bool canny = false;  // run the Canny edge detector on control_image first
     int clip_skip = -1;
     sampling::RngKind rng = sampling::RngKind::Cuda;
     std::optional<sampling::RngKind> sampler_rng;  // nullopt: same as rng

@@ -13,14 +13,15 @@ std::optional<std::string> given(const std::string& s) {
     return s.empty() ? std::nullopt : std::optional<std::string>(s);
 }
 
-// The --clip-on-cpu / --vae-on-cpu shorthands as --backend entries.
+// The --clip-on-cpu / --vae-on-cpu / --control-net-cpu shorthands as --backend entries.
 std::string backend_with_shorthands(const ModelOptions& o) {
     std::string spec = o.backend;
     auto add = [&](const char* entry) { spec += (spec.empty() ? "" : ",") + std::string(entry); };
     if (o.clip_on_cpu) add("te=CPU");
     if (o.vae_on_cpu) add("vae=CPU");
+    if (o.control_net_cpu) add("controlnet=CPU");
     // A bare device name means all=DEVICE; keep it valid next to the added entries.
-    if ((o.clip_on_cpu || o.vae_on_cpu) && !o.backend.empty() &&
+    if ((o.clip_on_cpu || o.vae_on_cpu || o.control_net_cpu) && !o.backend.empty() &&
         o.backend.find('=') == std::string::npos) {
         spec = "all=" + spec;
     }
@@ -118,6 +119,7 @@ Result<EnginePlacement> resolve_placement(const ModelOptions& o, const TensorInd
     ep.te = module_devices(effective, placement::Module::TextEncoder, devices);
     ep.diffusion = module_devices(effective, placement::Module::Diffusion, devices);
     ep.vae = module_devices(effective, placement::Module::Vae, devices);
+    ep.control = module_devices(effective, placement::Module::ControlNet, devices);
     return ep;
 }
 

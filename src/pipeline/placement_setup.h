@@ -13,7 +13,7 @@
 namespace ggdiff {
 
 struct EnginePlacement {
-    ModuleDevices te, diffusion, vae;
+    ModuleDevices te, diffusion, vae, control;
     bool auto_fit = false;
 };
 

@@ -48,7 +48,7 @@ Result<Module> parse_module(const std::string& name) {
         {"clip", Module::TextEncoder},        {"conditioner", Module::TextEncoder},
         {"firststage", Module::Vae},          {"tae", Module::Taesd},
         {"upscale", Module::Upscaler},        {"pm", Module::PhotoMaker},
-        {"vision", Module::ClipVision},
+        {"control", Module::ControlNet},      {"vision", Module::ClipVision},
     };
     const std::string folded = fold_name(name);
     std::vector<std::string> names;

@@ -4,7 +4,7 @@
 //   te           the text encoders / conditioner; aliases: textencoder(s), clip, conditioner
 //   vae          the VAE (encode and decode); alias: firststage
 //   taesd        the tiny preview/decode autoencoder (--taesd, --tae); alias: tae
-//   controlnet   --control-net
+//   controlnet   --control-net; alias: control
 //   upscaler     --upscale-model; alias: upscale
 //   photomaker   --photo-maker; alias: pm
 //   pulid        --pulid-weights

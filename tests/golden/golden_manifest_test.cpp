@@ -11,6 +11,7 @@
 // --lora-model-dir; the manifest's tokenizer entries become --tokenizer /
 // --t5xxl-tokenizer / --llm-tokenizer.
 #include <gtest/gtest.h>
+#include <sys/file.h>
 
 #include <sstream>
 #include <string>
@@ -179,6 +180,31 @@ void expect_metadata(const std::string& path, const ExpectedInfo& e, bool sample
     }
 }
 
+// Cases on full-width fixtures (sd1_mc320: 4-6 GB of memory per process) run one at a
+// time across test processes: they hold an exclusive lock on a file in the build tree.
+class BigModelLock {
+  public:
+    explicit BigModelLock(const std::vector<std::string>& args) {
+        uintmax_t bytes = 0;
+        std::error_code ec;
+        for (const std::string& a : args) {
+            if (fs::is_regular_file(a, ec)) bytes += fs::file_size(a, ec);
+        }
+        if (bytes < (1ull << 30)) return;
+        const std::string path = std::string(GGDIFF_BINARY_DIR) + "/big_model.lock";
+        fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd_ >= 0) flock(fd_, LOCK_EX);
+    }
+    ~BigModelLock() {
+        if (fd_ >= 0) close(fd_);  // releases the lock
+    }
+    BigModelLock(const BigModelLock&) = delete;
+    BigModelLock& operator=(const BigModelLock&) = delete;
+
+  private:
+    int fd_ = -1;
+};
+
 class Golden : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(Golden, MatchesReference) {
@@ -191,6 +217,7 @@ TEST_P(Golden, MatchesReference) {
     std::vector<std::string> args = c.args;
     args.push_back("-o");
     args.push_back(dir + "/out.png");
+    const BigModelLock lock(args);
     const RunResult r = run_ggdiff(args, dir);
     ASSERT_TRUE(r.succeeded()) << r.describe();
     std::printf("[ golden   ] %s/%s: ggdiff ran %.1f s\n", c.suite.c_str(), c.id.c_str(),

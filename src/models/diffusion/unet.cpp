@@ -212,6 +212,42 @@ Status set_heads(UNetConfig& cfg) {
     return Status::Ok();
 }
 
+// The whole UNet, or with `output_half` false only what a ControlNet copies of it
+// (time embedding, input blocks, middle block; out_channels is then 0).
+Result<UNetConfig> detect(const TensorIndex& index, const std::string& prefix, bool output_half) {
+    const Probe p(index, prefix);
+    UNetConfig cfg;
+    auto in = p.shape("input_blocks.0.0.weight", 4);
+    if (!in.ok()) return in.status();
+    cfg.model_channels = static_cast<int>((*in)[0]);
+    cfg.in_channels = static_cast<int>((*in)[1]);
+    auto te = p.shape("time_embed.0.weight", 2);
+    if (!te.ok()) return te.status();
+    if ((*te)[1] != cfg.model_channels)
+        return p.odd("time_embed.0.weight", "does not take model_channels inputs");
+    cfg.time_embed_dim = static_cast<int>((*te)[0]);
+    cfg.out_channels = 0;
+    if (output_half) {
+        auto out = p.shape("out.2.weight", 4);
+        if (!out.ok()) return out.status();
+        cfg.out_channels = static_cast<int>((*out)[0]);
+    }
+    cfg.adm_in_channels = 0;
+    if (p.has("label_emb.0.0.weight")) {
+        auto adm = p.shape("label_emb.0.0.weight", 2);
+        if (!adm.ok()) return adm.status();
+        cfg.adm_in_channels = static_cast<int>((*adm)[1]);
+    }
+
+    bool seen_attn = false;
+    GGDIFF_TRY(detect_levels(p, cfg, seen_attn));
+    GGDIFF_TRY(detect_middle(p, cfg, seen_attn));
+    if (output_half) GGDIFF_TRY(check_output_blocks(p, cfg));
+    if (!seen_attn) cfg.context_dim = 0;
+    GGDIFF_TRY(set_heads(cfg));
+    return cfg;
+}
+
 // ---------------------------------------------------------------------------------------
 // Graph
 
@@ -327,6 +363,9 @@ struct Pass {
     ggml_tensor* emb;
     ggml_tensor* context;
     std::vector<ggml_tensor*> skips;  // input-block outputs, consumed last-first
+    ggml_tensor* hint = nullptr;      // added to the output of input_blocks.0 (ControlNet)
+    // ControlNet residuals: one per skip, then one for the middle block (or empty).
+    std::vector<ggml_tensor*> control;
 };
 
 // ResBlock, then the level's transformer if it has one.
@@ -342,6 +381,7 @@ ggml_tensor* down_path(Pass& s, ggml_tensor* x) {
     const int64_t mc = cfg.model_channels;
     ggml_tensor* h =
         nn::conv2d(s.c, x, s.prefix + "input_blocks.0.0", cfg.in_channels, mc, 3, 1, 1);
+    if (s.hint) h = ggml_add(s.c.ctx, h, s.hint);
     s.skips.push_back(h);
     int64_t ch = mc;
     int idx = 1;
@@ -369,7 +409,9 @@ ggml_tensor* middle(Pass& s, ggml_tensor* h) {
     h = resblock(s.c, s.cfg, h, s.emb, b + "0.", ch, ch);
     if (s.cfg.middle_depth > 0)
         h = spatial_transformer(s.c, s.cfg, h, s.context, b + "1.", ch, s.cfg.middle_depth);
-    return resblock(s.c, s.cfg, h, s.emb, b + (s.cfg.middle_depth > 0 ? "2." : "1."), ch, ch);
+    h = resblock(s.c, s.cfg, h, s.emb, b + (s.cfg.middle_depth > 0 ? "2." : "1."), ch, ch);
+    if (!s.control.empty()) h = ggml_add(s.c.ctx, h, s.control.back());
+    return h;
 }
 
 // Each output block concatenates [h, skip] along channels, then ResBlock (+ transformer),
@@ -387,6 +429,7 @@ ggml_tensor* up_path(Pass& s, ggml_tensor* h) {
         for (int j = 0; j <= cfg.num_res_blocks; ++j, ++idx) {
             ggml_tensor* skip = s.skips.back();
             s.skips.pop_back();
+            if (!s.control.empty()) skip = ggml_add(s.c.ctx, skip, s.control[s.skips.size()]);
             const int64_t in = ch + skip->ne[2];
             h = ggml_concat(s.c.ctx, h, skip, 2);
             const std::string b = s.prefix + "output_blocks." + std::to_string(idx) + ".";
@@ -402,53 +445,50 @@ ggml_tensor* up_path(Pass& s, ggml_tensor* h) {
     return h;
 }
 
-}  // namespace
-
-Result<UNetConfig> detect_unet(const TensorIndex& index, const std::string& prefix) {
-    const Probe p(index, prefix);
-    UNetConfig cfg;
-    auto in = p.shape("input_blocks.0.0.weight", 4);
-    if (!in.ok()) return in.status();
-    cfg.model_channels = static_cast<int>((*in)[0]);
-    cfg.in_channels = static_cast<int>((*in)[1]);
-    auto te = p.shape("time_embed.0.weight", 2);
-    if (!te.ok()) return te.status();
-    if ((*te)[1] != cfg.model_channels)
-        return p.odd("time_embed.0.weight", "does not take model_channels inputs");
-    cfg.time_embed_dim = static_cast<int>((*te)[0]);
-    auto out = p.shape("out.2.weight", 4);
-    if (!out.ok()) return out.status();
-    cfg.out_channels = static_cast<int>((*out)[0]);
-    cfg.adm_in_channels = 0;
-    if (p.has("label_emb.0.0.weight")) {
-        auto adm = p.shape("label_emb.0.0.weight", 2);
-        if (!adm.ok()) return adm.status();
-        cfg.adm_in_channels = static_cast<int>((*adm)[1]);
-    }
-
-    bool seen_attn = false;
-    GGDIFF_TRY(detect_levels(p, cfg, seen_attn));
-    GGDIFF_TRY(detect_middle(p, cfg, seen_attn));
-    GGDIFF_TRY(check_output_blocks(p, cfg));
-    if (!seen_attn) cfg.context_dim = 0;
-    GGDIFF_TRY(set_heads(cfg));
-    return cfg;
-}
-
-ggml_tensor* build_unet(nn::Ctx& c, const UNetConfig& cfg, ggml_tensor* x, ggml_tensor* timesteps,
-                        ggml_tensor* context, const std::string& prefix, ggml_tensor* y) {
+// One conditioning may serve a whole batch (same prompt for every image).
+Pass begin_pass(nn::Ctx& c, const UNetConfig& cfg, ggml_tensor* x, ggml_tensor* timesteps,
+                ggml_tensor* context, const std::string& prefix, ggml_tensor* y) {
     const int64_t n = x->ne[3];
-    // One conditioning may serve a whole batch (same prompt for every image).
     if (context && context->ne[2] != n) {
         context = ggml_repeat(
             c.ctx, context,
             ggml_new_tensor_3d(c.ctx, context->type, context->ne[0], context->ne[1], n));
     }
-    Pass s{c, cfg, prefix, time_embedding(c, cfg, timesteps, y, prefix), context, {}};
+    return Pass{c,       cfg, prefix,  time_embedding(c, cfg, timesteps, y, prefix),
+                context, {},  nullptr, {}};
+}
+
+}  // namespace
+
+Result<UNetConfig> detect_unet(const TensorIndex& index, const std::string& prefix) {
+    return detect(index, prefix, true);
+}
+
+Result<UNetConfig> detect_unet_encoder(const TensorIndex& index, const std::string& prefix) {
+    return detect(index, prefix, false);
+}
+
+ggml_tensor* build_unet(nn::Ctx& c, const UNetConfig& cfg, ggml_tensor* x, ggml_tensor* timesteps,
+                        ggml_tensor* context, const std::string& prefix, ggml_tensor* y,
+                        const std::vector<ggml_tensor*>& control) {
+    Pass s = begin_pass(c, cfg, x, timesteps, context, prefix, y);
+    s.control = control;
     ggml_tensor* h = middle(s, down_path(s, x));
     h = up_path(s, h);
     h = silu_norm(c, h, prefix + "out.0", cfg.model_channels);
     return nn::conv2d(c, h, prefix + "out.2", cfg.model_channels, cfg.out_channels, 3, 1, 1);
+}
+
+UNetEncoderOutputs build_unet_encoder(nn::Ctx& c, const UNetConfig& cfg, ggml_tensor* x,
+                                      ggml_tensor* timesteps, ggml_tensor* context,
+                                      const std::string& prefix, ggml_tensor* y,
+                                      ggml_tensor* hint) {
+    Pass s = begin_pass(c, cfg, x, timesteps, context, prefix, y);
+    s.hint = hint;
+    UNetEncoderOutputs out;
+    out.middle = middle(s, down_path(s, x));
+    out.blocks = std::move(s.skips);
+    return out;
 }
 
 std::vector<std::string> unet_block_prefixes(const UNetConfig& cfg) {

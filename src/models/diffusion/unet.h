@@ -41,13 +41,32 @@ struct UNetConfig {
 Result<UNetConfig> detect_unet(const TensorIndex& index,
                                const std::string& prefix = "model.diffusion_model.");
 
+// Only the half of the UNet that a ControlNet copies: time embedding (and label
+// embedding), input blocks and middle block. cfg.out_channels is 0; nothing under
+// output_blocks or out is read.
+Result<UNetConfig> detect_unet_encoder(const TensorIndex& index, const std::string& prefix);
+
 // x [W, H, in_channels, N] f32, timesteps [N] f32, context [context_dim, T, N or 1] f32
 // -> eps / v prediction [W, H, out_channels, N]. y [adm_in_channels, N] is the label
 // embedding input, needed when cfg.adm_in_channels > 0 (SDXL) and ignored otherwise.
+// `control` (a ControlNet's residuals, or empty) holds one tensor per skip connection in
+// input-block order, added to that skip before the up path takes it, then one added to
+// the middle block's output.
 // Graph size: about 2,500 nodes for the SD1 layout (ggml's default graph holds 2,048).
 ggml_tensor* build_unet(nn::Ctx& c, const UNetConfig& cfg, ggml_tensor* x, ggml_tensor* timesteps,
                         ggml_tensor* context, const std::string& prefix = "model.diffusion_model.",
-                        ggml_tensor* y = nullptr);
+                        ggml_tensor* y = nullptr, const std::vector<ggml_tensor*>& control = {});
+
+// The down path of a UNet as a ControlNet runs it: the output of every input block (the
+// tensors the UNet keeps as skip connections) and of the middle block. `hint` (or null)
+// is added to the output of input_blocks.0.
+struct UNetEncoderOutputs {
+    std::vector<ggml_tensor*> blocks;
+    ggml_tensor* middle = nullptr;
+};
+UNetEncoderOutputs build_unet_encoder(nn::Ctx& c, const UNetConfig& cfg, ggml_tensor* x,
+                                      ggml_tensor* timesteps, ggml_tensor* context,
+                                      const std::string& prefix, ggml_tensor* y, ggml_tensor* hint);
 
 // The top-level blocks in execution order, as weight-name prefixes relative to the
 // model prefix, each ending in '.': "input_blocks.0.", ..., "middle_block.",

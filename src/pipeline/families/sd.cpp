@@ -89,6 +89,16 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.clip_skip = sd2 ? 2 : 1;
     read_default_size(ctx.index, f.defaults);
     f.latent_channels = unet->out_channels;
+    // An inpainting UNet also takes the mask and the masked image's latent.
+    if (unet->in_channels == 2 * unet->out_channels + 1) {
+        f.inpaint_inputs = true;
+        f.name += " inpainting";
+    } else if (unet->in_channels != unet->out_channels) {
+        return Status::Error(string_format(
+            "the UNet takes %d input channels for a %d-channel latent; ggdiff knows %d "
+            "(text to image) and %d (inpainting)",
+            unet->in_channels, unet->out_channels, unet->out_channels, 2 * unet->out_channels + 1));
+    }
 
     auto tokenizer = load_clip_tokenizer(ctx);
     if (!tokenizer.ok()) return tokenizer.status();
@@ -100,6 +110,16 @@ Result<Family> load(const FamilyContext& ctx) {
 
     auto denoiser = UNetDenoiser::create(ctx, ctx.placement.diffusion, *unet);
     if (!denoiser.ok()) return denoiser.status();
+    if (!ctx.options.control_net.empty()) {
+        auto cn = models::detect_controlnet(ctx.index);
+        if (!cn.ok()) return cn.status().with_context("--control-net " + ctx.options.control_net);
+        Status fits = models::check_controlnet_fits(*cn, *unet);
+        if (!fits.ok()) return fits.with_context("--control-net " + ctx.options.control_net);
+        auto part = ControlNetPart::create(ctx, ctx.placement.control, *cn);
+        if (!part.ok()) return part.status();
+        (*denoiser)->attach_control(std::move(*part));
+        f.takes_control = true;
+    }
     f.denoiser = std::move(*denoiser);
 
     auto ae = make_sd_autoencoder(ctx, *vae);

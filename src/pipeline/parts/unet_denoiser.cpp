@@ -80,14 +80,29 @@ Result<HostTensor> UNetDenoiser::run(const DenoiseBatch& b) {
     }
     HostTensor ts({n});
     ts.data = b.timesteps;
+    // The ControlNet sees the noisy latent without the inpainting channels.
+    std::vector<HostTensor> residuals;
+    if (b.control && control_) {
+        auto r =
+            control_->run(b.x, ts, context, cfg_.adm_in_channels > 0 ? &y : nullptr, *b.control);
+        if (!r.ok()) return r.status();
+        residuals = std::move(*r);
+    }
     auto r = runner_->run([&](GraphBuilder& gb) {
         ggml_tensor* yt = cfg_.adm_in_channels > 0 ? gb.input(y) : nullptr;
+        std::vector<ggml_tensor*> control;
+        for (const HostTensor& t : residuals) control.push_back(gb.input(t));
         return std::vector<ggml_tensor*>{models::build_unet(gb.nn(), cfg_, gb.input(*x),
                                                             gb.input(ts), gb.input(context),
-                                                            "model.diffusion_model.", yt)};
+                                                            "model.diffusion_model.", yt, control)};
     });
     if (!r.ok()) return r.status();
     return std::move((*r)[0]);
+}
+
+void UNetDenoiser::end_phase() {
+    runner_->end_phase();
+    if (control_) control_->end_phase();
 }
 
 }  // namespace ggdiff
