@@ -67,6 +67,10 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
         }
         default_buft_ = buft_of_device(devs[0]);
     }
+    std::string device_list;
+    for (const std::string& d : devs) device_list += (device_list.empty() ? "" : "&") + d;
+    GGDIFF_LOG_DEBUG("%s: computes on %s", label_.c_str(),
+                     device_list.empty() ? "CPU" : device_list.c_str());
     runner_ = std::make_unique<GraphRunner>(backends, label_);
     runner_->set_kernel_choices(choices_);
     std::function<void(ggml_cgraph*)> inspect;

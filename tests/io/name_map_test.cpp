@@ -290,6 +290,57 @@ TEST(NameMap, OpenClipFileAsClipG) {
                   "conditioner.embedders.1.transformer.text_model.final_layer_norm.bias"});
 }
 
+// The names of the narrow test ControlNet (original layout under control_model.).
+std::set<std::string> controlnet_names() {
+    std::ifstream in(std::string(GGDIFF_SOURCE_DIR) +
+                     "/tests/fixtures/controlnet_sd1_mc32.tensors");
+    std::set<std::string> out;
+    std::string line;
+    while (std::getline(in, line)) {
+        line = line.substr(0, line.find('#'));
+        std::istringstream ss(line);
+        std::string name;
+        if (ss >> name) out.insert(name);
+    }
+    return out;
+}
+
+// The same ControlNet in diffusers layout: the UNet's down half and middle block, the
+// conditioning embedding and the zero convs as controlnet_* blocks.
+std::vector<std::string> diffusers_sd1_controlnet() {
+    std::vector<std::string> n;
+    for (const std::string& u : diffusers_sd1_unet()) {
+        if (u.rfind("up_blocks.", 0) == 0 || u.rfind("conv_norm_out.", 0) == 0 ||
+            u.rfind("conv_out.", 0) == 0) {
+            continue;
+        }
+        n.push_back(u);
+    }
+    add_wb(&n, "controlnet_cond_embedding.conv_in");
+    for (int i = 0; i < 6; ++i) add_wb(&n, "controlnet_cond_embedding.blocks." + std::to_string(i));
+    add_wb(&n, "controlnet_cond_embedding.conv_out");
+    for (int i = 0; i < 12; ++i) add_wb(&n, "controlnet_down_blocks." + std::to_string(i));
+    add_wb(&n, "controlnet_mid_block");
+    return n;
+}
+
+TEST(NameMap, ControlNetLayouts) {
+    const std::set<std::string> want = controlnet_names();
+    ASSERT_EQ(want.size(), 340u);
+    // diffusers ControlNetModel.
+    EXPECT_EQ(mapped_set(diffusers_sd1_controlnet(), "control_model."), want);
+    // Original layout, with and without its own control_model. prefix.
+    const std::vector<std::string> prefixed(want.begin(), want.end());
+    EXPECT_EQ(mapped_set(prefixed, "control_model."), want);
+    std::vector<std::string> bare;
+    for (const std::string& n : want) bare.push_back(n.substr(14));
+    EXPECT_EQ(mapped_set(bare, "control_model."), want);
+    // A full ControlNet training checkpoint (cldm): only its control_model part is used.
+    std::vector<std::string> cldm = prefixed;
+    for (const auto& [name, shape] : fixture_list("sd1_mc32.tensors")) cldm.push_back(name);
+    EXPECT_EQ(mapped_set(cldm, "control_model."), want);
+}
+
 TEST(NameMap, BareComponentsGivenAsMainModel) {
     EXPECT_EQ(mapped_set({"double_blocks.0.img_attn.qkv.weight", "img_in.weight"}, ""),
               (std::set<std::string>{"model.diffusion_model.double_blocks.0.img_attn.qkv.weight",

@@ -16,6 +16,11 @@ function(_ggdiff_fixture_test tensors seed sha256 out fixtures_var)
   endif()
   set(test "fixture_${name}")
   get_property(known GLOBAL PROPERTY GGDIFF_FIXTURE_TESTS)
+  if(IS_ABSOLUTE "${tensors}")
+    set(tensors_path "${tensors}")
+  else()
+    set(tensors_path "${PROJECT_SOURCE_DIR}/../${tensors}")
+  endif()
   if(NOT test IN_LIST known)
     set_property(GLOBAL APPEND PROPERTY GGDIFF_FIXTURE_TESTS ${test})
     set_property(GLOBAL PROPERTY GGDIFF_FIXTURE_SHA_${test} ${sha256})
@@ -23,7 +28,7 @@ function(_ggdiff_fixture_test tensors seed sha256 out fixtures_var)
              COMMAND ${CMAKE_COMMAND}
                      -DPYTHON=${GGDIFF_FIXTURE_PYTHON}
                      -DGENERATOR=${PROJECT_SOURCE_DIR}/../shared/tools/make_fixture.py
-                     -DTENSORS=${PROJECT_SOURCE_DIR}/../${tensors}
+                     -DTENSORS=${tensors_path}
                      -DSEED=${seed}
                      -DSHA256=${sha256}
                      -DOUT=${out}
@@ -104,6 +109,17 @@ function(ggdiff_golden_fixtures suite out_var)
                            ${CMAKE_BINARY_DIR}/fixtures/${suite}_loras/${name} found)
     endforeach()
   endif()
+  list(APPEND ${out_var} ${found})
+  list(REMOVE_DUPLICATES ${out_var})
+  set(${out_var} ${${out_var}} PARENT_SCOPE)
+endfunction()
+
+# A fixture from one of this repository's own tensor lists (tests/fixtures/NAME.tensors),
+# generated into ${CMAKE_BINARY_DIR}/fixtures/NAME.safetensors like the golden ones.
+function(ggdiff_extra_fixture list seed sha256 out_var)
+  get_filename_component(stem "${list}" NAME_WE)
+  _ggdiff_fixture_test(${CMAKE_CURRENT_SOURCE_DIR}/fixtures/${list} ${seed} ${sha256}
+                       ${CMAKE_BINARY_DIR}/fixtures/${stem}.safetensors found)
   list(APPEND ${out_var} ${found})
   list(REMOVE_DUPLICATES ${out_var})
   set(${out_var} ${${out_var}} PARENT_SCOPE)
