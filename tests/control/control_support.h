@@ -28,9 +28,7 @@ inline std::vector<std::string> small_request(const std::vector<std::string>& mo
                                               const std::vector<std::string>& extra,
                                               const std::string& out) {
     std::vector<std::string> args = model;
-    const std::vector<std::string> base = {"--tokenizer",
-                                           merges_path(),
-                                           "-p",
+    const std::vector<std::string> base = {"-p",
                                            "a photograph of an astronaut riding a horse",
                                            "-W",
                                            "64",
