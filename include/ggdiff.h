@@ -127,7 +127,9 @@ void ggdiff_set_log_level(int level);
 /* Colors the level tags with ANSI escapes (0 or 1). */
 void ggdiff_set_log_color(int enabled);
 
-/* Loads a model (files, weight type, devices) named by the options. */
+/* Loads a model (files, weight type, devices) named by the options. Options that only
+ * work together fail here before any weight is read ("mask" without "init-img",
+ * "control-image" without "control-net"). */
 int ggdiff_model_load(const ggdiff_options* options, ggdiff_model** out_model);
 void ggdiff_model_free(ggdiff_model* model);
 

@@ -33,6 +33,17 @@ Status resolve_api_inputs(ApiOptions& options) {
     return Status::Ok();
 }
 
+Status check_option_pairs(const ApiOptions& options) {
+    if (options.gen.mask && options.init_image_path.empty()) {
+        return Status::Error(
+            "--mask needs an init image (-i): the mask says which part of it to repaint");
+    }
+    if (options.gen.control_image && options.model.control_net.empty()) {
+        return Status::Error("--control-image needs a ControlNet (--control-net)");
+    }
+    return Status::Ok();
+}
+
 ModelOptions effective_model_options(const ApiOptions& options) {
     ModelOptions m = options.model;
     if (m.offload_to_cpu) {

@@ -20,6 +20,10 @@ bool is_api_option(const std::string& name);
 // and picks a random seed when the seed is negative.
 Status resolve_api_inputs(ApiOptions& options);
 
+// Options that only work together, checked before any weight is read: --mask needs an
+// init image (-i), --control-image needs a ControlNet (--control-net).
+Status check_option_pairs(const ApiOptions& options);
+
 // The model options as loading uses them (--offload-to-cpu folded into --params-backend).
 ModelOptions effective_model_options(const ApiOptions& options);
 

@@ -210,6 +210,8 @@ int ggdiff_model_load(const ggdiff_options* options, ggdiff_model** out_model) {
     if (!options || !out_model) return fail("ggdiff_model_load: null argument");
     *out_model = nullptr;
     try {
+        ggdiff::Status pairs = ggdiff::check_option_pairs(options->opts);
+        if (!pairs.ok()) return fail(pairs);
         if (!options->opts.rpc_servers.empty()) {
             ggdiff::Status st = ggdiff::add_rpc_servers(options->opts.rpc_servers);
             if (!st.ok()) return fail(st);

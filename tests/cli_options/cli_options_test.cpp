@@ -92,7 +92,8 @@ const std::map<std::string, std::optional<std::string>>& samples() {
         {"--clip_l", "clip_l.safetensors"},
         {"--clip_vision", "clip_vision.safetensors"},
         {"--color", std::nullopt},
-        {"--control-image", "control.png"},
+        // Image inputs read when set: real images.
+        {"--control-image", GGDIFF_SHARED_DIR "/golden/sd1_control/circle.png"},
         {"--control-net-cpu", std::nullopt},
         {"--control-net", "control_net.safetensors"},
         {"--control-strength", "0.5"},
@@ -149,7 +150,7 @@ const std::map<std::string, std::optional<std::string>>& samples() {
         {"--llm", "llm.gguf"},
         {"--lora-apply-mode", "at_runtime"},
         {"--lora-model-dir", "loras"},
-        {"--mask", "mask.png"},
+        {"--mask", GGDIFF_SHARED_DIR "/golden/sd1_inpaint/mask_center.png"},
         {"--max-vram", "8"},
         {"--metadata-all", std::nullopt},
         {"--metadata-brief", std::nullopt},
@@ -383,7 +384,7 @@ TEST(FlagCoverage, EveryDocumentedFlagIsWorkingNoEffectOrNotSupportedYet) {
         {"--color", GGDIFF_SUPPORT_WORKS},
         {"--mmap", GGDIFF_SUPPORT_NO_EFFECT},
         {"--eager-load", GGDIFF_SUPPORT_NO_EFFECT},
-        {"--control-net-cpu", GGDIFF_SUPPORT_NOT_YET},
+        {"--control-net-cpu", GGDIFF_SUPPORT_WORKS},
         {"--metadata-brief", GGDIFF_SUPPORT_NOT_YET},
         {"--metadata-all", GGDIFF_SUPPORT_NOT_YET},
     };
@@ -409,8 +410,8 @@ TEST(FlagCoverage, UnsupportedValuesOfWorkingFlags) {
         args.insert(args.end(), tail.begin(), tail.end());
         EXPECT_TRUE(contains(parse_error(args), message)) << message;
     }
-    EXPECT_EQ(parse_error({"-m", "m.gguf", "--control-net", "cn.safetensors"}),
-              "--control-net is not supported yet");
+    EXPECT_EQ(parse_error({"-m", "m.gguf", "--photo-maker", "pm.safetensors"}),
+              "--photo-maker is not supported yet");
     parse_ok(
         {"-m", "m.gguf", "--preview", "none", "--vae-format", "auto", "--scheduler", "karras"});
 }
