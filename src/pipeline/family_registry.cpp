@@ -7,6 +7,7 @@ namespace ggdiff {
 const std::vector<const FamilyRecipe*>& family_recipes() {
     static const std::vector<const FamilyRecipe*> recipes = {
         &kSdRecipe,
+        &kSdxlRecipe,
     };
     return recipes;
 }

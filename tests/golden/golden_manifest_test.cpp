@@ -34,7 +34,7 @@ std::vector<std::string> golden_suites() {
     std::vector<std::string> out;
     std::stringstream ss(GGDIFF_GOLDEN_SUITES);
     std::string s;
-    while (std::getline(ss, s, ';')) {
+    while (std::getline(ss, s, ',')) {
         if (!s.empty()) out.push_back(s);
     }
     return out;

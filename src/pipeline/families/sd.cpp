@@ -48,24 +48,6 @@ void read_default_size(const TensorIndex& index, FamilyDefaults& d) {
     }
 }
 
-// eps unless --prediction or the checkpoint's metadata says v.
-Result<sampling::Prediction> prediction(const FamilyContext& ctx, const std::string& family) {
-    std::string p = ctx.options.prediction;
-    if (p.empty()) {
-        for (const auto& [k, v] : ctx.index.metadata()) {
-            if ((k.find("prediction_type") != std::string::npos && v.rfind("v", 0) == 0) ||
-                k == "v_pred") {
-                p = "v";
-            }
-        }
-        if (ctx.index.has("v_pred")) p = "v";
-    }
-    if (p == "v") return sampling::Prediction::V;
-    if (p.empty() || p == "eps") return sampling::Prediction::Eps;
-    return Status::Error("--prediction " + p + " does not apply to " + family +
-                         " models (use eps or v)");
-}
-
 Result<Family> load(const FamilyContext& ctx) {
     auto unet = models::detect_unet(ctx.index);
     if (!unet.ok()) return unet.status();
@@ -82,7 +64,7 @@ Result<Family> load(const FamilyContext& ctx) {
             string_format("text encoder width %lld does not match the UNet's context width %d",
                           static_cast<long long>(clip->width), unet->context_dim));
     }
-    auto pred = prediction(ctx, f.name);
+    auto pred = family_prediction(ctx, f.name);
     if (!pred.ok()) return pred.status();
     f.param = sampling::Parameterization::discrete(*pred);
     f.defaults.sampler = "euler_a";

@@ -8,10 +8,7 @@
 #include "tokenizers/token_windows.h"
 
 namespace ggdiff {
-namespace {
 
-// Multiplies each token's hidden state by its prompt weight, then rescales the whole
-// window so that its mean is what it was (A1111's emphasis rule).
 void apply_token_weights(float* h, int64_t width, int64_t tokens, const float* weights) {
     const int64_t n = width * tokens;
     double before = 0.0;
@@ -30,8 +27,6 @@ void apply_token_weights(float* h, int64_t width, int64_t tokens, const float* w
     for (int64_t i = 0; i < n; ++i) h[i] *= s;
 }
 
-}  // namespace
-
 Result<std::shared_ptr<const ClipTokenizer>> load_clip_tokenizer(const FamilyContext& ctx) {
     const auto& meta = ctx.index.metadata();
     auto embedded = meta.find("tokenizer.clip.merges");
@@ -45,15 +40,18 @@ Result<std::shared_ptr<const ClipTokenizer>> load_clip_tokenizer(const FamilyCon
 
 Result<std::unique_ptr<ClipTextEncoder>> ClipTextEncoder::create(
     const FamilyContext& ctx, const ModuleDevices& where, const models::ClipTextConfig& cfg,
-    std::shared_ptr<const ClipTokenizer> tokenizer, int pad_token, const char* label) {
+    std::shared_ptr<const ClipTokenizer> tokenizer, int pad_token, const char* label, bool pooled) {
     auto enc = std::unique_ptr<ClipTextEncoder>(new ClipTextEncoder());
     enc->cfg_ = cfg;
     enc->tokenizer_ = std::move(tokenizer);
     enc->pad_token_ = pad_token;
-    auto runner = make_module(ctx, where, label, [&cfg](GraphBuilder& gb) {
+    auto runner = make_module(ctx, where, label, [&cfg, pooled](GraphBuilder& gb) {
         std::vector<int32_t> ids(kClipWindowLength, 0);
         ggml_tensor* t = gb.input_i32(ids, {kClipWindowLength, 1});
-        return std::vector<ggml_tensor*>{models::build_clip_text(gb.nn(), cfg, t, 1)};
+        const models::ClipOutputs o = models::build_clip(gb.nn(), cfg, t, 1, true, pooled ? 0 : -1);
+        std::vector<ggml_tensor*> outs{o.hidden};
+        if (pooled) outs.push_back(o.pooled);
+        return outs;
     });
     if (!runner.ok()) return runner.status();
     enc->runner_ = std::move(*runner);
@@ -77,6 +75,23 @@ Result<HostTensor> ClipTextEncoder::encode(const std::string& prompt, int clip_s
         std::copy(h.data.begin(), h.data.end(), out.data.begin() + w * win * width);
     }
     return out;
+}
+
+Result<HostTensor> ClipTextEncoder::hidden(const std::vector<int32_t>& ids, int clip_skip,
+                                           bool final_norm, int64_t pooled_index,
+                                           HostTensor* pooled) {
+    const bool want_pooled = pooled && pooled_index >= 0;
+    auto r = runner_->run([&](GraphBuilder& gb) {
+        ggml_tensor* t = gb.input_i32(ids, {static_cast<int64_t>(ids.size()), 1});
+        const models::ClipOutputs o = models::build_clip(gb.nn(), cfg_, t, clip_skip, final_norm,
+                                                         want_pooled ? pooled_index : -1);
+        std::vector<ggml_tensor*> outs{o.hidden};
+        if (want_pooled) outs.push_back(o.pooled);
+        return outs;
+    });
+    if (!r.ok()) return r.status();
+    if (want_pooled) *pooled = std::move((*r)[1]);
+    return std::move((*r)[0]);
 }
 
 Result<Conditioning> ClipConditioner::encode(const TextRequest& request) {

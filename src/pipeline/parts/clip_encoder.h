@@ -17,18 +17,29 @@ namespace ggdiff {
 // tokenizer/ folder next to the model, else the built-in list (tokenizers/find_tokenizer.h).
 Result<std::shared_ptr<const ClipTokenizer>> load_clip_tokenizer(const FamilyContext& ctx);
 
+// Multiplies each token's hidden state [width, tokens] by its prompt weight, then rescales
+// the whole window so that its mean is what it was (A1111's emphasis rule).
+void apply_token_weights(float* h, int64_t width, int64_t tokens, const float* weights);
+
 class ClipTextEncoder {
   public:
     // Builds the encoder over the weights under cfg.prefix; `pad_token` fills the last
-    // window (49407 for OpenAI CLIP, 0 for OpenCLIP).
+    // window (49407 for OpenAI CLIP, 0 for OpenCLIP). With `pooled`, the pooled output
+    // (and its projection) is declared too.
     static Result<std::unique_ptr<ClipTextEncoder>> create(
         const FamilyContext& ctx, const ModuleDevices& where, const models::ClipTextConfig& cfg,
-        std::shared_ptr<const ClipTokenizer> tokenizer, int pad_token, const char* label);
+        std::shared_ptr<const ClipTokenizer> tokenizer, int pad_token, const char* label,
+        bool pooled = false);
 
     // Hidden states [width, 77 * windows, 1] after the layer clip_skip counts back from the
     // end (1 = last), with each token scaled by its prompt weight and each window's mean
     // restored (A1111's emphasis).
     Result<HostTensor> encode(const std::string& prompt, int clip_skip);
+
+    // One 77-token window: hidden states [width, 77, 1] and, with pooled_index >= 0 and a
+    // non-null `pooled`, the pooled (projected) output there (see models::build_clip).
+    Result<HostTensor> hidden(const std::vector<int32_t>& ids, int clip_skip, bool final_norm,
+                              int64_t pooled_index = -1, HostTensor* pooled = nullptr);
 
     const models::ClipTextConfig& config() const { return cfg_; }
     ModuleRunner& runner() { return *runner_; }
