@@ -57,9 +57,7 @@ const std::vector<UnsupportedFlag> kNotSupportedYet = {
     {"--upscale-model", nullptr},
     {"--upscale-repeats", nullptr},
     {"--upscale-tile-size", nullptr},
-    // LoRA and embeddings
-    {"--lora-model-dir", nullptr},
-    {"--lora-apply-mode", nullptr},
+    // embeddings
     {"--embd-dir", nullptr},
     // step caching
     {"--cache-mode", nullptr},

@@ -50,7 +50,10 @@ void add_model_options(std::vector<OptionSpec>& out) {
     planned("photo-maker", "PhotoMaker model");
     planned("pulid-weights", "PuLID model");
     planned("upscale-model", "ESRGAN upscaler model");
-    planned("lora-model-dir", "Folder searched for <lora:NAME:WEIGHT> prompt tags");
+    file("lora-model-dir",
+         "Folder of LoRA files: a prompt tag <lora:NAME:WEIGHT> applies NAME.safetensors (or "
+         ".gguf) from it with multiplier WEIGHT",
+         GGDIFF_FIELD(model.lora_model_dir));
     planned("embd-dir", "Folder of textual inversion embeddings");
 
     opt(out, g, "type", OptType::Enum, kModel)
@@ -69,8 +72,10 @@ void add_model_options(std::vector<OptionSpec>& out) {
     opt(out, g, "lora-apply-mode", OptType::Enum, kModel)
         .values({"auto", "immediately", "at_runtime"})
         .def("auto")
-        .not_yet("LoRA")
-        .help("How LoRAs are applied");
+        .help(
+            "How LoRAs are applied: immediately merges them into the weights, at_runtime adds "
+            "them in each layer, auto merges unless a weight is quantized or row-split")
+        .bind(to_text(GGDIFF_FIELD(model.lora_apply_mode)));
     opt(out, g, "prediction", OptType::Enum, kModel)
         .values(sampling::prediction_names)
         .help("Override the prediction type detected from the checkpoint")

@@ -6,9 +6,67 @@
 
 namespace ggdiff::nn {
 
+namespace {
+
+// w [kw, kh, in, out] applied to x [W, H, in, N], plus b [out] if given.
+ggml_tensor* conv(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, ggml_tensor* b, int stride,
+                  int pad) {
+    if (cpu::enabled(ctx) && w->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 &&
+        (!b || b->type == GGML_TYPE_F32) && x->ne[2] == w->ne[2]) {
+        return cpu::conv2d(ctx, w, x, b, stride, pad);
+    }
+    ggml_tensor* y = ggml_conv_2d(ctx, w, x, stride, stride, pad, pad, 1, 1);
+    if (b) y = ggml_add(ctx, y, ggml_reshape_4d(ctx, b, 1, 1, w->ne[3], 1));
+    return y;
+}
+
+ggml_tensor* as_matrix(ggml_context* ctx, ggml_tensor* t) {
+    return ggml_reshape_2d(ctx, t, t->ne[0] * t->ne[1] * t->ne[2], t->ne[3]);
+}
+
+ggml_tensor* add_scaled(ggml_context* ctx, ggml_tensor* sum, ggml_tensor* d, float scale) {
+    if (scale != 1.0f) d = ggml_scale(ctx, d, scale);
+    return sum ? ggml_add(ctx, sum, d) : d;
+}
+
+// The adapters of a convolution weight: x [W, H, in, N] -> [OW, OH, out, N] or nullptr.
+ggml_tensor* conv_adapters(Ctx& c, ggml_tensor* x, const std::string& weight, int stride, int pad) {
+    const std::vector<WeightAdapter>* list = c.w->adapters(weight);
+    if (!list) return nullptr;
+    ggml_tensor* sum = nullptr;
+    for (const WeightAdapter& a : *list) {
+        if (a.dense) {
+            sum = add_scaled(c.ctx, sum, conv(c.ctx, a.dense, x, nullptr, stride, pad), a.scale);
+        } else {
+            ggml_tensor* h = conv(c.ctx, a.down, x, nullptr, stride, pad);
+            sum = add_scaled(c.ctx, sum, conv(c.ctx, a.up, h, nullptr, 1, 0), a.scale);
+        }
+    }
+    return sum;
+}
+
+}  // namespace
+
+ggml_tensor* linear_adapters(Ctx& c, ggml_tensor* x, const std::string& weight) {
+    const std::vector<WeightAdapter>* list = c.w->adapters(weight);
+    if (!list) return nullptr;
+    ggml_tensor* sum = nullptr;
+    for (const WeightAdapter& a : *list) {
+        if (a.dense) {
+            sum =
+                add_scaled(c.ctx, sum, ggml_mul_mat(c.ctx, as_matrix(c.ctx, a.dense), x), a.scale);
+        } else {
+            ggml_tensor* h = ggml_mul_mat(c.ctx, as_matrix(c.ctx, a.down), x);
+            sum = add_scaled(c.ctx, sum, ggml_mul_mat(c.ctx, as_matrix(c.ctx, a.up), h), a.scale);
+        }
+    }
+    return sum;
+}
+
 ggml_tensor* linear(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t in, int64_t out,
                     bool bias) {
     ggml_tensor* y = ggml_mul_mat(c.ctx, c.W(prefix + ".weight", {in, out}), x);
+    if (ggml_tensor* d = linear_adapters(c, x, prefix + ".weight")) y = ggml_add(c.ctx, y, d);
     if (bias) y = ggml_add(c.ctx, y, c.W(prefix + ".bias", {out}));
     return y;
 }
@@ -17,12 +75,10 @@ ggml_tensor* conv2d(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t i
                     int k, int stride, int pad, bool bias) {
     ggml_tensor* w = c.W(prefix + ".weight", {k, k, in, out});
     ggml_tensor* b = bias ? c.W(prefix + ".bias", {out}) : nullptr;
-    if (cpu::enabled(c.ctx) && w->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 &&
-        (!b || b->type == GGML_TYPE_F32) && x->ne[2] == in) {
-        return cpu::conv2d(c.ctx, w, x, b, stride, pad);
+    ggml_tensor* y = conv(c.ctx, w, x, b, stride, pad);
+    if (ggml_tensor* d = conv_adapters(c, x, prefix + ".weight", stride, pad)) {
+        y = ggml_add(c.ctx, y, d);
     }
-    ggml_tensor* y = ggml_conv_2d(c.ctx, w, x, stride, stride, pad, pad, 1, 1);
-    if (b) y = ggml_add(c.ctx, y, ggml_reshape_4d(c.ctx, b, 1, 1, out, 1));
     return y;
 }
 

@@ -17,6 +17,12 @@ ggml_tensor* linear(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t i
 ggml_tensor* conv2d(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t in, int64_t out,
                     int k, int stride = 1, int pad = 0, bool bias = true);
 
+// The run-time adapters' contribution (see WeightAdapter) to a linear layer's output for
+// weight `weight` (full name, "....weight") and input x [in, ...]; nullptr when it has none.
+// Layers that use a weight through views (a fused projection split in halves) add it
+// themselves.
+ggml_tensor* linear_adapters(Ctx& c, ggml_tensor* x, const std::string& weight);
+
 // GroupNorm over channels (ne[2]) with affine weight/bias; input [W, H, C, N].
 ggml_tensor* group_norm(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t channels,
                         int groups = 32, float eps = 1e-6f);

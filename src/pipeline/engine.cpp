@@ -36,6 +36,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options) {
     const std::string main_file = !options.model.empty() ? options.model : options.diffusion_model;
     engine->model_name_ = std::filesystem::path(main_file).stem().string();
 
+    auto lora_mode = parse_lora_apply_mode(options.lora_apply_mode);
+    if (!lora_mode.ok()) return lora_mode.status();
     auto placement = resolve_placement(options, engine->index_, wtype);
     if (!placement.ok()) return placement.status();
     engine->auto_fit_ = placement->auto_fit;
@@ -48,6 +50,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options) {
     auto family = recipe->load(ctx);
     if (!family.ok()) return family.status();
     engine->family_ = std::move(*family);
+    engine->lora_ = std::make_unique<LoraManager>(options.lora_model_dir, *lora_mode, ctx.threads);
     return engine;
 }
 

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,6 +96,15 @@ struct FamilyDefaults {
     int clip_skip = 1;
 };
 
+// A module LoRA files can patch: its runner and, per weight (canonical name), the keys it
+// answers to in LoRA files (see io/lora_names.h; the canonical name itself always counts).
+struct LoraTarget {
+    std::string label;  // "UNet", "CLIP-L", ... (logs)
+    ModuleRunner* runner = nullptr;
+    bool text_encoder = false;  // takes a tag's text-encoder weight, else its denoiser weight
+    std::function<std::vector<std::string>(const std::string& weight)> keys;
+};
+
 // A loaded family: its parts and what the generate path needs to know about them.
 struct Family {
     std::string name;  // "SD1", "SD2", "SDXL", "FLUX.1", ... (logs, -M info)
@@ -114,6 +124,8 @@ struct Family {
     Status (*check_request)(const GenerateOptions&) = nullptr;
     // Init/reference image -> the tensor the VAE encodes (default: RGB in [-1, 1]).
     HostTensor (*image_input)(const Image&) = nullptr;
+    // The modules <lora:...> prompt tags can patch (none: LoRA tags are an error).
+    std::vector<LoraTarget> lora_targets;
 };
 
 // Everything a recipe gets when it builds a family.

@@ -122,10 +122,18 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
     const Plan& p = *planned;
     std::vector<float> sigmas = p.sigmas;
 
+    // LoRA tags leave the prompt before it is tokenized (the saved prompt keeps them).
+    std::vector<LoraRequest> loras;
+    auto prompt = extract_lora_tags(o.prompt, &loras);
+    if (!prompt.ok()) return prompt.status();
+    auto tl = Clock::now();
+    GGDIFF_TRY(lora_->apply(f, loras));
+    timings_.lora = seconds_since(tl);
+
     // Text conditioning.
     auto t0 = Clock::now();
     TextRequest tr;
-    tr.prompt = o.prompt;
+    tr.prompt = *prompt;
     tr.clip_skip = o.clip_skip;
     tr.width = p.width;
     tr.height = p.height;
@@ -303,6 +311,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
             if (o.clip_skip > 0) info.clip_skip = o.clip_skip;
             if (o.init_image) info.denoising_strength = o.strength;
             info.rng = sampling::rng_name(p.rng);
+            if (!lora_->hashes().empty()) info.extra.emplace_back("Lora hashes", lora_->hashes());
             g.infotext = format_infotext(info);
             if (on_image) on_image(g);
             results.push_back(std::move(g));

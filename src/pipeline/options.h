@@ -36,6 +36,11 @@ struct ModelOptions {
     bool auto_fit = false;
     bool vae_on_cpu = false, clip_on_cpu = false;
     bool offload_to_cpu = false;  // params of every module in RAM (= --params-backend cpu)
+    // LoRA: the folder <lora:NAME:WEIGHT> prompt tags load NAME from, and how they are
+    // applied: "auto" (merged into the weights unless quantized or row-split, then at run
+    // time), "immediately" (merged) or "at_runtime".
+    std::string lora_model_dir;
+    std::string lora_apply_mode = "auto";
 };
 
 struct TilingOptions {

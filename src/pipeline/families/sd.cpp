@@ -8,6 +8,7 @@
 #include "pipeline/families/families.h"
 #include "pipeline/parts/clip_encoder.h"
 #include "pipeline/parts/kl_autoencoder.h"
+#include "pipeline/parts/lora_targets.h"
 #include "pipeline/parts/unet_denoiser.h"
 
 namespace ggdiff {
@@ -78,10 +79,12 @@ Result<Family> load(const FamilyContext& ctx) {
     auto encoder = ClipTextEncoder::create(ctx, ctx.placement.te, *clip, *tokenizer,
                                            sd2 ? 0 : 49407, "text encoder");
     if (!encoder.ok()) return encoder.status();
+    f.lora_targets.push_back(clip_lora_target(**encoder, "text encoder", {"te", "text_encoder"}));
     f.text = std::make_unique<ClipConditioner>(std::move(*encoder), f.defaults.clip_skip);
 
     auto denoiser = UNetDenoiser::create(ctx, ctx.placement.diffusion, *unet);
     if (!denoiser.ok()) return denoiser.status();
+    f.lora_targets.push_back(unet_lora_target(**denoiser));
     f.denoiser = std::move(*denoiser);
 
     auto ae = make_sd_autoencoder(ctx, *vae);

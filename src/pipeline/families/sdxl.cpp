@@ -9,6 +9,7 @@
 #include "pipeline/families/families.h"
 #include "pipeline/parts/dual_clip_conditioner.h"
 #include "pipeline/parts/kl_autoencoder.h"
+#include "pipeline/parts/lora_targets.h"
 #include "pipeline/parts/unet_denoiser.h"
 
 namespace ggdiff {
@@ -102,11 +103,14 @@ Result<Family> load(const FamilyContext& ctx) {
     auto enc_g = ClipTextEncoder::create(ctx, ctx.placement.te, *clip_g, *tokenizer, 49407,
                                          "OpenCLIP bigG", /*pooled=*/true);
     if (!enc_g.ok()) return enc_g.status();
+    f.lora_targets.push_back(clip_lora_target(**enc_l, "CLIP-L", {"te1", "text_encoder"}));
+    f.lora_targets.push_back(clip_lora_target(**enc_g, "OpenCLIP bigG", {"te2", "text_encoder_2"}));
     f.text = std::make_unique<DualClipConditioner>(std::move(*enc_l), std::move(*enc_g), *tokenizer,
                                                    f.defaults.clip_skip, label_width);
 
     auto denoiser = UNetDenoiser::create(ctx, ctx.placement.diffusion, *unet);
     if (!denoiser.ok()) return denoiser.status();
+    f.lora_targets.push_back(unet_lora_target(**denoiser));
     f.denoiser = std::move(*denoiser);
 
     auto ae = make_sd_autoencoder(ctx, *vae);

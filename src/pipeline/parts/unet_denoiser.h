@@ -22,6 +22,7 @@ class UNetDenoiser : public Denoiser {
     void end_phase() override { runner_->end_phase(); }
 
     const models::UNetConfig& config() const { return cfg_; }
+    ModuleRunner& runner() { return *runner_; }
 
   private:
     models::UNetConfig cfg_;
