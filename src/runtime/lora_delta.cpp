@@ -106,6 +106,20 @@ Result<Factor> whole_or_product(const Reader& r, const LoraModule& m, LoraPart w
 
 Result<std::vector<float>> cpu_matmul(const std::vector<float>& a, const std::vector<float>& b,
                                       int64_t m, int64_t r, int64_t n, int threads) {
+    // Small products (most LoRA modules) are cheaper in one plain loop than a graph on the
+    // backend's thread pool.
+    if (m * r * n <= (int64_t(1) << 24)) {
+        std::vector<float> c(static_cast<size_t>(m * n), 0.0f);
+        for (int64_t i = 0; i < m; ++i) {
+            float* row = c.data() + i * n;
+            for (int64_t k = 0; k < r; ++k) {
+                const float v = a[i * r + k];
+                const float* brow = b.data() + k * n;
+                for (int64_t j = 0; j < n; ++j) row[j] += v * brow[j];
+            }
+        }
+        return c;
+    }
     // ggml_mul_mat(x, y): x [r, n] (b transposed), y [r, m] (a) -> [n, m] = (a @ b) row-major.
     std::vector<float> bt(static_cast<size_t>(r * n));
     for (int64_t i = 0; i < r; ++i) {
