@@ -129,6 +129,9 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
     auto tl = Clock::now();
     GGDIFF_TRY(lora_->apply(f, loras));
     timings_.lora = seconds_since(tl);
+    if (!loras.empty() && progress && !progress("lora", 1, 1, timings_.lora)) {
+        return Status::Error("cancelled");
+    }
 
     // Text conditioning.
     auto t0 = Clock::now();

@@ -42,6 +42,14 @@ Result<Conditioning> DualClipConditioner::encode(const TextRequest& request) {
         const int64_t eos_at = std::min<int64_t>(first_eos - ids_g.begin(), win - 1);
         if (first_eos != ids_g.end()) std::fill(first_eos + 1, ids_g.end(), 0);
 
+        // A zeroed context still needs bigG's pooled output, not CLIP-L at all.
+        if (zero) {
+            if (w == 0) {
+                auto hg = clip_g_->hidden(ids_g, skip, false, eos_at, &pooled);
+                if (!hg.ok()) return hg.status().with_context("OpenCLIP bigG");
+            }
+            continue;
+        }
         auto hl = clip_l_->hidden(ids_l, skip, /*final_norm=*/false);
         if (!hl.ok()) return hl.status().with_context("CLIP-L");
         auto hg = clip_g_->hidden(ids_g, skip, /*final_norm=*/false, w == 0 ? eos_at : -1,
@@ -55,7 +63,6 @@ Result<Conditioning> DualClipConditioner::encode(const TextRequest& request) {
         }
         apply_token_weights(dst, width, win, tw.weights.data() + w * win);
     }
-    if (zero) std::fill(c.context.data.begin(), c.context.data.end(), 0.0f);
 
     std::vector<float> y(pooled.data.begin(), pooled.data.end());
     const float h = static_cast<float>(request.height), wd = static_cast<float>(request.width);
