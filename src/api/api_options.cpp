@@ -20,6 +20,12 @@ Status resolve_api_inputs(ApiOptions& options) {
         std::random_device rd;
         options.gen.seed = static_cast<int64_t>(rd() & 0x7fffffff);
     }
+    options.gen.ref_images.clear();
+    for (const std::string& path : options.ref_image_paths) {
+        auto ref = read_image(path);
+        if (!ref.ok()) return ref.status().with_context("--ref-image " + path);
+        options.gen.ref_images.push_back(std::move(*ref));
+    }
     if (options.init_image_path.empty()) return Status::Ok();
     auto img = read_image(options.init_image_path);
     if (!img.ok()) return img.status().with_context("--init-img " + options.init_image_path);

@@ -16,8 +16,8 @@ Status set_api_option(ApiOptions& options, const std::string& name, const std::s
 // Whether `name` is an option the library reads (model loading or generation).
 bool is_api_option(const std::string& name);
 
-// Reads the files an option set refers to (the init image) into the request, and picks
-// a random seed when the seed is negative.
+// Reads the files an option set refers to (the init and reference images) into the request,
+// and picks a random seed when the seed is negative.
 Status resolve_api_inputs(ApiOptions& options);
 
 // The model options as loading uses them (--offload-to-cpu folded into --params-backend).

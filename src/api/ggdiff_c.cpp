@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "api/api_options.h"
+#include "api/c_api_internal.h"
 #include "core/log.h"
+#include "core/safe_text.h"
 #include "devices/devices.h"
 #include "ggdiff.h"
 #include "pipeline/engine.h"
@@ -16,25 +17,24 @@
 #include "pipeline/placement_setup.h"
 #include "placement/auto_fit_report.h"
 
-struct ggdiff_options {
-    ggdiff::ApiOptions opts;
-};
-
 struct ggdiff_model {
     std::unique_ptr<ggdiff::Engine> engine;
 };
 
+namespace ggdiff::api {
+
 namespace {
-
 thread_local std::string g_last_error;
+}  // namespace
 
-int fail(const std::string& message) {
-    g_last_error = message;
-    return 1;
+const std::string& last_error() {
+    return g_last_error;
 }
 
-int fail(const ggdiff::Status& st) {
-    return fail(st.message());
+// One line with control characters escaped, whatever file or request the message quotes.
+int fail(const std::string& message) {
+    g_last_error = ggdiff::escape_text(message);
+    return 1;
 }
 
 char* dup_string(const std::string& s) {
@@ -42,6 +42,13 @@ char* dup_string(const std::string& s) {
     if (p) std::memcpy(p, s.c_str(), s.size() + 1);
     return p;
 }
+
+}  // namespace ggdiff::api
+
+namespace {
+
+using ggdiff::api::dup_string;
+using ggdiff::api::fail;
 
 void ggdiff_images_free_list(std::vector<ggdiff_image>& images) {
     for (ggdiff_image& i : images) {
@@ -60,7 +67,7 @@ const char* ggdiff_version(void) {
 }
 
 const char* ggdiff_last_error(void) {
-    return g_last_error.c_str();
+    return ggdiff::api::last_error().c_str();
 }
 
 ggdiff_options* ggdiff_options_new(void) {

@@ -51,6 +51,7 @@ struct ApiOptions {
     GenerateOptions gen;
     std::string rpc_servers;
     std::string init_image_path;
+    std::vector<std::string> ref_image_paths;  // --ref-image, in the order given
     std::map<std::string, std::vector<OptionValue>> values;  // by option name, in set order
 };
 

@@ -6,6 +6,7 @@
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
 #include "sampling/schedules.h"
+#include "tokenizers/prompt_limits.h"
 
 namespace ggdiff::api {
 namespace {
@@ -31,6 +32,11 @@ std::function<Status(const OptionValue&)> side_check(const char* flag) {
     };
 }
 
+// Prompts past the length limit are refused when set (tokenizers/prompt_limits.h).
+std::function<Status(const OptionValue&)> prompt_check(const char* what) {
+    return [what](const OptionValue& v) { return check_prompt_bytes(v.text.size(), what); };
+}
+
 }  // namespace
 
 void add_generation_options(std::vector<OptionSpec>& out) {
@@ -38,10 +44,12 @@ void add_generation_options(std::vector<OptionSpec>& out) {
     opt(out, g, "prompt", OptType::String, kGenerate)
         .short_name("p")
         .help("Prompt; (word:1.2) and [word] change a word's weight")
+        .check(prompt_check("the prompt"))
         .bind(to_text(GGDIFF_FIELD(gen.prompt)));
     opt(out, g, "negative-prompt", OptType::String, kGenerate)
         .short_name("n")
         .help("Negative prompt")
+        .check(prompt_check("the negative prompt"))
         .bind(to_text(GGDIFF_FIELD(gen.negative_prompt)));
     opt(out, g, "prompt-file", OptType::Path, kFrontend).help("Read the prompt from this file");
     opt(out, g, "negative-prompt-file", OptType::Path, kFrontend)
@@ -50,6 +58,15 @@ void add_generation_options(std::vector<OptionSpec>& out) {
         .short_name("i")
         .help("Initial image for img2img (resized to the output size)")
         .bind(to_text(GGDIFF_FIELD(init_image_path)));
+    opt(out, g, "ref-image", OptType::Path, kGenerate | kRepeatable)
+        .short_name("r")
+        .help(
+            "Reference image (repeatable) for models that take them (Qwen Image, Qwen Image "
+            "Layered); resized to about the output's pixel count")
+        .bind([](ApiOptions& o, OptionValue& v) -> Status {
+            o.ref_image_paths.push_back(v.text);
+            return Status::Ok();
+        });
     opt(out, g, "width", OptType::Int, kGenerate)
         .short_name("W")
         .range(kMinSide, kMaxSide)
@@ -185,6 +202,13 @@ void add_generation_options(std::vector<OptionSpec>& out) {
         .def("0.5")
         .help("Tile overlap as a fraction of the tile")
         .bind(to_float(GGDIFF_FIELD(gen.vae_tiling.overlap)));
+
+    g = "Model family switches";
+    opt(out, g, "qwen-image-layers", OptType::Int, kGenerate)
+        .range(0, 64)
+        .def("3")
+        .help("Qwen Image Layered: N gives N+1 RGBA layers (images) per batch item")
+        .bind(to_int(GGDIFF_FIELD(gen.qwen_image_layers)));
 }
 
 }  // namespace ggdiff::api

@@ -28,7 +28,7 @@ void add_model_options(std::vector<OptionSpec>& out) {
     opt(out, g, "vae-format", OptType::String, kModel)
         .def("auto")
         .unsupported_values("!auto")
-        .help("Layout of the --vae file; auto (detected from the tensor names) is supported");
+        .help("Layout of the --vae file (auto: detected from its tensor names)");
     file("taesd", "Tiny AutoEncoder for fast, lower quality decoding (and encoding)",
          GGDIFF_FIELD(model.taesd))
         .alias("tae");
@@ -46,6 +46,11 @@ void add_model_options(std::vector<OptionSpec>& out) {
          "CLIP tokenizer to use instead of the built-in one: a merges.txt, vocab.json or "
          "tokenizer.json file, or a folder holding them (or a tokenizer/ folder)",
          GGDIFF_FIELD(model.tokenizer));
+    file("llm-tokenizer",
+         "Tokenizer of the LLM text encoder when it is not next to the --llm file: a folder with "
+         "vocab.json + merges.txt (+ added_tokens.json), a tokenizer.json, or a folder holding "
+         "tokenizer/",
+         GGDIFF_FIELD(model.llm_tokenizer));
     planned("control-net", "ControlNet model");
     planned("photo-maker", "PhotoMaker model");
     planned("pulid-weights", "PuLID model");

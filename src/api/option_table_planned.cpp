@@ -14,9 +14,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "mask", OptType::Path, "Inpainting mask image");
     later(g, "control-image", OptType::Path, "ControlNet condition image");
     later(g, "control-video", OptType::Path, "Folder of ControlNet frames, read in name order");
-    later(g, "ref-image", OptType::Path, "Reference image (repeatable)")
-        .short_name("r")
-        .flags(kRepeatable);
     later(g, "increase-ref-index", OptType::Bool,
           "Give reference images increasing indices in listing order");
     later(g, "disable-auto-resize-ref-image", OptType::Bool,
@@ -99,8 +96,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "chroma-enable-t5-mask", OptType::Bool, "Chroma: mask T5 padding");
     later(g, "chroma-t5-mask-pad", OptType::Int, "Chroma: T5 padding tokens kept unmasked");
     later(g, "qwen-image-zero-cond-t", OptType::Bool, "Qwen Image: zero conditioning timestep");
-    later(g, "qwen-image-layers", OptType::Int,
-          "Qwen Image Layered: number of layers (N+1 RGBA images per item)");
     later(g, "circular", OptType::Bool, "Seamless tiling in both directions");
     later(g, "circularx", OptType::Bool, "Seamless tiling horizontally");
     later(g, "circulary", OptType::Bool, "Seamless tiling vertically");

@@ -33,7 +33,9 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options) {
 
     std::unique_ptr<Engine> engine(new Engine());
     engine->index_ = std::move(*index);
-    const std::string main_file = !options.model.empty() ? options.model : options.diffusion_model;
+    const std::string main_file = !options.model.empty()             ? options.model
+                                  : !options.diffusion_model.empty() ? options.diffusion_model
+                                                                     : default_model_path();
     engine->model_name_ = std::filesystem::path(main_file).stem().string();
 
     auto lora_mode = parse_lora_apply_mode(options.lora_apply_mode);

@@ -51,6 +51,8 @@ class TextConditioner {
   public:
     virtual ~TextConditioner() = default;
     virtual Result<Conditioning> encode(const TextRequest& request) = 0;
+    // Refuses a prompt the encoder would not take (too many windows), before any compute.
+    virtual Status check(const TextRequest&) const { return Status::Ok(); }
     // The text phase is over for this generation (weights may be released).
     virtual void end_phase() = 0;
 };
@@ -124,6 +126,14 @@ struct Family {
     Status (*check_request)(const GenerateOptions&) = nullptr;
     // Init/reference image -> the tensor the VAE encodes (default: RGB in [-1, 1]).
     HostTensor (*image_input)(const Image&) = nullptr;
+    // Frames per latent for a request (Qwen Image Layered: one per layer); nullptr = 1. A
+    // latent of F frames is [w, h, latent_channels * F, 1] with channel c of frame f in plane
+    // c * F + f, and decodes to F images.
+    int (*latent_frames)(const GenerateOptions&) = nullptr;
+    // Reference images (-r) the denoiser attends to: each is resized to about the output's
+    // pixel count (at most 1024x1024) in multiples of this, then encoded by the VAE (through
+    // image_input). 0: the family takes none.
+    int ref_image_multiple = 0;
     // The modules <lora:...> prompt tags can patch (none: LoRA tags are an error).
     std::vector<LoraTarget> lora_targets;
 };

@@ -8,6 +8,8 @@ const std::vector<const FamilyRecipe*>& family_recipes() {
     static const std::vector<const FamilyRecipe*> recipes = {
         &kSdRecipe,
         &kSdxlRecipe,
+        &kQwenImageLayeredRecipe,
+        &kQwenImageRecipe,
     };
     return recipes;
 }

@@ -11,6 +11,7 @@
 #include "pipeline/engine.h"
 #include "pipeline/latent_image.h"
 #include "sampling/sampling.h"
+#include "tokenizers/prompt_limits.h"
 
 namespace ggdiff {
 namespace {
@@ -34,6 +35,7 @@ struct Plan {
     sampling::Parameterization param = sampling::Parameterization::discrete();
     std::vector<float> sigmas;
     int64_t latent_w = 0, latent_h = 0, latent_c = 0;
+    int frames = 1;  // images per latent (layers)
 };
 
 // "96x64 or 104x64": the valid sizes on either side of a bad one.
@@ -70,7 +72,25 @@ Result<Plan> plan_request(const GenerateOptions& o, const Family& f) {
     if (o.init_image && !f.vae->can_encode()) {
         return Status::Error("this VAE has no encoder weights: img2img needs a full VAE");
     }
+    if (!o.ref_images.empty() && f.ref_image_multiple <= 0) {
+        return Status::Error("--ref-image is not supported for " + f.name + " models");
+    }
+    if (!o.ref_images.empty() && !f.vae->can_encode()) {
+        return Status::Error("this VAE has no encoder weights: reference images need a full VAE");
+    }
     if (f.check_request) GGDIFF_TRY(f.check_request(o));
+    GGDIFF_TRY(check_prompt_bytes(o.prompt.size(), "the prompt"));
+    GGDIFF_TRY(check_prompt_bytes(o.negative_prompt.size(), "the negative prompt"));
+    // The prompt's limits apply to what is tokenized: without its <lora:...> tags.
+    std::vector<LoraRequest> tags;
+    auto untagged = extract_lora_tags(o.prompt, &tags);
+    if (!untagged.ok()) return untagged.status();
+    TextRequest tr;
+    tr.prompt = *untagged;
+    GGDIFF_TRY(f.text->check(tr));
+    tr.prompt = o.negative_prompt;
+    tr.negative = true;
+    GGDIFF_TRY(f.text->check(tr));
 
     p.cfg_scale = std::isnan(o.cfg_scale) ? f.defaults.cfg_scale : o.cfg_scale;
     p.use_uncond = f.uses_cfg && p.cfg_scale != 1.0f;
@@ -101,8 +121,19 @@ Result<Plan> plan_request(const GenerateOptions& o, const Family& f) {
     const int d = f.vae->downscale();
     p.latent_w = p.width / d;
     p.latent_h = p.height / d;
-    p.latent_c = f.latent_channels;
+    p.frames = f.latent_frames ? std::max(1, f.latent_frames(o)) : 1;
+    p.latent_c = static_cast<int64_t>(f.latent_channels) * p.frames;
     return p;
+}
+
+// A reference image's size for the VAE: about the output's pixel count (at most 1024x1024)
+// with the image's aspect, in multiples of m (stable-diffusion.cpp's automatic resize).
+std::pair<int, int> ref_image_size(const Image& img, int width, int height, int m) {
+    const double pixels = std::min(1024.0 * 1024.0, static_cast<double>(width) * height);
+    const double w = std::sqrt(pixels * img.width / img.height);
+    const double h = w * img.height / img.width;
+    return {std::max(m, static_cast<int>(std::lround(w / m)) * m),
+            std::max(m, static_cast<int>(std::lround(h / m)) * m)};
 }
 
 std::vector<float> slice(const std::vector<float>& v, size_t offset, size_t n) {
@@ -171,18 +202,39 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
                               : resize_image(*o.init_image, p.width, p.height);
         auto enc = f.vae->encode(f.image_input ? f.image_input(img) : image_to_tensor(img), *rng);
         if (!enc.ok()) return enc.status().with_context("encoding the init image");
-        if (static_cast<size_t>(enc->numel()) != n) {
+        if (static_cast<size_t>(enc->numel()) * p.frames != n) {
             return Status::Error(
                 "encoding the init image: the VAE's latent does not match "
                 "the denoiser's");
         }
-        init_latent = std::move(enc->data);
+        // A latent of several frames starts every frame from the init image.
+        init_latent.resize(n);
+        const size_t plane = static_cast<size_t>(p.latent_w * p.latent_h);
+        for (size_t c = 0; c < static_cast<size_t>(f.latent_channels); ++c) {
+            for (size_t fr = 0; fr < static_cast<size_t>(p.frames); ++fr) {
+                std::copy_n(enc->data.begin() + c * plane, plane,
+                            init_latent.begin() + (c * p.frames + fr) * plane);
+            }
+        }
         sigmas = sampling::img2img_sigmas(sigmas, o.strength);
         timings_.encode = seconds_since(t1);
         GGDIFF_LOG_DEBUG("init image encoding: %.2fs", timings_.encode);
         if (progress && !progress("encode", 1, 1, timings_.encode)) {
             return Status::Error("cancelled");
         }
+    }
+
+    // Reference images: encoded once, shared by every step and batch item.
+    std::vector<HostTensor> ref_latents;
+    for (size_t i = 0; i < o.ref_images.size(); ++i) {
+        const Image& ref = o.ref_images[i];
+        const auto [rw, rh] = ref_image_size(ref, p.width, p.height, f.ref_image_multiple);
+        const Image img = ref.width == rw && ref.height == rh ? ref : resize_image(ref, rw, rh);
+        auto enc = f.vae->encode(f.image_input ? f.image_input(img) : image_to_tensor(img), *rng);
+        if (!enc.ok()) {
+            return enc.status().with_context("encoding reference image " + std::to_string(i + 1));
+        }
+        ref_latents.push_back(std::move(*enc));
     }
 
     const bool batched = p.use_uncond && uncond.batchable_with(*cond);
@@ -192,6 +244,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
         const sampling::Parameterization::ModelStep ms = p.param.model_step(sigma);
         DenoiseBatch batch;
         batch.guidance = o.guidance;
+        batch.refs = ref_latents.empty() ? nullptr : &ref_latents;
         const int items = batched ? 2 : 1;
         batch.x = HostTensor({p.latent_w, p.latent_h, p.latent_c, items});
         for (int b = 0; b < items; ++b) {
@@ -267,14 +320,33 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
             to.tile_w = tiling.tile_w;
             to.tile_h = tiling.tile_h;
             to.overlap = tiling.overlap;
-            HostTensor img;
-            GGDIFF_TRY(models::run_tiled(latent, img, static_cast<float>(f.vae->downscale()), to,
+            auto tiled = [&](const HostTensor& in_latent, HostTensor& img) -> Status {
+                return models::run_tiled(in_latent, img, static_cast<float>(f.vae->downscale()), to,
                                          [&](const HostTensor& in, HostTensor& out) -> Status {
                                              auto r = f.vae->decode(in);
                                              if (!r.ok()) return r.status();
                                              out = std::move(*r);
                                              return Status::Ok();
-                                         }));
+                                         });
+            };
+            HostTensor img;
+            if (p.frames == 1) {
+                GGDIFF_TRY(tiled(latent, img));
+                return img;
+            }
+            // Several frames: tiles of one frame at a time (plane c * F + fr of the latent).
+            const int64_t plane = p.latent_w * p.latent_h, ch = f.latent_channels;
+            for (int64_t fr = 0; fr < p.frames; ++fr) {
+                HostTensor one({p.latent_w, p.latent_h, ch, 1});
+                for (int64_t c = 0; c < ch; ++c) {
+                    std::copy_n(latent.data.begin() + (c * p.frames + fr) * plane, plane,
+                                one.data.begin() + c * plane);
+                }
+                HostTensor out;
+                GGDIFF_TRY(tiled(one, out));
+                if (fr == 0) img = HostTensor({out.dim(0), out.dim(1), out.dim(2), p.frames});
+                std::copy(out.data.begin(), out.data.end(), img.data.begin() + fr * out.numel());
+            }
             return img;
         };
         auto img = decode(o.vae_tiling);

@@ -5,15 +5,16 @@
 
 namespace ggdiff {
 
-HostTensor image_to_tensor(const Image& img) {
-    HostTensor t({img.width, img.height, 3, 1});
+HostTensor image_to_tensor(const Image& img, int channels) {
+    if (channels == 4 && img.channels != 4) return image_to_tensor(convert_channels(img, 4), 4);
+    HostTensor t({img.width, img.height, channels, 1});
     const int64_t plane = static_cast<int64_t>(img.width) * img.height;
     for (int y = 0; y < img.height; ++y) {
         for (int x = 0; x < img.width; ++x) {
             const uint8_t* px =
                 &img.pixels[(static_cast<size_t>(y) * img.width + x) * img.channels];
-            for (int c = 0; c < 3; ++c) {
-                const uint8_t v = img.channels >= 3 ? px[c] : px[0];
+            for (int c = 0; c < channels; ++c) {
+                const uint8_t v = c == 3 ? px[3] : img.channels >= 3 ? px[c] : px[0];
                 t.data[c * plane + static_cast<int64_t>(y) * img.width + x] =
                     v / 255.0f * 2.0f - 1.0f;
             }
@@ -26,16 +27,17 @@ Image tensor_to_image(const HostTensor& t) {
     Image img;
     img.width = static_cast<int>(t.dim(0));
     img.height = static_cast<int>(t.dim(1));
-    img.channels = 3;
-    img.pixels.resize(static_cast<size_t>(img.width) * img.height * 3);
+    const int ch = t.dim(2) >= 4 ? 4 : 3;
+    img.channels = ch;
+    img.pixels.resize(static_cast<size_t>(img.width) * img.height * ch);
     const int64_t plane = static_cast<int64_t>(img.width) * img.height;
     for (int y = 0; y < img.height; ++y) {
         for (int x = 0; x < img.width; ++x) {
-            for (int c = 0; c < 3; ++c) {
+            for (int c = 0; c < ch; ++c) {
                 float v =
                     (t.data[c * plane + static_cast<int64_t>(y) * img.width + x] + 1.0f) * 0.5f;
                 v = std::min(1.0f, std::max(0.0f, v));
-                img.pixels[(static_cast<size_t>(y) * img.width + x) * 3 + c] =
+                img.pixels[(static_cast<size_t>(y) * img.width + x) * ch + c] =
                     static_cast<uint8_t>(v * 255.0f);
             }
         }

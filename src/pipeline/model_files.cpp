@@ -1,8 +1,48 @@
 #include "pipeline/model_files.h"
 
-namespace ggdiff {
+#include <unistd.h>
 
-Result<TensorIndex> open_model_files(const ModelOptions& o) {
+#include <cstdlib>
+#include <filesystem>
+
+namespace ggdiff {
+namespace {
+
+constexpr const char* kDefaultModel = "ggdiff-toy-shapes.safetensors";
+
+std::string executable_dir() {
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string() : exe.parent_path().string();
+}
+
+}  // namespace
+
+std::string default_model_path() {
+    if (const char* env = std::getenv("GGDIFF_DEFAULT_MODEL"); env && *env) return env;
+    std::vector<std::string> candidates;
+    const std::string exe = executable_dir();
+    if (!exe.empty()) {
+        candidates.push_back(exe + "/../models/" + kDefaultModel);
+        candidates.push_back(exe + "/../../models/" + kDefaultModel);  // build/tests/...
+        candidates.push_back(exe + "/../share/ggdiff/" + kDefaultModel);
+    }
+#ifdef GGDIFF_SOURCE_DIR_MODELS
+    candidates.push_back(std::string(GGDIFF_SOURCE_DIR_MODELS) + "/" + kDefaultModel);
+#endif
+    for (const std::string& c : candidates) {
+        std::error_code ec;
+        if (std::filesystem::is_regular_file(c, ec)) {
+            return std::filesystem::weakly_canonical(c, ec).string();
+        }
+    }
+    return "";
+}
+
+Result<TensorIndex> open_model_files(const ModelOptions& options) {
+    ModelOptions o = options;
+    const bool builtin = o.model.empty() && o.diffusion_model.empty();
+    if (builtin) o.model = default_model_path();
     TensorIndex index;
     const std::pair<const char*, const std::string*> roles[] = {
         {"model", &o.model},   {"diffusion-model", &o.diffusion_model},
@@ -15,9 +55,16 @@ Result<TensorIndex> open_model_files(const ModelOptions& o) {
         if (path->empty()) continue;
         any = true;
         Status st = index.add(*path, prefix_for_role(role));
-        if (!st.ok()) return st.with_context(std::string("--") + role);
+        if (!st.ok()) {
+            return st.with_context(builtin && path == &o.model ? std::string("the built-in model")
+                                                               : std::string("--") + role);
+        }
     }
-    if (!any) return Status::Error("no model given: pass -m MODEL (or --diffusion-model)");
+    if (!any) {
+        return Status::Error(
+            "no model given: pass -m MODEL (or --diffusion-model); the built-in model "
+            "(models/ggdiff-toy-shapes.safetensors) was not found either");
+    }
     return index;
 }
 

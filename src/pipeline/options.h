@@ -23,11 +23,12 @@ struct ModelOptions {
     std::string diffusion_model;  // --diffusion-model
     std::string vae;              // --vae
     std::string clip_l, clip_g, t5xxl, llm;
-    std::string taesd;       // --taesd
-    std::string tokenizer;   // --tokenizer: CLIP merges.txt / folder
-    int weight_type = -1;    // --type: a ggml_type, or -1 to keep the stored types
-    std::string prediction;  // --prediction override (a prediction_names() value; "" = detect)
-    int threads = -1;        // -1: all hardware threads
+    std::string taesd;          // --taesd
+    std::string tokenizer;      // --tokenizer: CLIP merges.txt / folder
+    std::string llm_tokenizer;  // --llm-tokenizer: Qwen2 BPE vocab folder / tokenizer.json
+    int weight_type = -1;       // --type: a ggml_type, or -1 to keep the stored types
+    std::string prediction;     // --prediction override (a prediction_names() value; "" = detect)
+    int threads = -1;           // -1: all hardware threads
     // Placement (validated by the placement layer before any weight is read).
     std::string backend;
     std::string params_backend;
@@ -36,6 +37,10 @@ struct ModelOptions {
     bool auto_fit = false;
     bool vae_on_cpu = false, clip_on_cpu = false;
     bool offload_to_cpu = false;  // params of every module in RAM (= --params-backend cpu)
+    // Kernel choices off the CPU kernels: --fa (every module), --diffusion-fa,
+    // --diffusion-conv-direct, --vae-conv-direct.
+    bool flash_attn = false, diffusion_flash_attn = false;
+    bool diffusion_conv_direct = false, vae_conv_direct = false;
     // LoRA: the folder <lora:NAME:WEIGHT> prompt tags load NAME from, and how they are
     // applied: "auto" (merged into the weights unless quantized or row-split, then at run
     // time), "immediately" (merged) or "at_runtime".
@@ -65,11 +70,13 @@ struct GenerateOptions {
     int64_t seed = 42;                // < 0: a random seed (picked by the C API)
     int batch = 1;
     std::optional<Image> init_image;
+    std::vector<Image> ref_images;  // -r: reference images (edit / Layered models)
     float strength = 0.75f;
     int clip_skip = -1;
     sampling::RngKind rng = sampling::RngKind::Cuda;
     std::optional<sampling::RngKind> sampler_rng;  // nullopt: same as rng
     TilingOptions vae_tiling;
+    int qwen_image_layers = 3;      // Qwen Image Layered: N+1 RGBA layers per batch item
     std::string output_model_name;  // for metadata (file base name)
 };
 

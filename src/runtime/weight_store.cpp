@@ -134,6 +134,11 @@ ggml_tensor* WeightStore::get(const std::string& name, const std::vector<int64_t
         if (status_.ok()) status_ = Status::Error("missing tensor " + name);
     } else {
         std::vector<int64_t> stored = info->ne();
+        // Dimensions past the fourth (Wan's 5-D conv3d kernels) fold into the fourth.
+        while (stored.size() > 4) {
+            stored[3] *= stored.back();
+            stored.pop_back();
+        }
         // Same sizes in the same order, ignoring size-1 dimensions: a [C,C,1,1] kernel
         // serves as a [C,C] matrix, but a transposed or reshaped tensor is an error.
         if (squeeze_all(stored) != squeeze_all(ne)) {

@@ -18,7 +18,54 @@ bool is_tokenizer_folder(const fs::path& dir) {
                                          fs::is_regular_file(dir / "tokenizer.json", ec));
 }
 
+// A folder Qwen2Tokenizer::from_path() can load.
+bool is_bpe_vocab_folder(const fs::path& dir) {
+    std::error_code ec;
+    return fs::is_directory(dir, ec) && ((fs::is_regular_file(dir / "vocab.json", ec) &&
+                                          fs::is_regular_file(dir / "merges.txt", ec)) ||
+                                         fs::is_regular_file(dir / "tokenizer.json", ec));
+}
+
 }  // namespace
+
+Result<std::string> find_llm_tokenizer(const std::vector<std::string>& model_paths,
+                                       const std::string& tokenizer_flag) {
+    std::error_code ec;
+    if (!tokenizer_flag.empty()) {
+        const fs::path p(tokenizer_flag);
+        if (!fs::exists(p, ec)) {
+            return Status::Error("--llm-tokenizer " + tokenizer_flag + ": no such file or folder");
+        }
+        if (!fs::is_directory(p, ec)) return tokenizer_flag;
+        if (is_bpe_vocab_folder(p)) return tokenizer_flag;
+        if (is_bpe_vocab_folder(p / "tokenizer")) return (p / "tokenizer").string();
+        return Status::Error("--llm-tokenizer " + tokenizer_flag +
+                             ": the folder holds no vocab.json + merges.txt, tokenizer.json or "
+                             "tokenizer/ folder");
+    }
+    std::vector<fs::path> looked;
+    for (const std::string& model : model_paths) {
+        if (model.empty()) continue;
+        fs::path dir =
+            fs::is_directory(model, ec) ? fs::path(model) : fs::path(model).parent_path();
+        if (dir.empty()) dir = ".";
+        looked.push_back(dir);
+        looked.push_back(dir / "tokenizer");
+        const fs::path parent = fs::absolute(dir, ec).parent_path();
+        if (!parent.empty() && parent != fs::absolute(dir, ec))
+            looked.push_back(parent / "tokenizer");
+    }
+    std::string places;
+    for (const fs::path& dir : looked) {
+        if (is_bpe_vocab_folder(dir)) return dir.string();
+        places += (places.empty() ? "" : ", ") + dir.string();
+    }
+    return Status::Error(
+        "no tokenizer found for the LLM text encoder: pass --llm-tokenizer with the folder "
+        "holding its vocab.json and merges.txt (and added_tokens.json), or its tokenizer.json "
+        "(e.g. a diffusers model's tokenizer/ folder)" +
+        (places.empty() ? std::string() : "; looked in " + places));
+}
 
 Result<std::string> find_clip_merges(const std::string& model_path,
                                      const std::string& tokenizer_flag) {

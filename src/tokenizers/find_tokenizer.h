@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "tokenizers/clip_tokenizer.h"
@@ -26,5 +27,14 @@ Result<ClipTokenizer> open_clip_tokenizer(const std::string& model_path,
                                           const std::string& tokenizer_flag,
                                           const std::string* embedded_merges,
                                           std::string* source = nullptr);
+
+// A path for Qwen2Tokenizer::from_path() (vocab.json + merges.txt, or tokenizer.json):
+//  1. `tokenizer_flag` (--llm-tokenizer) when not empty: such a folder, a tokenizer.json or
+//     vocab.json, or a folder holding tokenizer/;
+//  2. the folder of each of `model_paths` (the --llm file first, then the main model), its
+//     tokenizer/ subfolder, and the tokenizer/ folder beside it (diffusers layout).
+// Otherwise the error says what to pass and where it looked.
+Result<std::string> find_llm_tokenizer(const std::vector<std::string>& model_paths,
+                                       const std::string& tokenizer_flag);
 
 }  // namespace ggdiff

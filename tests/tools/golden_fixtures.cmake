@@ -28,7 +28,10 @@ function(_ggdiff_fixture_test tensors seed sha256 out fixtures_var)
                      -DSHA256=${sha256}
                      -DOUT=${out}
                      -P ${CMAKE_CURRENT_SOURCE_DIR}/tools/ensure_fixture.cmake)
-    set_tests_properties(${test} PROPERTIES FIXTURES_SETUP ${test} LABELS "fixture" TIMEOUT 900)
+    # Every fixture also sets up "ggdiff_e2e": one name the e2e suites require (a list would
+    # not survive gtest_discover_tests' PROPERTIES forwarding).
+    set_tests_properties(${test} PROPERTIES FIXTURES_SETUP "${test};ggdiff_e2e" LABELS "fixture"
+                                            TIMEOUT 900)
   else()
     get_property(have GLOBAL PROPERTY GGDIFF_FIXTURE_SHA_${test})
     if(NOT have STREQUAL sha256)

@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "pipeline/parts/module_setup.h"
 #include "tokenizers/find_tokenizer.h"
+#include "tokenizers/prompt_limits.h"
 #include "tokenizers/token_windows.h"
 
 namespace ggdiff {
@@ -92,6 +93,14 @@ Result<HostTensor> ClipTextEncoder::hidden(const std::vector<int32_t>& ids, int 
     if (!r.ok()) return r.status();
     if (want_pooled) *pooled = std::move((*r)[1]);
     return std::move((*r)[0]);
+}
+
+Status ClipTextEncoder::check(const std::string& prompt, const std::string& what) const {
+    return check_clip_prompt(*tokenizer_, prompt, what);
+}
+
+Status ClipConditioner::check(const TextRequest& request) const {
+    return encoder_->check(request.prompt, request.negative ? "the negative prompt" : "the prompt");
 }
 
 Result<Conditioning> ClipConditioner::encode(const TextRequest& request) {

@@ -28,6 +28,12 @@ class DualClipConditioner : public TextConditioner {
     // An empty negative prompt gives a zero context (its pooled vector stays), as the
     // reference engines do for SDXL.
     Result<Conditioning> encode(const TextRequest& request) override;
+    // The prompt limits (size, CLIP windows) before any compute; both encoders share the
+    // tokenizer, so one check covers them.
+    Status check(const TextRequest& request) const override {
+        return clip_l_->check(request.prompt,
+                              request.negative ? "the negative prompt" : "the prompt");
+    }
     void end_phase() override {
         clip_l_->end_phase();
         clip_g_->end_phase();

@@ -1,0 +1,152 @@
+#include "models/te/qwen_llm.h"
+
+#include <ggml.h>
+
+#include "io/name_util.h"
+#include "io/tensor_convert.h"
+#include "nn/layers.h"
+
+namespace ggdiff::models {
+
+namespace {
+
+const TensorInfo* find2d(const TensorIndex& index, const std::string& name) {
+    const TensorInfo* t = index.find(name);
+    return t && t->shape.size() == 2 ? t : nullptr;
+}
+
+ggml_tensor* rms(nn::Ctx& c, ggml_tensor* x, const std::string& name, int64_t dim, float eps) {
+    return ggml_mul(c.ctx, ggml_rms_norm(c.ctx, x, eps), c.W(name, {dim}));
+}
+
+// [kv*d, T, N] -> [heads*d, T, N]: each key/value head serves heads/kv query heads in turn.
+ggml_tensor* expand_kv(ggml_context* ctx, ggml_tensor* x, int64_t d, int64_t kv, int64_t heads) {
+    if (kv == heads) return x;
+    const int64_t t = x->ne[1], n = x->ne[2];
+    ggml_tensor* x4 = ggml_reshape_4d(ctx, x, d, 1, kv, t * n);
+    ggml_tensor* shape = ggml_new_tensor_4d(ctx, x->type, d, heads / kv, kv, t * n);
+    return ggml_reshape_3d(ctx, ggml_repeat(ctx, x4, shape), d * heads, t, n);
+}
+
+}  // namespace
+
+Result<QwenLlmConfig> detect_qwen_llm(const TensorIndex& index, const std::string& role_prefix) {
+    QwenLlmConfig cfg;
+    // The embedding table names the base: "model.", "model.language_model.", or none.
+    const TensorInfo* emb = nullptr;
+    for (const TensorInfo& t : index.tensors()) {
+        if (starts_with(t.name, role_prefix) && ends_with(t.name, "embed_tokens.weight") &&
+            t.name.find("visual") == std::string::npos && t.shape.size() == 2) {
+            emb = &t;
+            cfg.base = t.name.substr(0, t.name.size() - std::string("embed_tokens.weight").size());
+            break;
+        }
+    }
+    if (!emb) return Status::Error("missing tensor " + role_prefix + "model.embed_tokens.weight");
+    cfg.vocab = emb->shape[0];
+    cfg.hidden = emb->shape[1];
+    const std::string l0 = cfg.base + "layers.0.";
+    while (
+        index.has(cfg.base + "layers." + std::to_string(cfg.layers) + ".self_attn.q_proj.weight")) {
+        ++cfg.layers;
+    }
+    if (cfg.layers == 0) return Status::Error("missing tensor " + l0 + "self_attn.q_proj.weight");
+    const TensorInfo* q = find2d(index, l0 + "self_attn.q_proj.weight");
+    const TensorInfo* k = find2d(index, l0 + "self_attn.k_proj.weight");
+    const TensorInfo* gate = find2d(index, l0 + "mlp.gate_proj.weight");
+    if (!k) return Status::Error("missing tensor " + l0 + "self_attn.k_proj.weight");
+    if (!gate) return Status::Error("missing tensor " + l0 + "mlp.gate_proj.weight");
+    cfg.qk_norm = index.has(l0 + "self_attn.q_norm.weight");
+    cfg.qkv_bias = index.has(l0 + "self_attn.q_proj.bias");
+    if (cfg.qk_norm) {
+        const TensorInfo* qn = index.find(l0 + "self_attn.q_norm.weight");
+        cfg.head_dim = qn->shape.empty() ? 128 : qn->shape.back();
+    } else if (q->shape[0] % 128 != 0) {
+        cfg.head_dim = 64;
+    }
+    if (q->shape[0] % cfg.head_dim || k->shape[0] % cfg.head_dim) {
+        return Status::Error(l0 + "self_attn: query width " + std::to_string(q->shape[0]) +
+                             " and key width " + std::to_string(k->shape[0]) +
+                             " are not whole heads of " + std::to_string(cfg.head_dim));
+    }
+    cfg.heads = q->shape[0] / cfg.head_dim;
+    cfg.kv_heads = k->shape[0] / cfg.head_dim;
+    if (cfg.kv_heads == 0 || cfg.heads % cfg.kv_heads) {
+        return Status::Error(l0 + "self_attn: " + std::to_string(cfg.heads) +
+                             " query heads cannot share " + std::to_string(cfg.kv_heads) +
+                             " key/value heads");
+    }
+    cfg.intermediate = gate->shape[0];
+    if (!index.has(cfg.base + "norm.weight")) {
+        return Status::Error("missing tensor " + cfg.base + "norm.weight");
+    }
+    return cfg;
+}
+
+Result<HostTensor> qwen_llm_embed(const TensorIndex& index, const QwenLlmConfig& cfg,
+                                  const std::vector<int>& ids) {
+    const std::string name = cfg.base + "embed_tokens.weight";
+    const TensorInfo* t = index.find(name);
+    if (!t) return Status::Error("missing tensor " + name);
+    uint64_t row_bytes = 0;
+    if (!stored_nbytes(t->dtype, t->ggml_type, {cfg.hidden}, &row_bytes)) {
+        return Status::Error(name + ": rows of this type cannot be read one by one");
+    }
+    TensorInfo row = *t;
+    row.shape = {cfg.hidden};
+    row.nbytes = row_bytes;
+    HostTensor out({cfg.hidden, static_cast<int64_t>(ids.size()), 1});
+    const uint8_t* base = index.raw(*t);
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] < 0 || ids[i] >= cfg.vocab) {
+            return Status::Error("token id " + std::to_string(ids[i]) +
+                                 " is outside the text encoder's vocabulary of " +
+                                 std::to_string(cfg.vocab));
+        }
+        GGDIFF_TRY(convert_tensor(row, base + row_bytes * static_cast<uint64_t>(ids[i]),
+                                  GGML_TYPE_F32, out.data.data() + i * cfg.hidden));
+    }
+    return out;
+}
+
+ggml_tensor* build_qwen_llm(nn::Ctx& c, const QwenLlmConfig& cfg, ggml_tensor* x,
+                            ggml_tensor* positions, int out_layer) {
+    ggml_context* ctx = c.ctx;
+    const int64_t h = cfg.hidden, d = cfg.head_dim, t = x->ne[1], n = x->ne[2];
+    const int64_t qw = cfg.heads * d, kw = cfg.kv_heads * d;
+    const int64_t last = out_layer >= 0 && out_layer < cfg.layers ? out_layer : cfg.layers - 1;
+    for (int64_t i = 0; i <= last; ++i) {
+        const std::string p = cfg.base + "layers." + std::to_string(i) + ".";
+        ggml_tensor* a = rms(c, x, p + "input_layernorm.weight", h, cfg.eps);
+        ggml_tensor* q = nn::linear(c, a, p + "self_attn.q_proj", h, qw, cfg.qkv_bias);
+        ggml_tensor* k = nn::linear(c, a, p + "self_attn.k_proj", h, kw, cfg.qkv_bias);
+        ggml_tensor* v = nn::linear(c, a, p + "self_attn.v_proj", h, kw, cfg.qkv_bias);
+        q = ggml_reshape_4d(ctx, q, d, cfg.heads, t, n);
+        k = ggml_reshape_4d(ctx, k, d, cfg.kv_heads, t, n);
+        if (cfg.qk_norm) {
+            q = rms(c, q, p + "self_attn.q_norm.weight", d, cfg.eps);
+            k = rms(c, k, p + "self_attn.k_norm.weight", d, cfg.eps);
+        }
+        q = ggml_rope_ext(ctx, q, positions, nullptr, static_cast<int>(d), GGML_ROPE_TYPE_NEOX, 0,
+                          cfg.rope_theta, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+        k = ggml_rope_ext(ctx, k, positions, nullptr, static_cast<int>(d), GGML_ROPE_TYPE_NEOX, 0,
+                          cfg.rope_theta, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+        q = ggml_reshape_3d(ctx, q, qw, t, n);
+        k = expand_kv(ctx, ggml_reshape_3d(ctx, k, kw, t, n), d, cfg.kv_heads, cfg.heads);
+        v = expand_kv(ctx, v, d, cfg.kv_heads, cfg.heads);
+        a = nn::attention(ctx, q, k, v, static_cast<int>(cfg.heads), /*causal=*/true);
+        x = ggml_add(ctx, x, nn::linear(c, a, p + "self_attn.o_proj", qw, h, false));
+
+        a = rms(c, x, p + "post_attention_layernorm.weight", h, cfg.eps);
+        ggml_tensor* g =
+            ggml_silu(ctx, nn::linear(c, a, p + "mlp.gate_proj", h, cfg.intermediate, false));
+        ggml_tensor* u = nn::linear(c, a, p + "mlp.up_proj", h, cfg.intermediate, false);
+        x = ggml_add(
+            ctx, x,
+            nn::linear(c, ggml_mul(ctx, g, u), p + "mlp.down_proj", cfg.intermediate, h, false));
+    }
+    if (out_layer >= 0 && out_layer < cfg.layers) return x;
+    return rms(c, x, cfg.base + "norm.weight", h, cfg.eps);
+}
+
+}  // namespace ggdiff::models

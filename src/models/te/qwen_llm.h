@@ -1,0 +1,51 @@
+// The Qwen-family causal language model as a text encoder: Qwen2 / Qwen2.5-VL's text part
+// (q/k/v biases) and Qwen3 (RMSNorm on each head's q and k, no biases) are the same graph
+// with different switches, all read from the weights (HF layout "<base>embed_tokens.weight",
+// "<base>layers.N.{input_layernorm,self_attn.{q,k,v,o}_proj,post_attention_layernorm,
+// mlp.{gate,up,down}_proj}", "<base>norm.weight").
+//
+// Token embeddings are looked up on the host straight from the checkpoint (only the rows a
+// prompt uses are read), so the 150k-row table never has to be loaded on a device.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/host_tensor.h"
+#include "core/status.h"
+#include "io/tensor_index.h"
+#include "nn/weights.h"
+
+namespace ggdiff::models {
+
+struct QwenLlmConfig {
+    std::string base;  // prefix of embed_tokens / layers / norm, e.g. "text_encoders.llm.model."
+    int64_t vocab = 0;
+    int64_t hidden = 0;
+    int64_t layers = 0;
+    int64_t heads = 0;
+    int64_t kv_heads = 0;
+    int64_t head_dim = 128;
+    int64_t intermediate = 0;
+    bool qkv_bias = true;  // Qwen2 / Qwen2.5
+    bool qk_norm = false;  // Qwen3
+    float rope_theta = 1000000.0f;
+    float eps = 1e-6f;
+};
+
+// Finds the model under `role_prefix` (e.g. "text_encoders.llm.") and reads its sizes; the
+// error names the first missing or mis-shaped tensor.
+Result<QwenLlmConfig> detect_qwen_llm(const TensorIndex& index, const std::string& role_prefix);
+
+// Embedding rows of `ids` read from the checkpoint: [hidden, ids.size()] as f32.
+Result<HostTensor> qwen_llm_embed(const TensorIndex& index, const QwenLlmConfig& cfg,
+                                  const std::vector<int>& ids);
+
+// embeds [hidden, T, 1] -> hidden states [hidden, T, 1]: after the final norm when
+// `out_layer` < 0, else the output of layer `out_layer` (0-based, no final norm; the layers
+// after it are not run). Causal attention, positions 0..T-1 (text-only multimodal RoPE is
+// plain RoPE).
+ggml_tensor* build_qwen_llm(nn::Ctx& c, const QwenLlmConfig& cfg, ggml_tensor* embeds,
+                            ggml_tensor* positions, int out_layer = -1);
+
+}  // namespace ggdiff::models

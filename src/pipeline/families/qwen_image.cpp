@@ -1,0 +1,140 @@
+// The Qwen Image recipes: the Qwen2.5-VL language model (text part) as text encoder with
+// Qwen Image's chat template (its 34 leading tokens dropped), the Qwen Image DiT on the
+// rectified-flow schedule with shift 3, and the Wan 2.1 VAE on single frames.
+//
+// Qwen Image Layered (time_text_embed.addition_t_embedding in the DiT) makes
+// --qwen-image-layers + 1 RGBA layers per batch item: its latent carries them as frames,
+// its 4-channel Wan VAE decodes each one, and init/reference images gain an opaque alpha.
+#include <string>
+
+#include "core/log.h"
+#include "models/te/qwen_llm.h"
+#include "pipeline/families/families.h"
+#include "pipeline/latent_image.h"
+#include "pipeline/parts/llm_encoder.h"
+#include "pipeline/parts/qwen_image_denoiser.h"
+#include "pipeline/parts/wan_autoencoder.h"
+
+namespace ggdiff {
+namespace {
+
+constexpr const char* kDit = "model.diffusion_model.";
+constexpr const char* kLlm = "text_encoders.llm.";
+constexpr const char* kVae = "first_stage_model.";
+
+bool is_layered(const TensorIndex& index) {
+    return index.has(std::string(kDit) + "time_text_embed.addition_t_embedding.weight");
+}
+
+bool detect_plain(const TensorIndex& index) {
+    return models::is_qwen_image(index, kDit) && !is_layered(index);
+}
+
+bool detect_layered(const TensorIndex& index) {
+    return models::is_qwen_image(index, kDit) && is_layered(index);
+}
+
+Status check_layered(const GenerateOptions& o) {
+    if (o.qwen_image_layers < 0) {
+        return Status::Error("--qwen-image-layers must be at least 0 (got " +
+                             std::to_string(o.qwen_image_layers) + ")");
+    }
+    return Status::Ok();
+}
+
+int layered_frames(const GenerateOptions& o) {
+    return o.qwen_image_layers + 1;
+}
+
+// RGBA in [-1, 1]; an image without alpha is opaque (grey becomes RGB first).
+HostTensor rgba_input(const Image& img) {
+    return image_to_tensor(img.channels == 4 ? img : convert_channels(img, 4), 4);
+}
+
+ChatTemplate qwen_image_template() {
+    ChatTemplate t;
+    t.prefix =
+        "<|im_start|>system\nDescribe the image by detailing the color, shape, size, texture, "
+        "quantity, text, spatial relationships of the objects and background:<|im_end|>\n"
+        "<|im_start|>user\n";
+    t.suffix = "<|im_end|>\n<|im_start|>assistant\n";
+    t.drop_tokens = 34;
+    return t;
+}
+
+Result<Family> load(const FamilyContext& ctx) {
+    const bool layered = is_layered(ctx.index);
+    const std::string name = layered ? "Qwen Image Layered" : "Qwen Image";
+    // Everything is checked before any weight is read: configs, the VAE's channels, the
+    // tokenizer.
+    auto dit = models::detect_qwen_image(ctx.index, kDit);
+    if (!dit.ok()) return dit.status();
+    if (ctx.options.llm.empty() && !models::detect_qwen_llm(ctx.index, kLlm).ok()) {
+        return Status::Error(name +
+                             " needs its text encoder: pass --llm qwen_2.5_vl_7b.safetensors");
+    }
+    auto llm = models::detect_qwen_llm(ctx.index, kLlm);
+    if (!llm.ok()) return llm.status().with_context("--llm");
+    if (llm->hidden != dit->text_width) {
+        return Status::Error(string_format(
+            "the text encoder is %lld wide, the DiT's txt_in takes %lld: not Qwen Image's encoder",
+            (long long)llm->hidden, (long long)dit->text_width));
+    }
+    if (!models::is_wan_vae(ctx.index, kVae)) {
+        return Status::Error(name +
+                             " needs its Wan 2.1 VAE: pass --vae qwen_image_vae.safetensors");
+    }
+    auto vae = models::detect_wan_vae(ctx.index, kVae);
+    if (!vae.ok()) return vae.status().with_context("--vae");
+    const int64_t want = layered ? 4 : 3;
+    if (vae->image_channels != want) {
+        return Status::Error(string_format(
+            "%s needs a %lld-channel (%s) Wan VAE; this VAE decodes %lld channels%s", name.c_str(),
+            (long long)want, layered ? "RGBA" : "RGB", (long long)vae->image_channels,
+            layered ? " (use Qwen Image Layered's own VAE)" : " (it is Qwen Image Layered's)"));
+    }
+    if (vae->z_dim != dit->latent_channels) {
+        return Status::Error(string_format("the VAE's latent has %lld channels, the DiT's %lld",
+                                           (long long)vae->z_dim, (long long)dit->latent_channels));
+    }
+    auto tokenizer = load_llm_tokenizer(ctx);
+    if (!tokenizer.ok()) return tokenizer.status();
+
+    Family f;
+    f.name = name;
+    f.param = sampling::Parameterization::flow(3.0f);
+    f.defaults.sampler = "euler";
+    f.defaults.cfg_scale = 2.5f;
+    f.defaults.width = f.defaults.height = layered ? 640 : 1024;
+    f.latent_channels = static_cast<int>(dit->latent_channels);
+    f.ref_image_multiple = 32;
+    if (layered) {
+        f.check_request = check_layered;
+        f.latent_frames = layered_frames;
+        f.image_input = rgba_input;
+    }
+    GGDIFF_LOG_DEBUG("%s: DiT %lld wide, %lld blocks, %lld heads; LLM %lld wide, %lld layers",
+                     name.c_str(), (long long)dit->width, (long long)dit->layers,
+                     (long long)dit->heads, (long long)llm->hidden, (long long)llm->layers);
+
+    auto encoder = LlmTextEncoder::create(ctx, ctx.placement.te, *llm, *tokenizer, "LLM");
+    if (!encoder.ok()) return encoder.status();
+    f.text = std::make_unique<LlmConditioner>(std::move(*encoder), qwen_image_template());
+
+    auto denoiser = QwenImageDenoiser::create(ctx, ctx.placement.diffusion, *dit);
+    if (!denoiser.ok()) return denoiser.status();
+    f.denoiser = std::move(*denoiser);
+
+    auto ae = WanAutoencoder::create(ctx, ctx.placement.vae, *vae);
+    if (!ae.ok()) return ae.status();
+    f.vae = std::move(*ae);
+    return f;
+}
+
+}  // namespace
+
+const FamilyRecipe kQwenImageLayeredRecipe = {"qwen_image_layered", "Qwen Image Layered",
+                                              detect_layered, load};
+const FamilyRecipe kQwenImageRecipe = {"qwen_image", "Qwen Image", detect_plain, load};
+
+}  // namespace ggdiff

@@ -1,0 +1,109 @@
+#include "pipeline/parts/llm_encoder.h"
+
+#include "core/log.h"
+#include "pipeline/parts/module_setup.h"
+#include "tokenizers/find_tokenizer.h"
+#include "tokenizers/prompt_attention.h"
+
+namespace ggdiff {
+
+namespace {
+
+std::vector<int32_t> position_ids(int64_t n) {
+    std::vector<int32_t> p(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    return p;
+}
+
+// Scales each token's states by its weight, then restores the mean of the whole tensor.
+void apply_weights(HostTensor& h, int64_t width, const std::vector<float>& weights) {
+    bool all_one = true;
+    for (float w : weights) all_one &= w == 1.0f;
+    if (all_one) return;
+    double before = 0.0, after = 0.0;
+    for (float v : h.data) before += v;
+    for (size_t t = 0; t < weights.size(); ++t) {
+        for (int64_t i = 0; i < width; ++i) h.data[t * width + i] *= weights[t];
+    }
+    for (float v : h.data) after += v;
+    if (after == 0.0) return;
+    const float s = static_cast<float>(before / after);
+    for (float& v : h.data) v *= s;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Qwen2Tokenizer>> load_llm_tokenizer(const FamilyContext& ctx) {
+    auto path = find_llm_tokenizer({ctx.options.llm, ctx.main_file}, ctx.options.llm_tokenizer);
+    if (!path.ok()) return path.status();
+    auto tok = Qwen2Tokenizer::from_path(*path);
+    if (!tok.ok()) return tok.status().with_context("LLM tokenizer");
+    GGDIFF_LOG_DEBUG("LLM tokenizer: %s (%zu tokens, %zu added)", path->c_str(), tok->vocab_size(),
+                     tok->added_count());
+    return std::make_shared<const Qwen2Tokenizer>(std::move(*tok));
+}
+
+Result<std::unique_ptr<LlmTextEncoder>> LlmTextEncoder::create(
+    const FamilyContext& ctx, const ModuleDevices& where, const models::QwenLlmConfig& cfg,
+    std::shared_ptr<const Qwen2Tokenizer> tokenizer, const char* label) {
+    auto enc = std::unique_ptr<LlmTextEncoder>(new LlmTextEncoder());
+    enc->index_ = &ctx.index;
+    enc->cfg_ = cfg;
+    enc->tokenizer_ = std::move(tokenizer);
+    auto runner = make_module(ctx, where, label, [&cfg](GraphBuilder& gb) {
+        const int64_t t = 8;
+        ggml_tensor* x = gb.input(HostTensor({cfg.hidden, t, 1}));
+        ggml_tensor* pos = gb.input_i32(position_ids(t), {t});
+        return std::vector<ggml_tensor*>{models::build_qwen_llm(gb.nn(), cfg, x, pos)};
+    });
+    if (!runner.ok()) return runner.status();
+    enc->runner_ = std::move(*runner);
+    return enc;
+}
+
+Result<HostTensor> LlmTextEncoder::encode(const std::string& prompt, const ChatTemplate& tmpl) {
+    // The template parts and each emphasis run are tokenized on their own.
+    std::vector<int> ids = tokenizer_->encode(tmpl.prefix);
+    std::vector<float> weights(ids.size(), 1.0f);
+    for (const auto& [text, weight] : parse_prompt_attention(prompt)) {
+        if (is_break_marker({text, weight})) continue;
+        const std::vector<int> part = tokenizer_->encode(text);
+        ids.insert(ids.end(), part.begin(), part.end());
+        weights.insert(weights.end(), part.size(), weight);
+    }
+    const std::vector<int> suffix = tokenizer_->encode(tmpl.suffix);
+    ids.insert(ids.end(), suffix.begin(), suffix.end());
+    weights.insert(weights.end(), suffix.size(), 1.0f);
+    const int64_t n = static_cast<int64_t>(ids.size());
+    if (n <= tmpl.drop_tokens) {
+        return Status::Error("the chat template gave " + std::to_string(n) +
+                             " tokens, fewer than the " + std::to_string(tmpl.drop_tokens) +
+                             " it should drop: the tokenizer does not match the text encoder");
+    }
+    auto embeds = models::qwen_llm_embed(*index_, cfg_, ids);
+    if (!embeds.ok()) return embeds.status();
+    const std::vector<int32_t> pos = position_ids(n);
+    auto r = runner_->run([&](GraphBuilder& gb) {
+        ggml_tensor* x = gb.input(*embeds);
+        ggml_tensor* p = gb.input_i32(pos, {n});
+        return std::vector<ggml_tensor*>{
+            models::build_qwen_llm(gb.nn(), cfg_, x, p, tmpl.out_layer)};
+    });
+    if (!r.ok()) return r.status();
+    HostTensor& h = (*r)[0];
+    apply_weights(h, cfg_.hidden, weights);
+    const int64_t keep = n - tmpl.drop_tokens;
+    HostTensor out({cfg_.hidden, keep, 1});
+    std::copy(h.data.begin() + tmpl.drop_tokens * cfg_.hidden, h.data.end(), out.data.begin());
+    return out;
+}
+
+Result<Conditioning> LlmConditioner::encode(const TextRequest& request) {
+    auto h = encoder_->encode(request.prompt, template_);
+    if (!h.ok()) return h.status();
+    Conditioning c;
+    c.context = std::move(*h);
+    return c;
+}
+
+}  // namespace ggdiff

@@ -1,0 +1,61 @@
+// A Qwen-family language model as a family's text conditioning: the Qwen2 tokenizer, a chat
+// template around the prompt, the LLM on its placement, and the hidden states the diffusion
+// model reads. Qwen Image drops the template's 34 leading tokens and takes the final normed
+// states; Z-Image keeps every token and takes an earlier layer: both are a ChatTemplate.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "models/te/qwen_llm.h"
+#include "pipeline/family.h"
+#include "runtime/module_runner.h"
+#include "tokenizers/qwen2_tokenizer.h"
+
+namespace ggdiff {
+
+// The tokenizer for the LLM: --llm-tokenizer, else beside the --llm file or the main model
+// (see tokenizers/find_tokenizer.h). Reads no weights.
+Result<std::shared_ptr<const Qwen2Tokenizer>> load_llm_tokenizer(const FamilyContext& ctx);
+
+struct ChatTemplate {
+    std::string prefix;   // before the prompt ("<|im_start|>system\n...<|im_start|>user\n")
+    std::string suffix;   // after it ("<|im_end|>\n<|im_start|>assistant\n")
+    int drop_tokens = 0;  // leading tokens removed from the hidden states
+    int out_layer = -1;   // < 0: final normed states; else that layer's output
+};
+
+class LlmTextEncoder {
+  public:
+    static Result<std::unique_ptr<LlmTextEncoder>> create(
+        const FamilyContext& ctx, const ModuleDevices& where, const models::QwenLlmConfig& cfg,
+        std::shared_ptr<const Qwen2Tokenizer> tokenizer, const char* label);
+
+    // Hidden states [hidden, tokens, 1] of template(prompt): the prompt's A1111 emphasis
+    // weights scale its tokens' states (mean restored over the whole sequence), then the
+    // template's leading tokens are dropped.
+    Result<HostTensor> encode(const std::string& prompt, const ChatTemplate& tmpl);
+
+    const models::QwenLlmConfig& config() const { return cfg_; }
+    void end_phase() { runner_->end_phase(); }
+
+  private:
+    const TensorIndex* index_ = nullptr;
+    models::QwenLlmConfig cfg_;
+    std::shared_ptr<const Qwen2Tokenizer> tokenizer_;
+    std::unique_ptr<ModuleRunner> runner_;
+};
+
+class LlmConditioner : public TextConditioner {
+  public:
+    LlmConditioner(std::unique_ptr<LlmTextEncoder> encoder, ChatTemplate tmpl)
+        : encoder_(std::move(encoder)), template_(std::move(tmpl)) {}
+    Result<Conditioning> encode(const TextRequest& request) override;
+    void end_phase() override { encoder_->end_phase(); }
+
+  private:
+    std::unique_ptr<LlmTextEncoder> encoder_;
+    ChatTemplate template_;
+};
+
+}  // namespace ggdiff

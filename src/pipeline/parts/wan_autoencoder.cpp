@@ -1,0 +1,76 @@
+#include "pipeline/parts/wan_autoencoder.h"
+
+#include "pipeline/parts/module_setup.h"
+
+namespace ggdiff {
+
+Result<std::unique_ptr<WanAutoencoder>> WanAutoencoder::create(const FamilyContext& ctx,
+                                                               const ModuleDevices& where,
+                                                               const models::WanVaeConfig& cfg) {
+    auto a = std::unique_ptr<WanAutoencoder>(new WanAutoencoder());
+    a->cfg_ = cfg;
+    auto runner = make_module(ctx, where, "VAE", [&cfg](GraphBuilder& gb) {
+        HostTensor z({4, 4, cfg.z_dim, 1});
+        std::vector<ggml_tensor*> outs{models::build_wan_decode(gb.nn(), cfg, gb.input(z))};
+        if (cfg.has_encoder) {
+            const int64_t s = 4 * cfg.downscale();
+            HostTensor img({s, s, cfg.encoder_channels, 1});
+            outs.push_back(models::build_wan_encode(gb.nn(), cfg, gb.input(img)));
+        }
+        return outs;
+    });
+    if (!runner.ok()) return runner.status();
+    a->runner_ = std::move(*runner);
+    return a;
+}
+
+Result<HostTensor> WanAutoencoder::decode(const HostTensor& latent) {
+    const int64_t w = latent.dim(0), h = latent.dim(1), z = cfg_.z_dim;
+    if (latent.dim(2) % z != 0 || latent.dim(3) != 1) {
+        return Status::Error("Wan VAE: a latent of " + std::to_string(latent.dim(2)) +
+                             " channels is not whole frames of " + std::to_string(z));
+    }
+    const int64_t frames = latent.dim(2) / z, plane = w * h;
+    HostTensor images;
+    for (int64_t f = 0; f < frames; ++f) {
+        HostTensor frame({w, h, z, 1});
+        for (int64_t c = 0; c < z; ++c) {
+            const float* src = latent.ptr() + (c * frames + f) * plane;
+            float* dst = frame.ptr() + c * plane;
+            for (int64_t i = 0; i < plane; ++i) dst[i] = src[i] * cfg_.std[c] + cfg_.mean[c];
+        }
+        auto r = runner_->run([&](GraphBuilder& gb) {
+            return std::vector<ggml_tensor*>{
+                models::build_wan_decode(gb.nn(), cfg_, gb.input(frame))};
+        });
+        if (!r.ok()) return r.status();
+        HostTensor& img = (*r)[0];
+        if (f == 0) images = HostTensor({img.dim(0), img.dim(1), img.dim(2), frames});
+        std::copy(img.data.begin(), img.data.end(), images.data.begin() + f * img.numel());
+    }
+    return images;
+}
+
+Result<HostTensor> WanAutoencoder::encode(const HostTensor& image, sampling::Rng&) {
+    if (!cfg_.has_encoder) {
+        return Status::Error("this VAE has no encoder weights: img2img needs a full VAE");
+    }
+    if (image.dim(2) != cfg_.encoder_channels) {
+        return Status::Error("Wan VAE: the encoder takes " + std::to_string(cfg_.encoder_channels) +
+                             " image channels, got " + std::to_string(image.dim(2)));
+    }
+    auto r = runner_->run([&](GraphBuilder& gb) {
+        return std::vector<ggml_tensor*>{models::build_wan_encode(gb.nn(), cfg_, gb.input(image))};
+    });
+    if (!r.ok()) return r.status();
+    HostTensor& z = (*r)[0];
+    const int64_t plane = z.dim(0) * z.dim(1);
+    for (int64_t c = 0; c < cfg_.z_dim; ++c) {
+        float* p = z.ptr() + c * plane;
+        for (int64_t i = 0; i < plane; ++i) p[i] = (p[i] - cfg_.mean[c]) / cfg_.std[c];
+    }
+    z.ne = {z.dim(0), z.dim(1), cfg_.z_dim, 1};
+    return std::move(z);
+}
+
+}  // namespace ggdiff
