@@ -383,6 +383,8 @@ TEST(FlagCoverage, EveryDocumentedFlagIsWorkingNoEffectOrNotSupportedYet) {
         {"--color", GGDIFF_SUPPORT_WORKS},
         {"--mmap", GGDIFF_SUPPORT_NO_EFFECT},
         {"--eager-load", GGDIFF_SUPPORT_NO_EFFECT},
+        {"--img-cfg-scale", GGDIFF_SUPPORT_NO_EFFECT},  // no instruct-pix2pix family yet
+        {"--guidance", GGDIFF_SUPPORT_WORKS},
         {"--control-net-cpu", GGDIFF_SUPPORT_NOT_YET},
         {"--metadata-brief", GGDIFF_SUPPORT_NOT_YET},
         {"--metadata-all", GGDIFF_SUPPORT_NOT_YET},
@@ -710,6 +712,12 @@ TEST(CliOptions, NoEffectFlagsSayWhy) {
     ASSERT_EQ(o.no_effect_notes.size(), 2u);
     EXPECT_TRUE(contains(o.no_effect_notes[0] + o.no_effect_notes[1],
                          "--mmap has no effect here: model files are always memory-mapped"));
+    o = parse_ok({"-m", "m.gguf", "--img-cfg-scale", "1.5"});
+    ASSERT_EQ(o.no_effect_notes.size(), 1u);
+    EXPECT_TRUE(contains(o.no_effect_notes[0],
+                         "--img-cfg-scale has no effect here: "
+                         "only instruct-pix2pix models"))
+        << o.no_effect_notes[0];
 }
 
 TEST(CliOptions, EverySamplerAndScheduleFromTheLibraryParses) {
