@@ -78,7 +78,9 @@ void add_model_options(std::vector<OptionSpec>& out) {
         .help("How LoRAs are applied");
     opt(out, g, "prediction", OptType::Enum, kModel)
         .values(sampling::prediction_names)
-        .help("Override the prediction type detected from the checkpoint")
+        .help(
+            "Override the prediction type detected from the checkpoint (SD1/SD2 take eps or v; "
+            "a prediction the model cannot use is an error)")
         .bind([](ApiOptions& o, OptionValue& v) -> Status {
             for (const std::string& name : sampling::prediction_names()) {
                 if (name == v.text) {
