@@ -143,6 +143,10 @@ struct FamilyRecipe {
     bool (*detect)(const TensorIndex& index);
     // Reads the configuration from the weights and builds the parts (loads weights).
     Result<Family> (*load)(const FamilyContext& context);
+    // The stand-alone part files its parts read, as their flags spell them without "--"
+    // ("vae,taesd,clip_l"); a part file given for any other part (--clip_g, --t5xxl, --llm,
+    // --clip_l, --taesd) is an error rather than silently unused. nullptr: not checked.
+    const char* part_files = nullptr;
 };
 
 }  // namespace ggdiff

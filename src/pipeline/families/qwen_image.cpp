@@ -140,7 +140,8 @@ Result<Family> load(const FamilyContext& ctx) {
 }  // namespace
 
 const FamilyRecipe kQwenImageLayeredRecipe = {"qwen_image_layered", "Qwen Image Layered",
-                                              detect_layered, load};
-const FamilyRecipe kQwenImageRecipe = {"qwen_image", "Qwen Image", detect_plain, load};
+                                              detect_layered, load, "diffusion-model,llm,vae"};
+const FamilyRecipe kQwenImageRecipe = {"qwen_image", "Qwen Image", detect_plain, load,
+                                       "diffusion-model,llm,vae"};
 
 }  // namespace ggdiff
