@@ -138,6 +138,11 @@ void ggdiff_images_free(ggdiff_image* images, int count);
  * call (copy what you keep). */
 typedef void (*ggdiff_image_fn)(const ggdiff_image* image, int index, void* user);
 
+/* How many images ggdiff_generate makes for these options with this model: the batch count
+ * times the images of one batch item (Qwen Image Layered: one per layer). Front ends use it
+ * to check every output file before generating. */
+int ggdiff_image_count(const ggdiff_model* model, const ggdiff_options* options, int* out_count);
+
 /* Like ggdiff_generate, but hands over each image as it is finished, so a failure or a
  * cancel later in a batch loses nothing that was done. */
 int ggdiff_generate_each(ggdiff_model* model, const ggdiff_options* options,

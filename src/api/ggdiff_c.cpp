@@ -268,6 +268,12 @@ int ggdiff_generate(ggdiff_model* model, const ggdiff_options* options, ggdiff_p
     return 0;
 }
 
+int ggdiff_image_count(const ggdiff_model* model, const ggdiff_options* options, int* out_count) {
+    if (!model || !options || !out_count) return fail("ggdiff_image_count: null argument");
+    *out_count = model->engine->image_count(options->opts.gen);
+    return 0;
+}
+
 int ggdiff_generate_each(ggdiff_model* model, const ggdiff_options* options,
                          ggdiff_progress_fn progress, ggdiff_image_fn on_image, void* user) {
     if (!model || !options || !on_image) return fail("ggdiff_generate_each: null argument");

@@ -139,6 +139,11 @@ std::vector<float> slice(const std::vector<float>& v, size_t offset, size_t n) {
 
 }  // namespace
 
+int Engine::image_count(const GenerateOptions& o) const {
+    const int frames = family_.latent_frames ? std::max(1, family_.latent_frames(o)) : 1;
+    return std::max(1, o.batch) * frames;
+}
+
 Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
                                                      const ProgressFn& progress,
                                                      const ImageFn& on_image) {
