@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/api_handles.h"
 #include "api/api_options.h"
 #include "core/log.h"
 #include "devices/devices.h"
@@ -16,25 +17,17 @@
 #include "pipeline/placement_setup.h"
 #include "placement/auto_fit_report.h"
 
-struct ggdiff_options {
-    ggdiff::ApiOptions opts;
-};
-
-struct ggdiff_model {
-    std::unique_ptr<ggdiff::Engine> engine;
-};
-
 namespace {
 
 thread_local std::string g_last_error;
 
+}  // namespace
+
+namespace ggdiff::api {
+
 int fail(const std::string& message) {
     g_last_error = message;
     return 1;
-}
-
-int fail(const ggdiff::Status& st) {
-    return fail(st.message());
 }
 
 char* dup_string(const std::string& s) {
@@ -42,6 +35,13 @@ char* dup_string(const std::string& s) {
     if (p) std::memcpy(p, s.c_str(), s.size() + 1);
     return p;
 }
+
+}  // namespace ggdiff::api
+
+namespace {
+
+using ggdiff::api::dup_string;
+using ggdiff::api::fail;
 
 void ggdiff_images_free_list(std::vector<ggdiff_image>& images) {
     for (ggdiff_image& i : images) {
@@ -65,6 +65,11 @@ const char* ggdiff_last_error(void) {
 
 ggdiff_options* ggdiff_options_new(void) {
     return new (std::nothrow) ggdiff_options();
+}
+
+ggdiff_options* ggdiff_options_clone(const ggdiff_options* options) {
+    if (!options) return nullptr;
+    return new (std::nothrow) ggdiff_options(*options);
 }
 
 void ggdiff_options_free(ggdiff_options* options) {
@@ -209,7 +214,7 @@ int ggdiff_model_load(const ggdiff_options* options, ggdiff_model** out_model) {
         }
         auto engine = ggdiff::Engine::load(ggdiff::effective_model_options(options->opts));
         if (!engine.ok()) return fail(engine.status());
-        *out_model = new ggdiff_model{std::move(*engine)};
+        *out_model = new ggdiff_model{std::move(*engine), options->opts.model};
         return 0;
     } catch (const std::exception& e) {
         return fail(std::string("loading failed: ") + e.what());
