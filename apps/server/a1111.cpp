@@ -150,7 +150,7 @@ void A1111Settings::apply_overrides(const nlohmann::json& overrides, GenRequest&
 }
 
 std::string a1111_info(const JobView& job, const GenRequest& request,
-                       const nlohmann::json& model_info) {
+                       const nlohmann::json& model_info, bool scheduler_chosen) {
     nlohmann::json first = nlohmann::json::object();
     if (!job.images.empty()) {
         char* text = nullptr;
@@ -176,8 +176,9 @@ std::string a1111_info(const JobView& job, const GenRequest& request,
     if (first.contains("clip_skip")) info["clip_skip"] = first["clip_skip"];
     nlohmann::json extra = nlohmann::json::object();
     const nlohmann::json fx = first.value("extra_generation_params", nlohmann::json::object());
-    if (fx.is_object() && fx.contains("Schedule type"))
+    if (scheduler_chosen && fx.is_object() && fx.contains("Schedule type")) {
         extra["Schedule type"] = fx["Schedule type"];
+    }
     info["extra_generation_params"] = extra;
     if (first.contains("denoising_strength"))
         info["denoising_strength"] = first["denoising_strength"];

@@ -47,8 +47,9 @@ class A1111Settings {
 // ({"Schedule type"} when a scheduler was chosen), denoising_strength (img2img),
 // sd_model_name, sd_vae_name, version, infotexts, all_prompts, all_negative_prompts,
 // all_seeds.
+// `scheduler_chosen`: the request (or the server's --scheduler) named a scheduler.
 std::string a1111_info(const JobView& job, const GenRequest& request,
-                       const nlohmann::json& model_info);
+                       const nlohmann::json& model_info, bool scheduler_chosen);
 
 nlohmann::json a1111_samplers(const nlohmann::json& samplers);
 nlohmann::json a1111_schedulers(const nlohmann::json& schedulers);

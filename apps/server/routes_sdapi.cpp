@@ -138,7 +138,9 @@ void generate(const httplib::Request& req, httplib::Response& res, ServerContext
         send_json(res, 200,
                   {{"images", images},
                    {"parameters", params},
-                   {"info", a1111_info(done, job->request, ctx.host.model_info())}});
+                   {"info", a1111_info(done, job->request, ctx.host.model_info(),
+                                       job->request.scheduler ||
+                                           !ctx.host.default_value("scheduler").empty())}});
     });
 }
 
