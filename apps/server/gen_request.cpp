@@ -36,6 +36,9 @@ void check_size(const Field<int64_t>& f, const ServerConfig& config) {
         throw bad_field(f.name, "must be a multiple of 8 (got " + std::to_string(v) + ")");
 }
 
+// Longer prompts would cost many text-encoder passes (one per 75 tokens).
+constexpr size_t kMaxPromptBytes = 32768;
+
 }  // namespace
 
 std::string canonical_sampler(const std::string& name, const std::string& field) {
@@ -92,6 +95,11 @@ int64_t resolve_seed(const GenRequest& request, const ModelHost& host, bool seed
 
 OptionsPtr build_options(GenRequest& r, const ModelHost& host, const LoraDir& loras,
                          const ServerConfig& config) {
+    for (const Field<std::string>* p : {&r.prompt, &r.negative_prompt}) {
+        if (*p && p->value->size() > kMaxPromptBytes) {
+            throw bad_field(p->name, "longer than " + std::to_string(kMaxPromptBytes) + " bytes");
+        }
+    }
     check_size(r.width, config);
     check_size(r.height, config);
     if (r.steps && (*r.steps.value < 1 || *r.steps.value > config.max_steps)) {

@@ -48,8 +48,11 @@ std::string new_job_id() {
     return buf;
 }
 
-JobManager::JobManager(ModelHost& host, int max_queue, int result_ttl_s)
-    : host_(host), max_queue_(max_queue), ttl_s_(result_ttl_s) {}
+JobManager::JobManager(ModelHost& host, int max_queue, int result_ttl_s, int64_t max_result_bytes)
+    : host_(host),
+      max_queue_(max_queue),
+      ttl_s_(result_ttl_s),
+      max_result_bytes_(max_result_bytes) {}
 
 JobManager::~JobManager() {
     stop();
@@ -225,30 +228,39 @@ std::vector<JobView> JobManager::list() {
     return out;
 }
 
+void JobManager::expire_locked(const std::string& id) {
+    expired_.insert(id);
+    expired_order_.push_back(id);
+    jobs_.erase(id);
+}
+
 void JobManager::purge_locked() {
     const auto now = Clock::now();
     std::vector<std::shared_ptr<Job>> finished;
-    for (auto it = jobs_.begin(); it != jobs_.end();) {
-        const Job& j = *it->second;
+    std::vector<std::string> due;
+    int64_t bytes = 0;
+    for (const auto& kv : jobs_) {
+        const Job& j = *kv.second;
         const bool done = j.status == JobStatus::completed || j.status == JobStatus::failed ||
                           j.status == JobStatus::cancelled;
-        if (done && j.expires <= now) {
-            expired_.insert(it->first);
-            expired_order_.push_back(it->first);
-            it = jobs_.erase(it);
-        } else {
-            if (done) finished.push_back(it->second);
-            ++it;
+        if (!done) continue;
+        if (j.expires <= now) {
+            due.push_back(kv.first);
+            continue;
         }
+        finished.push_back(kv.second);
+        for (const EncodedImage& img : j.images) bytes += static_cast<int64_t>(img.bytes.size());
     }
-    if (finished.size() > kMaxKeptJobs) {
-        std::sort(finished.begin(), finished.end(),
-                  [](const auto& a, const auto& b) { return a->expires < b->expires; });
-        for (size_t i = 0; i + kMaxKeptJobs < finished.size(); ++i) {
-            expired_.insert(finished[i]->id);
-            expired_order_.push_back(finished[i]->id);
-            jobs_.erase(finished[i]->id);
+    for (const std::string& id : due) expire_locked(id);
+    // Past the count or memory cap the oldest results go first; the latest always stays.
+    std::sort(finished.begin(), finished.end(),
+              [](const auto& a, const auto& b) { return a->expires < b->expires; });
+    for (size_t i = 0; i + 1 < finished.size(); ++i) {
+        if (finished.size() - i <= kMaxKeptJobs && bytes <= max_result_bytes_) break;
+        for (const EncodedImage& img : finished[i]->images) {
+            bytes -= static_cast<int64_t>(img.bytes.size());
         }
+        expire_locked(finished[i]->id);
     }
     while (expired_order_.size() > kMaxExpiredIds) {
         expired_.erase(expired_order_.front());

@@ -79,7 +79,9 @@ enum class Lookup { found, missing, expired };
 
 class JobManager {
   public:
-    JobManager(ModelHost& host, int max_queue, int result_ttl_s);
+    // Finished jobs stay `result_ttl_s` seconds, and while their images fit in
+    // `max_result_bytes` (the oldest go first; the latest finished one always stays).
+    JobManager(ModelHost& host, int max_queue, int result_ttl_s, int64_t max_result_bytes);
     ~JobManager();
 
     void start();  // the worker thread
@@ -117,6 +119,7 @@ class JobManager {
     void worker();
     void run(const std::shared_ptr<Job>& job);
     void purge_locked();
+    void expire_locked(const std::string& id);
     void finish_locked(Job& job, JobStatus status);
     JobView view_locked(const Job& job, bool with_images) const;
     int retry_after_locked() const;
@@ -124,6 +127,7 @@ class JobManager {
     ModelHost& host_;
     const int max_queue_;
     const int ttl_s_;
+    const int64_t max_result_bytes_;
     std::mutex mutex_;
     std::condition_variable cv_;  // worker wake-ups and every job change
     std::map<std::string, std::shared_ptr<Job>> jobs_;

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
     }
 
     ModelHost host(config);
-    JobManager jobs(host, config.max_queue, config.result_ttl_s);
+    JobManager jobs(host, config.max_queue, config.result_ttl_s, config.max_result_bytes);
     LoraDir loras(config.lora_model_dir);
     A1111Settings settings(host);
     ServerContext ctx{config, host, jobs, loras, settings};

@@ -25,8 +25,12 @@ const FlagHelp kServerFlags[] = {
      "require this key on every route but /health: 'Authorization: Bearer KEY' or "
      "'X-Api-Key: KEY' (browsers: Basic auth with KEY as the password)"},
     {"--api-key-file", "FILE", "read the API key from the first line of FILE"},
-    {"--max-queue", "N", "jobs that may wait behind the running one (default 16); more get 429"},
+    {"--max-queue", "N",
+     "jobs that may wait behind the running one (default 16, at most 1024); more get 429"},
     {"--result-ttl", "SECONDS", "how long finished results stay available (default 600)"},
+    {"--max-results-mb", "N",
+     "memory for finished results (default 1024); past it the oldest go first (410), never "
+     "the latest"},
     {"--lora-model-dir", "DIR",
      "LoRA files offered by name (/sdapi/v1/loras); requests can name "
      "only files listed there"},
@@ -170,11 +174,14 @@ ParseOutcome parse_server_args(int argc, const char* const* argv) {
             if (c.api_key.empty())
                 return fail("--api-key-file " + path + ": the first line is empty");
         } else if (flag == "--max-queue") {
-            if (!(err = need_int(1, 100000, &n)).empty()) return fail(err);
+            if (!(err = need_int(1, 1024, &n)).empty()) return fail(err);
             c.max_queue = static_cast<int>(n);
         } else if (flag == "--result-ttl") {
             if (!(err = need_int(0, 30LL * 24 * 3600, &n)).empty()) return fail(err);
             c.result_ttl_s = static_cast<int>(n);
+        } else if (flag == "--max-results-mb") {
+            if (!(err = need_int(0, 1 << 20, &n)).empty()) return fail(err);
+            c.max_result_bytes = n << 20;
         } else if (flag == "--lora-model-dir") {
             if (!need(&c.lora_model_dir)) return fail("--lora-model-dir needs a folder");
         } else if (flag == "--cors-origin") {

@@ -22,6 +22,7 @@ struct ServerConfig {
     int64_t max_upload_pixels = 4096ll * 4096;  // largest uploaded image
     int max_batch = 8;
     int max_steps = 150;
+    int64_t max_result_bytes = 1024ll << 20;  // finished images kept, in all
     bool verbose = false;
 
     // Engine options (C API names, e.g. "model", "steps") with their text values, in the order

@@ -12,6 +12,7 @@ const char* web_page_html() {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>ggdiff</title>
+<link rel="icon" href="data:,">
 <style>
 :root { --bg:#14161a; --panel:#1d2026; --line:#2e323a; --text:#e6e6e6; --dim:#9aa0aa; --accent:#4f8cff; --bad:#ff6b6b; }
 * { box-sizing: border-box; }

@@ -64,10 +64,14 @@ TEST(ServerJobs, CancelQueuedAndRunningJobs) {
 
 TEST(ServerJobs, A1111InterruptAndProgress) {
     if (!e2e::prerequisites_ok()) return;
-    ServerProcess server({});
+    // (With a key given on the command line: every route below needs it.)
+    ServerProcess server({"--api-key", "k3y"});
     auto c = server.client();
+    EXPECT_EQ(c.Get("/sdapi/v1/progress")->status, 401);
+    c.set_default_headers({{"Authorization", "Bearer k3y"}});
     auto pending = std::async(std::launch::async, [&server] {
         auto c2 = server.client();
+        c2.set_default_headers({{"X-Api-Key", "k3y"}});
         return post_json(
             c2, "/sdapi/v1/txt2img",
             {{"prompt", "x"}, {"width", 64}, {"height", 64}, {"steps", 150}, {"seed", 1}});
@@ -121,17 +125,41 @@ TEST(ServerJobs, FullQueueAnswers429WithRetryAfter) {
     EXPECT_EQ(post_json(c, "/sdcpp/v1/img_gen", small_job(1, 4))->status, 202);
 }
 
-TEST(ServerJobs, ResultsExpireAfterTheTtl) {
+TEST(ServerJobs, EngineFlagsSetDefaultsAndResultsExpire) {
     if (!e2e::prerequisites_ok()) return;
-    ServerProcess server({"--result-ttl", "1"});
+    ServerProcess server({"--result-ttl", "3", "--max-results-mb", "0", "-W", "64", "-H", "48",
+                          "--steps", "1", "--sampling-method", "euler", "-s", "5", "--cfg-scale",
+                          "4.5"});
     auto c = server.client();
-    const std::string id = submit(c, small_job(1, 1));
-    EXPECT_EQ(wait_job(c, id)["status"], "completed");
-    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-    auto gone = c.Get(("/sdcpp/v1/jobs/" + id).c_str());
+    // The CLI's generation flags are the defaults of requests that leave fields out.
+    json caps = body_json(c.Get("/sdcpp/v1/capabilities"));
+    EXPECT_EQ(caps["defaults"]["width"], 64);
+    EXPECT_EQ(caps["defaults"]["height"], 48);
+    EXPECT_EQ(caps["defaults"]["seed"], 5);
+    EXPECT_EQ(caps["defaults"]["sample_params"]["sample_steps"], 1);
+    EXPECT_EQ(caps["defaults"]["sample_params"]["sample_method"], "euler");
+    const std::string id = submit(c, {{"prompt", "a tree"}});
+    json job = wait_job(c, id);
+    EXPECT_EQ(job["status"], "completed");
+    ASSERT_EQ(job["result"]["images"].size(), 1u);
+    const std::string params = job["result"]["images"][0]["parameters"];
+    for (const char* want :
+         {"Steps: 1,", "Sampler: Euler,", "CFG scale: 4.5,", "Seed: 5,", "Size: 64x48"}) {
+        EXPECT_NE(params.find(want), std::string::npos) << want << " in " << params;
+    }
+    // --max-results-mb 0: a newer result pushes the older one out (the latest always stays).
+    const std::string second = submit(c, {{"prompt", "a bush"}});
+    EXPECT_EQ(wait_job(c, second)["status"], "completed");
+    auto pushed_out = c.Get(("/sdcpp/v1/jobs/" + id).c_str());
+    ASSERT_TRUE(pushed_out);
+    EXPECT_EQ(pushed_out->status, 410) << pushed_out->body;
+    EXPECT_EQ(c.Get(("/sdcpp/v1/jobs/" + second).c_str())->status, 200);
+    // After --result-ttl the result is gone: 410.
+    std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+    auto gone = c.Get(("/sdcpp/v1/jobs/" + second).c_str());
     ASSERT_TRUE(gone);
     EXPECT_EQ(gone->status, 410) << gone->body;
-    auto cancel = c.Post(("/sdcpp/v1/jobs/" + id + "/cancel").c_str(), "", "application/json");
+    auto cancel = c.Post(("/sdcpp/v1/jobs/" + second + "/cancel").c_str(), "", "application/json");
     ASSERT_TRUE(cancel);
     EXPECT_EQ(cancel->status, 410);
 }

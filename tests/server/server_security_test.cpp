@@ -29,26 +29,13 @@ CliRun run_server_cli(const std::vector<std::string>& args) {
 TEST(ServerFlags, HelpListsEveryFlagAndBadCommandLinesFail) {
     const CliRun help = run_server_cli({"--help"});
     EXPECT_EQ(help.exit_code, 0);
-    for (const char* flag : {"--host",
-                             "--port",
-                             "--api-key",
-                             "--api-key-file",
-                             "--max-queue",
-                             "--result-ttl",
-                             "--lora-model-dir",
-                             "--cors-origin",
-                             "--max-body-mb",
-                             "--max-size",
-                             "--max-upload-pixels",
-                             "--max-batch",
-                             "--max-steps",
-                             "--verbose",
-                             "--help",
-                             "--version",
-                             "-m/--model",
-                             "--backend",
-                             "--steps",
-                             "--sampling-method"}) {
+    for (const char* flag :
+         {"--host",           "--port",        "--api-key",        "--api-key-file",
+          "--max-queue",      "--result-ttl",  "--max-results-mb", "--lora-model-dir",
+          "--cors-origin",    "--max-body-mb", "--max-size",       "--max-upload-pixels",
+          "--max-batch",      "--max-steps",   "--verbose",        "--help",
+          "--version",        "-m/--model",    "--backend",        "--steps",
+          "--sampling-method"}) {
         EXPECT_NE(help.out.find(flag), std::string::npos) << flag << " missing from --help";
     }
     const CliRun version = run_server_cli({"--version"});
