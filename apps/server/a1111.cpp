@@ -135,13 +135,13 @@ void A1111Settings::apply_overrides(const nlohmann::json& overrides, GenRequest&
             *samples_format = checked_format(v, path);
         } else if (key == "CLIP_stop_at_last_layers") {
             const int c = checked_clip(v, path);
-            r.clip_skip.set(c > 1 ? c : 0, path);
+            r.set("clip-skip", std::to_string(c > 1 ? c : -1), path);
         } else if (key == "randn_source") {
-            r.rng.set(rng_of(checked_randn(v, path)), path);
+            r.set("rng", rng_of(checked_randn(v, path)), path);
         } else if (key == "enable_pnginfo") {
             *pnginfo = checked_bool(v, path);
         } else if (key == "sd_model_checkpoint" || key == "eta_noise_seed_delta") {
-            A1111Settings probe(host_);
+            A1111Settings probe(host_, true);
             probe.set({{key, v}});
         } else {
             throw bad_field(path, "unknown or unsupported setting");
@@ -162,12 +162,14 @@ std::string a1111_info(const JobView& job, const GenRequest& request,
     }
     nlohmann::json info;
     // Without images (cancelled before the first) the request says what was asked.
-    info["prompt"] = first.value("prompt", request.prompt ? *request.prompt.value : "");
-    const std::string negative = first.value(
-        "negative_prompt", request.negative_prompt ? *request.negative_prompt.value : "");
+    info["prompt"] = first.value("prompt", request.value_or("prompt", ""));
+    const std::string negative =
+        first.value("negative_prompt", request.value_or("negative-prompt", ""));
     if (!negative.empty()) info["negative_prompt"] = negative;
-    info["seed"] = job.images.empty() ? nlohmann::json(request.seed ? *request.seed.value : -1)
-                                      : nlohmann::json(job.images.front().seed);
+    info["seed"] =
+        job.images.empty()
+            ? nlohmann::json(std::strtoll(request.value_or("seed", "-1").c_str(), nullptr, 10))
+            : nlohmann::json(job.images.front().seed);
     info["cfg_scale"] = first.value("cfg_scale", nlohmann::json(nullptr));
     info["width"] = first.value("width", nlohmann::json(nullptr));
     info["height"] = first.value("height", nlohmann::json(nullptr));

@@ -16,7 +16,8 @@ namespace ggdiff::server {
 // The A1111 settings that apply here. Others are refused by name (400).
 class A1111Settings {
   public:
-    explicit A1111Settings(const ModelHost& host) : host_(host) {}
+    // `pnginfo`: whether images carry their parameters until a client says otherwise.
+    A1111Settings(const ModelHost& host, bool pnginfo) : host_(host), pnginfo_(pnginfo) {}
 
     nlohmann::json get() const;
     // Applies every key or none: unknown keys and wrong values are 400s naming the key.
@@ -39,7 +40,7 @@ class A1111Settings {
     std::string samples_format_ = "png";
     int clip_skip_ = 1;
     std::string randn_source_ = "GPU";
-    bool pnginfo_ = true;
+    bool pnginfo_;
 };
 
 // The `info` JSON string (MISSION.md): prompt, negative_prompt (if any), seed, cfg_scale,

@@ -1,14 +1,20 @@
 #include "gen_request.h"
 
 #include <cmath>
+#include <mutex>
 #include <random>
 #include <sstream>
 
+#include "engine_options.h"
+#include "json_fields.h"
 #include "request_error.h"
 
 namespace ggdiff::server {
 
 namespace {
+
+// Longer prompts would cost many text-encoder passes (one per 75 tokens).
+constexpr size_t kMaxPromptBytes = 32768;
 
 std::string number_text(double v) {
     std::ostringstream os;
@@ -17,29 +23,110 @@ std::string number_text(double v) {
     return os.str();
 }
 
-void set_option(ggdiff_options* o, const char* name, const std::string& value,
-                const std::string& field) {
-    if (ggdiff_options_set(o, name, value.c_str()) != 0) {
-        throw bad_field(field, ggdiff_last_error());
-    }
+int64_t int_value(const RequestOption& o) {
+    return std::strtoll(o.value.c_str(), nullptr, 10);
 }
 
-void check_size(const Field<int64_t>& f, const ServerConfig& config) {
-    if (!f) return;
-    const int64_t v = *f.value;
-    if (v < 8) throw bad_field(f.name, "must be at least 8");
+void check_size(const GenRequest& r, const char* name, const ServerConfig& config) {
+    const RequestOption* o = r.get(name);
+    if (!o) return;
+    const int64_t v = int_value(*o);
+    const auto desc = engine_option(name, false);
+    const int64_t min = desc && desc->min > 8 ? static_cast<int64_t>(desc->min) : 8;
+    if (v < min) throw bad_field(o->field, "must be at least " + std::to_string(min));
     if (v > config.max_size) {
-        throw bad_field(f.name, "must be at most " + std::to_string(config.max_size) +
-                                    " (the server's --max-size)");
+        throw bad_field(o->field, "must be at most " + std::to_string(config.max_size) +
+                                      " (the server's --max-size)");
     }
-    if (v % 8 != 0)
-        throw bad_field(f.name, "must be a multiple of 8 (got " + std::to_string(v) + ")");
+    if (v % 8 != 0) {
+        throw bad_field(o->field, "must be a multiple of 8 (got " + std::to_string(v) + ")");
+    }
 }
 
-// Longer prompts would cost many text-encoder passes (one per 75 tokens).
-constexpr size_t kMaxPromptBytes = 32768;
+void check_range(const GenRequest& r, const char* name, int64_t min, int64_t max,
+                 const std::string& why) {
+    const RequestOption* o = r.get(name);
+    if (!o) return;
+    const int64_t v = int_value(*o);
+    if (v < min || v > max) {
+        throw bad_field(o->field,
+                        "must be in " + std::to_string(min) + ".." + std::to_string(max) + why);
+    }
+}
 
 }  // namespace
+
+void GenRequest::set(const std::string& name, const std::string& value, const std::string& field) {
+    for (RequestOption& o : options) {
+        if (o.name == name) {
+            o.value = value;
+            o.field = field;
+            return;
+        }
+    }
+    options.push_back({name, value, field});
+}
+
+void GenRequest::add_image(const std::string& option, ImagePtr image, const std::string& field) {
+    images.push_back(
+        {option, std::shared_ptr<ggdiff_image>(image.release(), ImageDeleter()), field});
+}
+
+const RequestImage* GenRequest::image(const std::string& option) const {
+    for (const RequestImage& i : images)
+        if (i.option == option) return &i;
+    return nullptr;
+}
+
+const RequestOption* GenRequest::get(const std::string& name) const {
+    for (const RequestOption& o : options)
+        if (o.name == name) return &o;
+    return nullptr;
+}
+
+std::string GenRequest::value_or(const std::string& name, const std::string& fallback) const {
+    const RequestOption* o = get(name);
+    return o ? o->value : fallback;
+}
+
+void GenRequest::set_text(const std::string& name, const std::optional<std::string>& v,
+                          const std::string& field) {
+    if (v) set(name, *v, field);
+}
+
+void GenRequest::set_int(const std::string& name, const std::optional<int64_t>& v,
+                         const std::string& field) {
+    if (v) set(name, std::to_string(*v), field);
+}
+
+void GenRequest::set_number(const std::string& name, const std::optional<double>& v,
+                            const std::string& field) {
+    if (v) set(name, number_text(*v), field);
+}
+
+void GenRequest::set_bool(const std::string& name, const std::optional<bool>& v,
+                          const std::string& field) {
+    if (v) set(name, *v ? "true" : "false", field);
+}
+
+void read_engine_options(const Fields& body, const std::string& key, GenRequest& r) {
+    auto object = body.object(key);
+    if (!object) return;
+    for (const auto& [k, v] : object->json().items()) {
+        const std::string field = object->path(k);
+        auto desc = engine_option(k);
+        if (!desc)
+            throw bad_field(field, "unknown option (see the schema in /sdcpp/v1/capabilities)");
+        if (!(desc->flags & GGDIFF_OPTION_GENERATE) || (desc->flags & GGDIFF_OPTION_FRONTEND)) {
+            throw bad_field(field, "--" + std::string(desc->name) + " is not a per-request option");
+        }
+        if (desc->type == GGDIFF_OPTION_PATH) {
+            throw bad_field(field, "file paths are not taken from requests");
+        }
+        if (v.is_null()) continue;
+        r.set(desc->name, option_text_from_json(*desc, v, field), field);
+    }
+}
 
 std::string canonical_sampler(const std::string& name, const std::string& field) {
     const char* c = ggdiff_sampler_name(name.c_str());
@@ -81,10 +168,10 @@ std::vector<LoraUse> prompt_lora_tags(const std::string& prompt, const std::stri
 }
 
 int64_t resolve_seed(const GenRequest& request, const ModelHost& host, bool seed_given) {
-    if (request.seed && *request.seed.value >= 0) return *request.seed.value;
-    if (!request.seed && seed_given) {
-        const std::string s = host.default_value("seed");
-        const long long v = std::strtoll(s.c_str(), nullptr, 10);
+    const RequestOption* s = request.get("seed");
+    if (s && int_value(*s) >= 0) return int_value(*s);
+    if (!s && seed_given) {
+        const long long v = std::strtoll(host.default_value("seed").c_str(), nullptr, 10);
         if (v >= 0) return v;
     }
     static std::mutex m;
@@ -95,31 +182,28 @@ int64_t resolve_seed(const GenRequest& request, const ModelHost& host, bool seed
 
 OptionsPtr build_options(GenRequest& r, const ModelHost& host, const LoraDir& loras,
                          const ServerConfig& config) {
-    for (const Field<std::string>* p : {&r.prompt, &r.negative_prompt}) {
-        if (*p && p->value->size() > kMaxPromptBytes) {
-            throw bad_field(p->name, "longer than " + std::to_string(kMaxPromptBytes) + " bytes");
+    for (const char* name : {"prompt", "negative-prompt"}) {
+        const RequestOption* p = r.get(name);
+        if (p && p->value.size() > kMaxPromptBytes) {
+            throw bad_field(p->field, "longer than " + std::to_string(kMaxPromptBytes) + " bytes");
         }
     }
-    check_size(r.width, config);
-    check_size(r.height, config);
-    if (r.steps && (*r.steps.value < 1 || *r.steps.value > config.max_steps)) {
-        throw bad_field(r.steps.name, "must be in 1.." + std::to_string(config.max_steps));
+    check_size(r, "width", config);
+    check_size(r, "height", config);
+    check_range(r, "steps", 1, config.max_steps, " (the server's --max-steps)");
+    check_range(r, "batch-count", 1, config.max_batch, " (the server's --max-batch)");
+    if (const RequestOption* s = r.get("sampling-method")) {
+        r.set("sampling-method", canonical_sampler(s->value, s->field), s->field);
     }
-    if (r.batch && (*r.batch.value < 1 || *r.batch.value > config.max_batch)) {
-        throw bad_field(r.batch.name, "must be in 1.." + std::to_string(config.max_batch) +
-                                          " (the server's --max-batch)");
+    if (const RequestOption* s = r.get("scheduler")) {
+        r.set("scheduler", canonical_scheduler(s->value, s->field), s->field);
     }
-    if (r.strength && (*r.strength.value <= 0.0 || *r.strength.value > 1.0)) {
-        throw bad_field(r.strength.name, "must be in (0, 1]");
-    }
-    if (r.sampler) r.sampler.value = canonical_sampler(*r.sampler.value, r.sampler.name);
-    if (r.scheduler) r.scheduler.value = canonical_scheduler(*r.scheduler.value, r.scheduler.name);
 
     // LoRA: names from the folder's own listing only.
     std::vector<LoraUse> uses = r.loras;
-    for (const Field<std::string>* p : {&r.prompt, &r.negative_prompt}) {
-        if (*p) {
-            auto tags = prompt_lora_tags(*p->value, p->name);
+    for (const char* name : {"prompt", "negative-prompt"}) {
+        if (const RequestOption* p = r.get(name)) {
+            auto tags = prompt_lora_tags(p->value, p->field);
             uses.insert(uses.end(), tags.begin(), tags.end());
         }
     }
@@ -129,54 +213,30 @@ OptionsPtr build_options(GenRequest& r, const ModelHost& host, const LoraDir& lo
             throw bad_field(u.field, "unknown LoRA '" + u.name + "' (see /sdapi/v1/loras)");
         }
     }
-    std::string prompt = r.prompt ? *r.prompt.value : host.default_value("prompt");
-    for (const LoraUse& u : r.loras)
-        prompt += " <lora:" + u.name + ":" + number_text(u.weight) + ">";
+    if (!r.loras.empty()) {
+        // Structured LoRA uses become prompt tags, the engine's own syntax.
+        const RequestOption* p = r.get("prompt");
+        std::string prompt = p ? p->value : host.default_value("prompt");
+        const std::string field = p ? p->field : "prompt";
+        for (const LoraUse& u : r.loras) {
+            prompt += " <lora:" + u.name + ":" + number_text(u.weight) + ">";
+        }
+        r.set("prompt", prompt, field);
+    }
+
+    r.set("seed", std::to_string(resolve_seed(r, host, config.seed_given)),
+          r.get("seed") ? r.get("seed")->field : "seed");
 
     OptionsPtr o = host.request_options();
     if (!o) throw std::runtime_error("out of memory");
-    ggdiff_options* p = o.get();
-    const std::string prompt_field = r.prompt ? r.prompt.name : "prompt";
-    set_option(p, "prompt", prompt, prompt_field);
-    if (r.negative_prompt)
-        set_option(p, "negative-prompt", *r.negative_prompt.value, r.negative_prompt.name);
-    if (r.width) set_option(p, "width", std::to_string(*r.width.value), r.width.name);
-    if (r.height) set_option(p, "height", std::to_string(*r.height.value), r.height.name);
-    if (r.steps) set_option(p, "steps", std::to_string(*r.steps.value), r.steps.name);
-    if (r.batch) set_option(p, "batch-count", std::to_string(*r.batch.value), r.batch.name);
-    if (r.clip_skip)
-        set_option(p, "clip-skip", std::to_string(*r.clip_skip.value), r.clip_skip.name);
-    if (r.cfg_scale) set_option(p, "cfg-scale", number_text(*r.cfg_scale.value), r.cfg_scale.name);
-    if (r.img_cfg_scale)
-        set_option(p, "img-cfg-scale", number_text(*r.img_cfg_scale.value), r.img_cfg_scale.name);
-    if (r.guidance) set_option(p, "guidance", number_text(*r.guidance.value), r.guidance.name);
-    if (r.strength) set_option(p, "strength", number_text(*r.strength.value), r.strength.name);
-    if (r.eta) set_option(p, "eta", number_text(*r.eta.value), r.eta.name);
-    if (r.sampler) set_option(p, "sampling-method", *r.sampler.value, r.sampler.name);
-    if (r.scheduler) set_option(p, "scheduler", *r.scheduler.value, r.scheduler.name);
-    if (r.sigmas) set_option(p, "sigmas", *r.sigmas.value, r.sigmas.name);
-    if (r.rng) set_option(p, "rng", *r.rng.value, r.rng.name);
-    if (r.sampler_rng) set_option(p, "sampler-rng", *r.sampler_rng.value, r.sampler_rng.name);
-    if (r.vae_tiling)
-        set_option(p, "vae-tiling", *r.vae_tiling.value ? "true" : "false", r.vae_tiling.name);
-    if (r.vae_tile_x || r.vae_tile_y) {
-        const int64_t x = r.vae_tile_x ? *r.vae_tile_x.value : *r.vae_tile_y.value;
-        const int64_t y = r.vae_tile_y ? *r.vae_tile_y.value : x;
-        set_option(p, "vae-tile-size", std::to_string(x) + "x" + std::to_string(y),
-                   r.vae_tile_x ? r.vae_tile_x.name : r.vae_tile_y.name);
+    for (const RequestOption& opt : r.options) {
+        if (ggdiff_options_set(o.get(), opt.name.c_str(), opt.value.c_str()) != 0) {
+            throw bad_field(opt.field, ggdiff_last_error());
+        }
     }
-    if (r.vae_tile_overlap)
-        set_option(p, "vae-tile-overlap", number_text(*r.vae_tile_overlap.value),
-                   r.vae_tile_overlap.name);
-
-    const int64_t seed = resolve_seed(r, host, config.seed_given);
-    r.seed.value = seed;
-    if (r.seed.name.empty()) r.seed.name = "seed";
-    set_option(p, "seed", std::to_string(seed), r.seed.name);
-
-    if (r.init_image) {
-        if (ggdiff_options_set_image(p, "init-img", r.init_image.get()) != 0) {
-            throw bad_field(r.init_image_field, ggdiff_last_error());
+    for (const RequestImage& img : r.images) {
+        if (ggdiff_options_set_image(o.get(), img.option.c_str(), img.image.get()) != 0) {
+            throw bad_field(img.field, ggdiff_last_error());
         }
     }
     return o;

@@ -1,13 +1,17 @@
-// One generation request, whatever API it came through: the fields each API understood,
-// each remembered with the name that API gave it, so that every error names the field the
-// client sent. build_options() checks it against the server's limits and turns it into C
-// API options.
+// One generation request, whatever API it came through: engine options by their schema names
+// (the C API's, e.g. "steps", "sampling-method"), each remembered with the request field it
+// came from so that every error names the field the client sent, plus the uploaded init
+// image, LoRA uses and how to encode the results. build_options() checks it against the
+// server's limits and turns it into C API options.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "images.h"
 #include "lora_dir.h"
@@ -16,19 +20,18 @@
 
 namespace ggdiff::server {
 
-// A value and the request field it came from.
-template <class T>
-struct Field {
-    std::optional<T> value;
-    std::string name;  // e.g. "sample_params.sample_steps"
+class Fields;
 
-    void set(std::optional<T> v, std::string field) {
-        if (v) {
-            value = std::move(v);
-            name = std::move(field);
-        }
-    }
-    explicit operator bool() const { return value.has_value(); }
+struct RequestOption {
+    std::string name;   // schema name ("sampling-method")
+    std::string value;  // text as ggdiff_options_set takes it
+    std::string field;  // where it came from ("sample_params.sample_method")
+};
+
+struct RequestImage {
+    std::string option;  // image option of the C API ("init-img", "mask", ...)
+    std::shared_ptr<ggdiff_image> image;
+    std::string field;
 };
 
 struct LoraUse {
@@ -38,29 +41,42 @@ struct LoraUse {
 };
 
 struct GenRequest {
-    std::string kind = "txt2img";  // txt2img | img2img (A1111's job names)
-    Field<std::string> prompt, negative_prompt;
-    Field<int64_t> width, height, steps, clip_skip, batch, seed;
-    Field<double> cfg_scale, img_cfg_scale, guidance, strength, eta;
-    Field<std::string> sampler, scheduler, sigmas, rng, sampler_rng;
-    Field<bool> vae_tiling;
-    Field<int64_t> vae_tile_x, vae_tile_y;
-    Field<double> vae_tile_overlap;
-    std::shared_ptr<ggdiff_image> init_image;  // decoded upload
-    std::string init_image_field;
+    std::string kind = "txt2img";        // txt2img | img2img (A1111's job names)
+    std::vector<RequestOption> options;  // one per name; a later set replaces
+    std::vector<RequestImage> images;    // decoded uploads (the C API says which it takes)
     std::vector<LoraUse> loras;
 
     // Output encoding.
     std::string output_format = "png";
     int quality = 90;
     bool embed_metadata = true;
+
+    void set(const std::string& name, const std::string& value, const std::string& field);
+    void add_image(const std::string& option, ImagePtr image, const std::string& field);
+    const RequestImage* image(const std::string& option) const;
+    const RequestOption* get(const std::string& name) const;
+    std::string value_or(const std::string& name, const std::string& fallback) const;
+
+    // Typed setters for values read from JSON; nullopt sets nothing.
+    void set_text(const std::string& name, const std::optional<std::string>& v,
+                  const std::string& field);
+    void set_int(const std::string& name, const std::optional<int64_t>& v,
+                 const std::string& field);
+    void set_number(const std::string& name, const std::optional<double>& v,
+                    const std::string& field);
+    void set_bool(const std::string& name, const std::optional<bool>& v, const std::string& field);
 };
 
-// The seed a request without one gets: the -s default, or a fresh random one.
+// Reads `key` (an object of engine options by schema name, e.g. {"eta": 0.5, "rng": "cpu"};
+// '_' may stand for '-') into the request: any per-request option of the schema, typed as
+// the schema says. Paths are refused (no file-system path comes from a request).
+void read_engine_options(const Fields& body, const std::string& key, GenRequest& request);
+
+// The request's seed, resolved: its own when >= 0, else the -s default, else random.
 int64_t resolve_seed(const GenRequest& request, const ModelHost& host, bool seed_given);
 
-// Checks limits and names (sampler, scheduler, LoRA), resolves the seed into request.seed, and
-// builds the C API options. Throws RequestError naming the field at fault.
+// Checks limits and names (sampler, scheduler, LoRA), resolves the seed into the request,
+// and builds the C API options. Throws RequestError naming the field at fault.
 OptionsPtr build_options(GenRequest& request, const ModelHost& host, const LoraDir& loras,
                          const ServerConfig& config);
 

@@ -285,8 +285,9 @@ void JobManager::worker() {
             job->status = JobStatus::generating;
             job->started = unix_now();
             job->started_at = Clock::now();
-            job->progress.batch =
-                job->request.batch ? static_cast<int>(*job->request.batch.value) : 1;
+            job->progress.batch = std::max(
+                1, std::atoi(job->request.value_or("batch-count", host_.option_value("batch-count"))
+                                 .c_str()));
             job->version++;
             cv_.notify_all();
         }

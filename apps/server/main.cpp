@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     const ServerConfig& config = parsed.config;
+    ggdiff_set_log_level(config.verbose ? GGDIFF_LOG_DEBUG : GGDIFF_LOG_INFO);
+    ggdiff_set_log_color(config.color ? 1 : 0);
     if (!is_loopback_host(config.host)) {
         std::fprintf(stderr, "warning: listening on %s: other machines can reach this server%s\n",
                      config.host.c_str(), config.api_key.empty() ? " and no --api-key is set" : "");
@@ -58,7 +60,7 @@ int main(int argc, char** argv) {
     ModelHost host(config);
     JobManager jobs(host, config.max_queue, config.result_ttl_s, config.max_result_bytes);
     LoraDir loras(config.lora_model_dir);
-    A1111Settings settings(host);
+    A1111Settings settings(host, config.embed_metadata);
     ServerContext ctx{config, host, jobs, loras, settings};
 
     httplib::Server server;

@@ -84,6 +84,12 @@ std::string ModelHost::default_value(const std::string& name) const {
     return value;
 }
 
+std::string ModelHost::option_value(const std::string& name) const {
+    const char* text = nullptr;
+    if (ggdiff_options_get(defaults_.get(), name.c_str(), &text) != 0 || !text) return "";
+    return text;
+}
+
 nlohmann::json ModelHost::model_info() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return info_;

@@ -39,6 +39,10 @@ class ModelHost {
     OptionsPtr request_options() const;
     // A default value given on the command line for engine option `name`, or "".
     std::string default_value(const std::string& name) const;
+    // The value requests start from: the command line's, else the schema's default ("" when
+    // the model decides).
+    std::string option_value(const std::string& name) const;
+    const ggdiff_options* defaults() const { return defaults_.get(); }
 
     // {"name", "family", "files", "vae", "version"} from ggdiff_model_info, plus "file"
     // (main file name); before loading it has the names from the command line only.

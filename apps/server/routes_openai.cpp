@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "engine_options.h"
 #include "http_util.h"
 #include "json_fields.h"
 #include "routes.h"
@@ -35,8 +36,8 @@ void parse_size(const std::string& size, GenRequest& r) {
     if (x == std::string::npos || !num(size.substr(0, x), &w) || !num(size.substr(x + 1), &h)) {
         throw bad_field("size", "'" + size + "' is not WIDTHxHEIGHT (e.g. 512x512) or auto");
     }
-    r.width.set(w, "size");
-    r.height.set(h, "size");
+    r.set("width", std::to_string(w), "size");
+    r.set("height", std::to_string(h), "size");
 }
 
 void check_response_format(const std::optional<std::string>& rf) {
@@ -56,32 +57,32 @@ std::string output_format(const std::string& v) {
 GenRequest parse_generation(const nlohmann::json& body, const ServerConfig& config) {
     Fields f(body);
     GenRequest r;
-    r.prompt.set(f.string("prompt"), "prompt");
-    if (!r.prompt) throw bad_field("prompt", "required");
+    r.embed_metadata = config.embed_metadata;
+    r.set_text("prompt", f.string("prompt"), "prompt");
+    if (!r.get("prompt")) throw bad_field("prompt", "required");
     const int64_t n = f.integer("n", 1, 1 << 20).value_or(1);
     if (n > config.max_batch) {
         throw bad_field("n", "must be at most " + std::to_string(config.max_batch) +
                                  " (the server's --max-batch)");
     }
-    r.batch.set(n, "n");
+    r.set("batch-count", std::to_string(n), "n");
     if (auto size = f.string("size", 64)) parse_size(*size, r);
     check_response_format(f.string("response_format", 64));
     if (auto of = f.string("output_format", 16)) r.output_format = output_format(*of);
-    if (auto oc = f.integer("output_compression", 0, 100))
-        r.quality = std::max<int>(1, static_cast<int>(*oc));
-    else
-        r.quality = 100;
+    r.quality =
+        std::max<int>(1, static_cast<int>(f.integer("output_compression", 0, 100).value_or(100)));
     if (auto bg = f.string("background", 32); bg && *bg == "transparent") {
         throw not_supported("background", "a transparent background");
     }
     // ggdiff's extensions.
-    r.negative_prompt.set(f.string("negative_prompt"), "negative_prompt");
-    r.seed.set(f.integer("seed", INT64_MIN, kMaxSeed), "seed");
-    r.steps.set(f.integer("steps", -(1 << 20), 1 << 20), "steps");
-    r.cfg_scale.set(f.number("cfg_scale", -1000, 1000), "cfg_scale");
-    r.sampler.set(f.string("sampler", 256), "sampler");
-    r.scheduler.set(f.string("scheduler", 256), "scheduler");
-    r.clip_skip.set(f.integer("clip_skip", -1, 12), "clip_skip");
+    r.set_text("negative-prompt", f.string("negative_prompt"), "negative_prompt");
+    r.set_int("seed", f.integer("seed", INT64_MIN, kMaxSeed), "seed");
+    r.set_int("steps", f.integer("steps", -(1 << 20), 1 << 20), "steps");
+    r.set_number("cfg-scale", f.number("cfg_scale", -1000, 1000), "cfg_scale");
+    r.set_text("sampling-method", f.string("sampler", 256), "sampler");
+    r.set_text("scheduler", f.string("scheduler", 256), "scheduler");
+    r.set_int("clip-skip", f.integer("clip_skip", -1, 12), "clip_skip");
+    read_engine_options(f, "ggdiff", r);
     return r;
 }
 
@@ -126,42 +127,42 @@ GenRequest parse_edit(const httplib::Request& req, const ServerConfig& config) {
     }
     GenRequest r;
     r.kind = "img2img";
-    r.prompt.set(form_text(req, "prompt"), "prompt");
-    if (!r.prompt) throw bad_field("prompt", "required");
+    r.embed_metadata = config.embed_metadata;
+    r.set_text("prompt", form_text(req, "prompt"), "prompt");
+    if (!r.get("prompt")) throw bad_field("prompt", "required");
     // The image: "image" or "image[]" (OpenAI's newer clients), one file.
     std::string key = req.has_file("image") ? "image" : "image[]";
     const size_t count = req.files.count(key);
     if (count == 0) throw bad_field("image", "required (a PNG, JPEG or WebP file)");
     if (count > 1) throw not_supported(key, "more than one input image");
+    if (req.has_file("mask")) require_supported("mask", "mask");
     const auto file = req.get_file_value(key);
     ImagePtr img = decode_upload(reinterpret_cast<const uint8_t*>(file.content.data()),
                                  file.content.size(), config.max_upload_pixels, key);
-    if (req.has_file("mask")) throw not_supported("mask", "inpainting (mask)");
     const int64_t n = form_int(req, "n", 1, 1 << 20).value_or(1);
     if (n > config.max_batch) {
         throw bad_field("n", "must be at most " + std::to_string(config.max_batch) +
                                  " (the server's --max-batch)");
     }
-    r.batch.set(n, "n");
+    r.set("batch-count", std::to_string(n), "n");
     if (auto size = form_text(req, "size")) parse_size(*size, r);
-    if (!r.width) {
+    if (!r.get("width")) {
         // Without a size: the image's own, in whole multiples of 8.
-        r.width.set(std::max<int64_t>(8, img->width / 8 * 8), "image");
-        r.height.set(std::max<int64_t>(8, img->height / 8 * 8), "image");
+        r.set("width", std::to_string(std::max(8, img->width / 8 * 8)), "image");
+        r.set("height", std::to_string(std::max(8, img->height / 8 * 8)), "image");
     }
     check_response_format(form_text(req, "response_format"));
     if (auto of = form_text(req, "output_format")) r.output_format = output_format(*of);
     r.quality = std::max<int>(
         1, static_cast<int>(form_int(req, "output_compression", 0, 100).value_or(100)));
-    r.negative_prompt.set(form_text(req, "negative_prompt"), "negative_prompt");
-    r.seed.set(form_int(req, "seed", INT64_MIN, kMaxSeed), "seed");
-    r.steps.set(form_int(req, "steps", -(1 << 20), 1 << 20), "steps");
-    r.cfg_scale.set(form_number(req, "cfg_scale", -1000, 1000), "cfg_scale");
-    r.strength.set(form_number(req, "strength", -1e9, 1e9), "strength");
-    r.sampler.set(form_text(req, "sampler"), "sampler");
-    r.scheduler.set(form_text(req, "scheduler"), "scheduler");
-    r.init_image = std::shared_ptr<ggdiff_image>(img.release(), ImageDeleter());
-    r.init_image_field = key;
+    r.set_text("negative-prompt", form_text(req, "negative_prompt"), "negative_prompt");
+    r.set_int("seed", form_int(req, "seed", INT64_MIN, kMaxSeed), "seed");
+    r.set_int("steps", form_int(req, "steps", -(1 << 20), 1 << 20), "steps");
+    r.set_number("cfg-scale", form_number(req, "cfg_scale", -1000, 1000), "cfg_scale");
+    r.set_number("strength", form_number(req, "strength", -1e9, 1e9), "strength");
+    r.set_text("sampling-method", form_text(req, "sampler"), "sampler");
+    r.set_text("scheduler", form_text(req, "scheduler"), "scheduler");
+    r.add_image("init-img", std::move(img), key);
     return r;
 }
 

@@ -3,6 +3,7 @@
 // lists A1111 clients read; /options; /progress and /interrupt.
 #include <ctime>
 
+#include "engine_options.h"
 #include "http_util.h"
 #include "json_fields.h"
 #include "routes.h"
@@ -13,13 +14,10 @@ namespace {
 
 constexpr int64_t kMaxSeed = INT64_MAX - (1 << 20);
 
-// Fields that change the result in A1111 but that ggdiff does not have: refused by name when
-// set to anything but their neutral value.
+// A1111 fields that switch on something ggdiff has no engine option for: refused by name.
 void refuse_unsupported(const Fields& f) {
-    if (f.flag("enable_hr").value_or(false)) throw not_supported("enable_hr", "hires fix");
     if (f.flag("restore_faces").value_or(false))
         throw not_supported("restore_faces", "face restoration");
-    if (f.flag("tiling").value_or(false)) throw not_supported("tiling", "seamless tiling");
     if (f.number("subseed_strength", -1e9, 1e9).value_or(0.0) != 0.0) {
         throw not_supported("subseed_strength", "variation seeds");
     }
@@ -49,23 +47,24 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
     A1111Request out;
     GenRequest& r = out.gen;
     r.kind = img2img ? "img2img" : "txt2img";
-    r.prompt.set(f.string("prompt"), "prompt");
-    r.negative_prompt.set(f.string("negative_prompt"), "negative_prompt");
-    r.width.set(f.integer("width", -(1 << 20), 1 << 20), "width");
-    r.height.set(f.integer("height", -(1 << 20), 1 << 20), "height");
-    r.steps.set(f.integer("steps", -(1 << 20), 1 << 20), "steps");
-    r.cfg_scale.set(f.number("cfg_scale", -1000, 1000), "cfg_scale");
-    r.seed.set(f.integer("seed", INT64_MIN, kMaxSeed), "seed");
-    r.eta.set(f.number("eta", 0, 100), "eta");
+    r.embed_metadata = ctx.config.embed_metadata;
+    r.set_text("prompt", f.string("prompt"), "prompt");
+    r.set_text("negative-prompt", f.string("negative_prompt"), "negative_prompt");
+    r.set_int("width", f.integer("width", -(1 << 20), 1 << 20), "width");
+    r.set_int("height", f.integer("height", -(1 << 20), 1 << 20), "height");
+    r.set_int("steps", f.integer("steps", -(1 << 20), 1 << 20), "steps");
+    r.set_number("cfg-scale", f.number("cfg_scale", -1000, 1000), "cfg_scale");
+    r.set_int("seed", f.integer("seed", INT64_MIN, kMaxSeed), "seed");
+    r.set_number("eta", f.number("eta", 0, 100), "eta");
     if (f.has("sampler_name")) {
-        r.sampler.set(f.string("sampler_name", 256), "sampler_name");
+        r.set_text("sampling-method", f.string("sampler_name", 256), "sampler_name");
     } else {
-        r.sampler.set(f.string("sampler_index", 256), "sampler_index");
+        r.set_text("sampling-method", f.string("sampler_index", 256), "sampler_index");
     }
-    r.scheduler.set(f.string("scheduler", 256), "scheduler");
     // "Automatic" is A1111's way of saying: the sampler's own default.
-    if (r.scheduler && (*r.scheduler.value == "Automatic" || *r.scheduler.value == "automatic")) {
-        r.scheduler.value.reset();
+    const auto scheduler = f.string("scheduler", 256);
+    if (scheduler && *scheduler != "Automatic" && *scheduler != "automatic") {
+        r.set("scheduler", *scheduler, "scheduler");
     }
     const int64_t batch_size = f.integer("batch_size", 1, 1 << 20).value_or(1);
     const int64_t n_iter = f.integer("n_iter", 1, 1 << 20).value_or(1);
@@ -75,16 +74,22 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
                             "; at most " + std::to_string(ctx.config.max_batch) +
                             " images per request (the server's --max-batch)");
     }
-    if (batch_size * n_iter > 1)
-        r.batch.set(batch_size * n_iter, f.has("n_iter") ? "n_iter" : "batch_size");
+    if (batch_size * n_iter > 1) {
+        r.set("batch-count", std::to_string(batch_size * n_iter),
+              f.has("n_iter") ? "n_iter" : "batch_size");
+    }
+    // Switches the engine has options for (the schema says whether they work yet).
+    if (f.flag("enable_hr").value_or(false)) r.set("hires", "true", "enable_hr");
+    if (f.flag("tiling").value_or(false)) r.set("circular", "true", "tiling");
     out.send_images = f.boolean("send_images").value_or(true);
 
     // Settings, then this request's override_settings.
     std::string format = ctx.settings.samples_format();
     bool pnginfo = ctx.settings.enable_pnginfo();
-    if (ctx.settings.clip_skip() > 0)
-        r.clip_skip.set(ctx.settings.clip_skip(), "CLIP_stop_at_last_layers");
-    r.rng.set(ctx.settings.rng(), "randn_source");
+    if (ctx.settings.clip_skip() > 0) {
+        r.set("clip-skip", std::to_string(ctx.settings.clip_skip()), "CLIP_stop_at_last_layers");
+    }
+    r.set("rng", ctx.settings.rng(), "randn_source");
     if (f.has("override_settings")) {
         ctx.settings.apply_overrides(body["override_settings"], r, &format, &pnginfo);
     }
@@ -98,13 +103,17 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
             throw bad_field("init_images[0]",
                             "expected a base64 string, got " + json_type_phrase(inits[0]));
         }
-        ImagePtr img = decode_base64_upload(inits[0].get<std::string>(),
-                                            ctx.config.max_upload_pixels, "init_images[0]");
-        r.init_image = std::shared_ptr<ggdiff_image>(img.release(), ImageDeleter());
-        r.init_image_field = "init_images[0]";
-        r.strength.set(f.number("denoising_strength", -1e9, 1e9), "denoising_strength");
-        if (!r.strength) r.strength.set(0.75, "denoising_strength");
-        if (f.has("mask")) throw not_supported("mask", "inpainting (mask)");
+        r.add_image("init-img",
+                    decode_base64_upload(inits[0].get<std::string>(), ctx.config.max_upload_pixels,
+                                         "init_images[0]"),
+                    "init_images[0]");
+        r.set_number("strength", f.number("denoising_strength", -1e9, 1e9), "denoising_strength");
+        if (!r.get("strength")) r.set("strength", "0.75", "denoising_strength");
+        if (auto mask = f.string("mask", ctx.config.max_body_bytes)) {
+            require_supported("mask", "mask");
+            r.add_image("mask", decode_base64_upload(*mask, ctx.config.max_upload_pixels, "mask"),
+                        "mask");
+        }
         const int64_t resize = f.integer("resize_mode", 0, 3).value_or(0);
         if (resize != 0)
             throw not_supported("resize_mode", "resize modes other than 0 (just resize)");
@@ -112,6 +121,8 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
             throw not_supported("include_init_images", "returning the init images");
         }
     }
+    // Any other per-request engine option, by its schema name.
+    read_engine_options(f, "ggdiff", r);
     return out;
 }
 
@@ -139,7 +150,7 @@ void generate(const httplib::Request& req, httplib::Response& res, ServerContext
                   {{"images", images},
                    {"parameters", params},
                    {"info", a1111_info(done, job->request, ctx.host.model_info(),
-                                       job->request.scheduler ||
+                                       job->request.get("scheduler") ||
                                            !ctx.host.default_value("scheduler").empty())}});
     });
 }

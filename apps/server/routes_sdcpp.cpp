@@ -3,7 +3,10 @@
 // it: cancel of a running job (it stops at its next step), progress with phase/step/ETA,
 // server-sent events per job, and a list of recent jobs (a client that lost its connection
 // finds its result there).
+#include <sstream>
 #include "http_util.h"
+
+#include "engine_options.h"
 #include "json_fields.h"
 #include "routes.h"
 
@@ -15,53 +18,56 @@ constexpr int64_t kMaxSeed = INT64_MAX - (1 << 20);
 constexpr int kMaxEventStreams = 32;
 const char kJobPattern[] = R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]{1,64}))";
 
-std::string default_or(const ModelHost& host, const char* name, const std::string& fallback) {
-    const std::string v = host.default_value(name);
-    return v.empty() ? fallback : v;
+// A default as JSON: a number where it reads as one, null where the model decides.
+nlohmann::json default_json(const ModelHost& host, const char* name) {
+    const std::string v = host.option_value(name);
+    if (v.empty()) return nullptr;
+    if (v == "true" || v == "false") return v == "true";
+    nlohmann::json j = nlohmann::json::parse(v, nullptr, false);
+    return j.is_number() ? j : nlohmann::json(v);
 }
 
-nlohmann::json number_json(const std::string& text) {
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    return j.is_number() ? j : nlohmann::json(nullptr);
-}
-
+// sd-server's request schema filled with what requests start from here.
 nlohmann::json defaults_json(const ServerContext& ctx) {
     const ModelHost& h = ctx.host;
+    auto text = [&](const char* name) { return h.option_value(name); };
     return {
-        {"prompt", default_or(h, "prompt", "")},
-        {"negative_prompt", default_or(h, "negative-prompt", "")},
-        {"clip_skip", number_json(default_or(h, "clip-skip", "-1"))},
-        {"width", number_json(default_or(h, "width", "512"))},
-        {"height", number_json(default_or(h, "height", "512"))},
-        {"strength", number_json(default_or(h, "strength", "0.75"))},
-        {"seed", ctx.config.seed_given ? number_json(h.default_value("seed")) : nlohmann::json(-1)},
-        {"batch_count", number_json(default_or(h, "batch-count", "1"))},
+        {"prompt", text("prompt")},
+        {"negative_prompt", text("negative-prompt")},
+        {"clip_skip", default_json(h, "clip-skip")},
+        {"width", default_json(h, "width")},
+        {"height", default_json(h, "height")},
+        {"strength", default_json(h, "strength")},
+        {"seed", ctx.config.seed_given ? default_json(h, "seed") : nlohmann::json(-1)},
+        {"batch_count", default_json(h, "batch-count")},
         {"sample_params",
-         {{"scheduler", default_or(h, "scheduler", "discrete")},
-          {"sample_method", default_or(h, "sampling-method", "euler_a")},
-          {"sample_steps", number_json(default_or(h, "steps", "20"))},
-          {"eta", number_json(default_or(h, "eta", "null"))},
+         {{"scheduler", default_json(h, "scheduler")},
+          {"sample_method", default_json(h, "sampling-method")},
+          {"sample_steps", default_json(h, "steps")},
+          {"eta", default_json(h, "eta")},
           {"shifted_timestep", 0},
-          {"flow_shift", nullptr},
+          {"flow_shift", default_json(h, "flow-shift")},
+          {"custom_sigmas", nlohmann::json::array()},
           {"guidance",
-           {{"txt_cfg", number_json(default_or(h, "cfg-scale", "7"))},
-            {"img_cfg", number_json(default_or(h, "img-cfg-scale", "null"))},
-            {"distilled_guidance", number_json(default_or(h, "guidance", "3.5"))},
+           {{"txt_cfg", default_json(h, "cfg-scale")},
+            {"img_cfg", default_json(h, "img-cfg-scale")},
+            {"distilled_guidance", default_json(h, "guidance")},
             {"slg",
              {{"layers", {7, 8, 9}},
               {"layer_start", 0.01},
               {"layer_end", 0.2},
               {"scale", 0.0}}}}}}},
         {"vae_tiling_params",
-         {{"enabled", default_or(h, "vae-tiling", "false") != "false"},
+         {{"enabled", default_json(h, "vae-tiling") == true},
           {"temporal_tiling", false},
-          {"tile_size_x", 32},
-          {"tile_size_y", 32},
-          {"target_overlap", 0.5},
+          {"tile_size_x", 0},
+          {"tile_size_y", 0},
+          {"target_overlap", default_json(h, "vae-tile-overlap")},
           {"rel_size_x", 0.0},
           {"rel_size_y", 0.0},
           {"extra_tiling_args", ""}}},
         {"cache_mode", "disabled"},
+        {"embed_image_metadata", ctx.config.embed_metadata},
         {"output_format", "png"},
         {"output_compression", 100},
     };
@@ -90,6 +96,8 @@ nlohmann::json capabilities(ServerContext& ctx) {
                                      {"events", true}};
     const nlohmann::json formats = {"png", "jpeg", "webp"};
     const nlohmann::json defaults = defaults_json(ctx);
+    const auto width = engine_option("width", false);
+    const int min_side = width && width->min > 8 ? static_cast<int>(width->min) : 8;
     return {{"model",
              {{"name", info.value("file", "")},
               {"stem", info.value("name", "")},
@@ -106,13 +114,14 @@ nlohmann::json capabilities(ServerContext& ctx) {
             {"features", features},
             {"features_by_mode", {{"img_gen", features}}},
             {"samplers", samplers},
+            {"options", request_options_json(ctx.host.defaults())},
             {"schedulers", schedulers},
             {"loras", loras},
             {"upscalers", nlohmann::json::array({{{"name", "None"}}})},
             {"limits",
-             {{"min_width", 8},
+             {{"min_width", min_side},
               {"max_width", ctx.config.max_size},
-              {"min_height", 8},
+              {"min_height", min_side},
               {"max_height", ctx.config.max_size},
               {"max_batch_count", ctx.config.max_batch},
               {"max_steps", ctx.config.max_steps},
@@ -121,70 +130,89 @@ nlohmann::json capabilities(ServerContext& ctx) {
               {"max_body_bytes", ctx.config.max_body_bytes}}}};
 }
 
-void refuse_image(const Fields& f, const char* key, const char* what) {
-    if (f.has(key)) throw not_supported(key, what);
+// An image field of the request (base64 or data URL) for engine image option `option`.
+void read_image(const Fields& f, const char* key, const char* option, GenRequest& r,
+                const ServerConfig& config) {
+    auto text = f.string(key, static_cast<size_t>(config.max_body_bytes));
+    if (!text) return;
+    require_supported(option, key);
+    r.add_image(option, decode_base64_upload(*text, config.max_upload_pixels, key), key);
+}
+
+// "default" (sd-server's word) or "" leave the choice to the model.
+std::optional<std::string> chosen(std::optional<std::string> name) {
+    if (name && (name->empty() || *name == "default")) return std::nullopt;
+    return name;
+}
+
+void read_sample_params(const Fields& sp, GenRequest& r) {
+    r.set_text("scheduler", chosen(sp.string("scheduler", 256)), sp.path("scheduler"));
+    r.set_text("sampling-method", chosen(sp.string("sample_method", 256)),
+               sp.path("sample_method"));
+    r.set_int("steps", sp.integer("sample_steps", -(1 << 20), 1 << 20), sp.path("sample_steps"));
+    r.set_number("eta", sp.number("eta", 0, 100), sp.path("eta"));
+    // sd-server's neutral values (0, null, []) mean "not used"; others go to the engine,
+    // whose schema says whether they work yet.
+    if (auto ts = sp.integer("shifted_timestep", INT32_MIN, INT32_MAX); ts && *ts != 0) {
+        r.set("timestep-shift", std::to_string(*ts), sp.path("shifted_timestep"));
+    }
+    if (auto fs = sp.number("flow_shift", -1e9, 1e9); fs && *fs != 0.0) {
+        r.set_number("flow-shift", fs, sp.path("flow_shift"));
+    }
+    auto sigmas = sp.array("custom_sigmas", 10001);
+    if (!sigmas.empty()) {
+        auto desc = engine_option("sigmas");
+        if (desc)
+            r.set("sigmas",
+                  option_text_from_json(*desc, nlohmann::json(sigmas), sp.path("custom_sigmas")),
+                  sp.path("custom_sigmas"));
+    }
+    if (auto g = sp.object("guidance")) {
+        r.set_number("cfg-scale", g->number("txt_cfg", -1000, 1000), g->path("txt_cfg"));
+        r.set_number("img-cfg-scale", g->number("img_cfg", -1000, 1000), g->path("img_cfg"));
+        r.set_number("guidance", g->number("distilled_guidance", -1000, 1000),
+                     g->path("distilled_guidance"));
+        if (auto slg = g->object("slg")) {
+            if (auto scale = slg->number("scale", -1e9, 1e9); scale && *scale != 0.0) {
+                r.set_number("slg-scale", scale, slg->path("scale"));
+            }
+        }
+    }
 }
 
 GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
     Fields f(body);
     GenRequest r;
     r.kind = "img_gen";
-    r.prompt.set(f.string("prompt"), "prompt");
-    r.negative_prompt.set(f.string("negative_prompt"), "negative_prompt");
-    r.clip_skip.set(f.integer("clip_skip", -1, 12), "clip_skip");
-    r.width.set(f.integer("width", -(1 << 20), 1 << 20), "width");
-    r.height.set(f.integer("height", -(1 << 20), 1 << 20), "height");
-    r.strength.set(f.number("strength", -1e9, 1e9), "strength");
-    r.seed.set(f.integer("seed", INT64_MIN, kMaxSeed), "seed");
-    r.batch.set(f.integer("batch_count", -(1 << 20), 1 << 20), "batch_count");
-    r.embed_metadata = f.boolean("embed_image_metadata").value_or(true);
-    if (auto init = f.string("init_image", ctx.config.max_body_bytes)) {
-        ImagePtr img = decode_base64_upload(*init, ctx.config.max_upload_pixels, "init_image");
-        r.init_image = std::shared_ptr<ggdiff_image>(img.release(), ImageDeleter());
-        r.init_image_field = "init_image";
-        r.kind = "img2img";
+    r.set_text("prompt", f.string("prompt"), "prompt");
+    r.set_text("negative-prompt", f.string("negative_prompt"), "negative_prompt");
+    r.set_int("clip-skip", f.integer("clip_skip", -1, 12), "clip_skip");
+    r.set_int("width", f.integer("width", -(1 << 20), 1 << 20), "width");
+    r.set_int("height", f.integer("height", -(1 << 20), 1 << 20), "height");
+    r.set_number("strength", f.number("strength", -1e9, 1e9), "strength");
+    r.set_int("seed", f.integer("seed", INT64_MIN, kMaxSeed), "seed");
+    r.set_int("batch-count", f.integer("batch_count", -(1 << 20), 1 << 20), "batch_count");
+    r.embed_metadata = f.boolean("embed_image_metadata").value_or(ctx.config.embed_metadata);
+    read_image(f, "init_image", "init-img", r, ctx.config);
+    if (r.image("init-img")) r.kind = "img2img";
+    read_image(f, "mask_image", "mask", r, ctx.config);
+    read_image(f, "control_image", "control-image", r, ctx.config);
+    if (f.has("ip_adapter_image")) throw not_supported("ip_adapter_image", "IP-Adapter");
+    const auto refs = f.array("ref_images", 64);
+    for (size_t i = 0; i < refs.size(); ++i) {
+        const std::string key = "ref_images[" + std::to_string(i) + "]";
+        require_supported("ref-image", key);
+        if (!refs[i].is_string()) throw bad_field(key, "expected a base64 string");
+        r.add_image(
+            "ref-image",
+            decode_base64_upload(refs[i].get<std::string>(), ctx.config.max_upload_pixels, key),
+            key);
     }
-    refuse_image(f, "mask_image", "inpainting (mask_image)");
-    refuse_image(f, "control_image", "ControlNet (control_image)");
-    refuse_image(f, "ip_adapter_image", "IP-Adapter (ip_adapter_image)");
-    if (!f.array("ref_images", 64).empty()) throw not_supported("ref_images", "reference images");
+    if (f.has("control_image"))
+        r.set_number("control-strength", f.number("control_strength", -100, 100),
+                     "control_strength");
 
-    if (auto sp = f.object("sample_params")) {
-        r.scheduler.set(sp->string("scheduler", 256), sp->path("scheduler"));
-        r.sampler.set(sp->string("sample_method", 256), sp->path("sample_method"));
-        r.steps.set(sp->integer("sample_steps", -(1 << 20), 1 << 20), sp->path("sample_steps"));
-        r.eta.set(sp->number("eta", 0, 100), sp->path("eta"));
-        if (sp->integer("shifted_timestep", INT32_MIN, INT32_MAX).value_or(0) != 0) {
-            throw not_supported(sp->path("shifted_timestep"), "a shifted timestep");
-        }
-        if (sp->has("flow_shift")) {
-            const double fs = sp->number("flow_shift", -1e9, 1e9).value_or(0.0);
-            if (fs != 0.0) throw not_supported(sp->path("flow_shift"), "flow shift");
-        }
-        auto sigmas = sp->array("custom_sigmas", 10001);
-        if (!sigmas.empty()) {
-            std::string list;
-            for (size_t i = 0; i < sigmas.size(); ++i) {
-                if (!sigmas[i].is_number()) {
-                    throw bad_field(sp->path("custom_sigmas") + "[" + std::to_string(i) + "]",
-                                    "expected a number, got " + json_type_phrase(sigmas[i]));
-                }
-                list += (list.empty() ? "" : ",") + sigmas[i].dump();
-            }
-            r.sigmas.set(list, sp->path("custom_sigmas"));
-        }
-        if (auto g = sp->object("guidance")) {
-            r.cfg_scale.set(g->number("txt_cfg", -1000, 1000), g->path("txt_cfg"));
-            r.img_cfg_scale.set(g->number("img_cfg", -1000, 1000), g->path("img_cfg"));
-            r.guidance.set(g->number("distilled_guidance", -1000, 1000),
-                           g->path("distilled_guidance"));
-            if (auto slg = g->object("slg")) {
-                if (slg->number("scale", -1e9, 1e9).value_or(0.0) != 0.0) {
-                    throw not_supported(slg->path("scale"), "skip-layer guidance");
-                }
-            }
-        }
-    }
+    if (auto sp = f.object("sample_params")) read_sample_params(*sp, r);
     for (const nlohmann::json& item : f.array("lora", 64)) {
         if (!item.is_object()) throw bad_field("lora", "expected objects {path, multiplier}");
         Fields lf(item, "lora[]");
@@ -201,22 +229,31 @@ GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
     }
     if (auto hires = f.object("hires")) {
         if (hires->boolean("enabled").value_or(false))
-            throw not_supported("hires.enabled", "hires fix");
+            r.set("hires", "true", hires->path("enabled"));
     }
     if (auto vt = f.object("vae_tiling_params")) {
-        r.vae_tiling.set(vt->boolean("enabled"), vt->path("enabled"));
+        r.set_bool("vae-tiling", vt->boolean("enabled"), vt->path("enabled"));
         const auto x = vt->integer("tile_size_x", 0, 4096).value_or(0);
         const auto y = vt->integer("tile_size_y", 0, 4096).value_or(0);
-        if (x > 0) r.vae_tile_x.set(x, vt->path("tile_size_x"));
-        if (y > 0) r.vae_tile_y.set(y, vt->path("tile_size_y"));
-        r.vae_tile_overlap.set(vt->number("target_overlap", 0, 0.99), vt->path("target_overlap"));
-        for (const char* k : {"rel_size_x", "rel_size_y"}) {
-            if (vt->number(k, -1e9, 1e9).value_or(0.0) != 0.0)
-                throw not_supported(vt->path(k), "relative tile sizes");
+        if (x > 0 || y > 0) {
+            r.set("vae-tile-size",
+                  std::to_string(x > 0 ? x : y) + "x" + std::to_string(y > 0 ? y : x),
+                  vt->path(x > 0 ? "tile_size_x" : "tile_size_y"));
         }
+        r.set_number("vae-tile-overlap", vt->number("target_overlap", 0, 0.99),
+                     vt->path("target_overlap"));
+        const double rx = vt->number("rel_size_x", -1e9, 1e9).value_or(0.0);
+        const double ry = vt->number("rel_size_y", -1e9, 1e9).value_or(0.0);
+        if (rx != 0.0 || ry != 0.0) {
+            std::ostringstream os;
+            os << rx << "x" << ry;
+            r.set("vae-relative-tile-size", os.str(), vt->path("rel_size_x"));
+        }
+        if (vt->boolean("temporal_tiling").value_or(false))
+            r.set("temporal-tiling", "true", vt->path("temporal_tiling"));
     }
     const std::string cache = f.string("cache_mode", 64).value_or("disabled");
-    if (!cache.empty() && cache != "disabled") throw not_supported("cache_mode", "step caching");
+    if (!cache.empty() && cache != "disabled") r.set("cache-mode", cache, "cache_mode");
     if (auto of = f.string("output_format", 16)) {
         if (*of == "png" || *of == "webp")
             r.output_format = *of;
@@ -227,6 +264,8 @@ GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
     }
     r.quality =
         std::max<int>(1, static_cast<int>(f.integer("output_compression", 0, 100).value_or(100)));
+    // Any other per-request engine option, by its schema name.
+    read_engine_options(f, "ggdiff", r);
     return r;
 }
 

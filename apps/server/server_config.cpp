@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "engine_options.h"
 #include "ggdiff.h"
 
 namespace ggdiff::server {
@@ -43,15 +44,15 @@ const FlagHelp kServerFlags[] = {
      "largest uploaded image in pixels (default 16777216 = 4096x4096); larger get 413"},
     {"--max-batch", "N", "most images per request (default 8)"},
     {"--max-steps", "N", "most sampling steps per request (default 150)"},
+    {"--disable-image-metadata", "",
+     "images carry no parameters text (unless a request asks: A1111 enable_pnginfo, sd-server "
+     "embed_image_metadata)"},
+    {"--prompt-file", "FILE", "the default prompt, read from FILE"},
+    {"--negative-prompt-file", "FILE", "the default negative prompt, read from FILE"},
+    {"--color", "", "color the log level tags"},
     {"-v, --verbose", "", "log every request and the engine's debug output"},
     {"-h, --help", "", "print this help and exit"},
     {"--version", "", "print the version and exit"},
-};
-
-// Short forms of engine flags, as in the CLI.
-const std::map<std::string, std::string> kShortEngineFlags = {
-    {"-m", "model"},       {"-W", "width"},  {"-H", "height"},          {"-s", "seed"},
-    {"-b", "batch-count"}, {"-p", "prompt"}, {"-n", "negative-prompt"}, {"-t", "threads"},
 };
 
 bool parse_int(const std::string& s, int64_t min, int64_t max, int64_t* out) {
@@ -64,11 +65,8 @@ bool parse_int(const std::string& s, int64_t min, int64_t max, int64_t* out) {
     return true;
 }
 
-bool looks_like_number(const std::string& s) {
-    if (s.size() < 2 || s[0] != '-') return false;
-    char* end = nullptr;
-    std::strtod(s.c_str(), &end);
-    return *end == '\0';
+bool is_bool_true(const std::string& v) {
+    return v == "true" || v == "on" || v == "1" || v == "yes";
 }
 
 std::string trim(std::string s) {
@@ -93,20 +91,14 @@ std::string server_help_text() {
           "Server flags:\n";
     for (const FlagHelp& f : kServerFlags) {
         std::string lhs = std::string("  ") + f.flag + (*f.value ? std::string(" ") + f.value : "");
-        if (lhs.size() < 28)
-            lhs.resize(28, ' ');
-        else
-            lhs += "\n" + std::string(28, ' ');
+        if (lhs.size() < 30) {
+            lhs.resize(30, ' ');
+        } else {
+            lhs += "\n" + std::string(30, ' ');
+        }
         os << lhs << f.help << "\n";
     }
-    os << "\nEngine flags (the CLI's; see ggdiff --help): model files (-m/--model,\n"
-          "--diffusion-model, --vae, --clip_l, --clip_g, --t5xxl, --llm, --taesd, --tokenizer,\n"
-          "--type, --prediction), placement (-t/--threads, --backend, --params-backend,\n"
-          "--split-mode, --max-vram, --auto-fit, --clip-on-cpu, --vae-on-cpu, --rpc-servers) and\n"
-          "defaults for requests that leave a field out (-p/--prompt, -n/--negative-prompt,\n"
-          "-W/--width, -H/--height, --steps, --cfg-scale, --sampling-method, --scheduler,\n"
-          "-s/--seed (default: a random seed per request), -b/--batch-count, --strength,\n"
-          "--clip-skip, --rng, --sampler-rng, --eta, --guidance, --vae-tiling, ...).\n";
+    os << "\n" << engine_flags_help();
     return os.str();
 }
 
@@ -204,20 +196,54 @@ ParseOutcome parse_server_args(int argc, const char* const* argv) {
             if (!(err = need_int(1, 10000, &n)).empty()) return fail(err);
             c.max_steps = static_cast<int>(n);
         } else {
-            // An engine flag: --name [value] or a CLI short form.
+            // An engine flag (the CLI's): --name [value], or its short form -X.
             std::string name;
-            if (kShortEngineFlags.count(flag)) {
-                name = kShortEngineFlags.at(flag);
-            } else if (flag.rfind("--", 0) == 0 && flag.size() > 2) {
+            if (flag.rfind("--", 0) == 0 && flag.size() > 2) {
                 name = flag.substr(2);
+            } else if (flag.size() >= 2 && flag[0] == '-' && flag[1] != '-') {
+                name = flag.substr(1);
             } else {
                 return fail("unexpected argument '" + flag + "' (see --help)");
             }
+            auto desc = engine_option(name, /*json_spelling=*/false);
+            if (!desc) {
+                return fail("unknown flag " + flag + " (see --help)");
+            }
+            name = desc->name;
             if (!has_value) {
-                // A bare switch unless a value follows (negative numbers are values).
-                const bool next_is_value = i + 1 < args.size() && (args[i + 1].rfind("-", 0) != 0 ||
-                                                                   looks_like_number(args[i + 1]));
-                if (next_is_value) value = args[++i];
+                if (desc->type == GGDIFF_OPTION_BOOL) {
+                    // A switch; --flag on|off where the schema allows a value.
+                    if ((desc->flags & GGDIFF_OPTION_VALUE_OPTIONAL) && i + 1 < args.size() &&
+                        is_bool_word(args[i + 1])) {
+                        value = args[++i];
+                    }
+                } else if (!need(&value)) {
+                    return fail(flag + " needs a value");
+                }
+            }
+            if ((desc->flags & GGDIFF_OPTION_GENERATE) && desc->type == GGDIFF_OPTION_PATH &&
+                desc->support != GGDIFF_SUPPORT_NOT_YET) {
+                // Input images come with each request, never from the server's files.
+                return fail(flag + " has no use in ggdiff-server (requests carry their images)");
+            }
+            if (desc->flags & GGDIFF_OPTION_FRONTEND) {
+                // The CLI's front-end flags that mean something for a server.
+                if (name == "disable-image-metadata") {
+                    c.embed_metadata = !(value.empty() || is_bool_true(value));
+                } else if (name == "color") {
+                    c.color = true;
+                } else if (name == "prompt-file" || name == "negative-prompt-file") {
+                    std::ifstream in(value, std::ios::binary);
+                    std::stringstream text;
+                    if (!in || !(text << in.rdbuf())) {
+                        return fail(flag + " " + value + ": cannot read the file");
+                    }
+                    c.engine_options.emplace_back(
+                        name == "prompt-file" ? "prompt" : "negative-prompt", trim(text.str()));
+                } else {
+                    return fail(flag + " has no use in ggdiff-server (see --help)");
+                }
+                continue;
             }
             if (name == "seed") c.seed_given = true;
             c.engine_options.emplace_back(name, value);

@@ -24,6 +24,8 @@ struct ServerConfig {
     int max_steps = 150;
     int64_t max_result_bytes = 1024ll << 20;  // finished images kept, in all
     bool verbose = false;
+    bool color = false;          // --color: colored log tags
+    bool embed_metadata = true;  // --disable-image-metadata turns it off
 
     // Engine options (C API names, e.g. "model", "steps") with their text values, in the order
     // given: the model to load and the defaults every request starts from.

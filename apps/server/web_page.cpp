@@ -96,6 +96,9 @@ async function api(path, options) {
 
 function fillSelect(select, names, chosen) {
   select.innerHTML = "";
+  const auto = document.createElement("option");
+  auto.value = ""; auto.textContent = "(model default)";
+  select.appendChild(auto);
   for (const n of names) {
     const o = document.createElement("option");
     o.value = n; o.textContent = n;
@@ -204,7 +207,7 @@ $("form").addEventListener("submit", async (ev) => {
     width: num("width"), height: num("height"),
     seed: num("seed"), batch_count: num("batch"),
     sample_params: {
-      sample_method: $("sampler").value, scheduler: $("scheduler").value,
+      sample_method: $("sampler").value || undefined, scheduler: $("scheduler").value || undefined,
       sample_steps: num("steps"), guidance: { txt_cfg: num("cfg") }
     },
     output_format: "png"

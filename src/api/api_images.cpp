@@ -4,6 +4,7 @@
 #include <string>
 
 #include "api/api_handles.h"
+#include "api/option_schema.h"
 #include "ggdiff.h"
 #include "image/image_io.h"
 #include "image/image_metadata.h"
@@ -36,11 +37,19 @@ int ggdiff_options_set_image(ggdiff_options* options, const char* name, const gg
     if (!options || !name) return fail("ggdiff_options_set_image: null argument");
     const std::string n = name;
     if (n != "init-img") {
-        if (ggdiff::is_api_option(n)) return fail("option \"" + n + "\" is not an image");
-        return fail("image option \"" + n + "\" is not supported yet");
+        const ggdiff::api::OptionSpec* spec = ggdiff::api::find_option(n);
+        if (!spec) return fail("unknown image option \"" + n + "\"");
+        if (spec->support == ggdiff::api::Support::NotYet) {
+            return fail(spec->flag_name() + " is not supported yet");
+        }
+        if (spec->type != ggdiff::api::OptType::Path) {
+            return fail("option \"" + n + "\" is not an image");
+        }
+        return fail("image option \"" + n + "\" cannot be set from memory yet");
     }
     ggdiff::ApiOptions& o = options->opts;
     o.init_image_path.clear();
+    o.values.erase(n);
     if (!image) {
         o.gen.init_image.reset();
         return 0;

@@ -100,7 +100,7 @@ class ServerProcess {
 
     // SIGTERM, then SIGKILL after 20 s; returns the exit status (or -signal).
     int stop() {
-        if (pid_ == 0) return exit_status_;
+        if (pid_ == 0 || !alive()) return exit_status_;
         kill(pid_, SIGTERM);
         int status = 0;
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -120,10 +120,15 @@ class ServerProcess {
         return exit_status_;
     }
 
-    bool alive() const {
+    // Whether the server still runs (reaps it, keeping its exit status, when it ended).
+    bool alive() {
         if (pid_ == 0) return false;
         int status = 0;
-        return waitpid(pid_, &status, WNOHANG) == 0;
+        const pid_t w = waitpid(pid_, &status, WNOHANG);
+        if (w == 0) return true;
+        if (w == pid_) exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+        pid_ = 0;
+        return false;
     }
 
     httplib::Client client() const {

@@ -1,6 +1,7 @@
 // The job queue through HTTP: cancel of a queued and of a running job (the running one stops
 // at its next step and frees its slot), A1111's interrupt and progress, a full queue (429
 // with Retry-After), and results expiring after --result-ttl (410).
+#include <fstream>
 #include <future>
 
 #include "server_harness.h"
@@ -127,24 +128,27 @@ TEST(ServerJobs, FullQueueAnswers429WithRetryAfter) {
 
 TEST(ServerJobs, EngineFlagsSetDefaultsAndResultsExpire) {
     if (!e2e::prerequisites_ok()) return;
-    ServerProcess server({"--result-ttl", "3", "--max-results-mb", "0", "-W", "64", "-H", "48",
+    const std::string dir = e2e::fresh_dir();
+    std::ofstream(dir + "/prompt.txt") << "a tree by a lake\n";
+    ServerProcess server({"--result-ttl", "3", "--max-results-mb", "0", "-W", "64", "-H", "72",
                           "--steps", "1", "--sampling-method", "euler", "-s", "5", "--cfg-scale",
-                          "4.5"});
+                          "4.5", "--prompt-file", dir + "/prompt.txt"});
     auto c = server.client();
     // The CLI's generation flags are the defaults of requests that leave fields out.
     json caps = body_json(c.Get("/sdcpp/v1/capabilities"));
     EXPECT_EQ(caps["defaults"]["width"], 64);
-    EXPECT_EQ(caps["defaults"]["height"], 48);
+    EXPECT_EQ(caps["defaults"]["height"], 72);
     EXPECT_EQ(caps["defaults"]["seed"], 5);
     EXPECT_EQ(caps["defaults"]["sample_params"]["sample_steps"], 1);
     EXPECT_EQ(caps["defaults"]["sample_params"]["sample_method"], "euler");
-    const std::string id = submit(c, {{"prompt", "a tree"}});
+    const std::string id = submit(c, json::object());
     json job = wait_job(c, id);
     EXPECT_EQ(job["status"], "completed");
     ASSERT_EQ(job["result"]["images"].size(), 1u);
     const std::string params = job["result"]["images"][0]["parameters"];
+    EXPECT_EQ(params.rfind("a tree by a lake\n", 0), 0u) << params;
     for (const char* want :
-         {"Steps: 1,", "Sampler: Euler,", "CFG scale: 4.5,", "Seed: 5,", "Size: 64x48"}) {
+         {"Steps: 1,", "Sampler: Euler,", "CFG scale: 4.5,", "Seed: 5,", "Size: 64x72"}) {
         EXPECT_NE(params.find(want), std::string::npos) << want << " in " << params;
     }
     // --max-results-mb 0: a newer result pushes the older one out (the latest always stays).

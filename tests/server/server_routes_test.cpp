@@ -94,6 +94,18 @@ TEST(ServerRoutes, ListingRoutes) {
     EXPECT_EQ(caps["limits"]["max_queue_size"], 16);
     EXPECT_EQ(caps["samplers"].size(), 18u);
     EXPECT_EQ(caps["defaults_by_mode"]["img_gen"]["sample_params"]["sample_steps"], 20);
+    EXPECT_TRUE(caps["defaults"]["sample_params"]["sample_method"].is_null())
+        << "the model decides";
+    // The per-request options of the engine's schema, for clients that build forms.
+    bool eta = false;
+    for (const json& o : caps["options"]) {
+        EXPECT_NE(o["type"], "path") << "no file paths from requests: " << o.dump();
+        if (o["name"] == "eta") eta = o["type"] == "number";
+        if (o["name"] == "sampling-method") {
+            EXPECT_EQ(o["values"].size(), 18u);
+        }
+    }
+    EXPECT_TRUE(eta) << caps["options"].dump();
     EXPECT_EQ(body_json(c.Get("/sdcpp/v1/jobs"))["jobs"], json::array());
 
     auto page = c.Get("/");
@@ -282,7 +294,8 @@ TEST(ServerRoutes, OpenAiGenerationsAndEdits) {
                         {"model", "dall-e-3"},
                         {"seed", 7},
                         {"steps", 2},
-                        {"negative_prompt", "grey"}});
+                        {"negative_prompt", "grey"},
+                        {"ggdiff", {{"rng", "cpu"}, {"cfg_scale", 5.5}}}});
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body.substr(0, 500);
     json body = body_json(r);
@@ -295,6 +308,9 @@ TEST(ServerRoutes, OpenAiGenerationsAndEdits) {
     Image img = decode_b64_image(body["data"][1]["b64_json"], &params);
     EXPECT_EQ(img.width, 64);
     EXPECT_NE(params.find("Seed: 8,"), std::string::npos) << params;
+    // The "ggdiff" object carries any per-request engine option by its schema name.
+    EXPECT_NE(params.find("RNG: cpu"), std::string::npos) << params;
+    EXPECT_NE(params.find("CFG scale: 5.5"), std::string::npos) << params;
 
     // Edits: multipart with the image file; the size defaults to the image's.
     auto png = base64_decode(body_json(post_json(

@@ -34,7 +34,7 @@ TEST(ServerFlags, HelpListsEveryFlagAndBadCommandLinesFail) {
           "--max-queue",      "--result-ttl",  "--max-results-mb", "--lora-model-dir",
           "--cors-origin",    "--max-body-mb", "--max-size",       "--max-upload-pixels",
           "--max-batch",      "--max-steps",   "--verbose",        "--help",
-          "--version",        "-m/--model",    "--backend",        "--steps",
+          "--version",        "-m, --model",   "--backend",        "--steps",
           "--sampling-method"}) {
         EXPECT_NE(help.out.find(flag), std::string::npos) << flag << " missing from --help";
     }
@@ -54,6 +54,12 @@ TEST(ServerFlags, HelpListsEveryFlagAndBadCommandLinesFail) {
     const CliRun bad_value = run_server_cli({"-m", "x", "--steps", "many"});
     EXPECT_EQ(bad_value.exit_code, 2);
     EXPECT_NE(bad_value.err.find("steps"), std::string::npos) << bad_value.err;
+    const CliRun cli_only = run_server_cli({"-m", "x", "-o", "out.png"});
+    EXPECT_EQ(cli_only.exit_code, 2);
+    EXPECT_NE(cli_only.err.find("has no use in ggdiff-server"), std::string::npos) << cli_only.err;
+    const CliRun not_yet = run_server_cli({"-m", "x", "--mask", "m.png"});
+    EXPECT_EQ(not_yet.exit_code, 2);
+    EXPECT_NE(not_yet.err.find("not supported yet"), std::string::npos) << not_yet.err;
     const CliRun no_key = run_server_cli({"-m", "x", "--api-key-file", "/nonexistent/key"});
     EXPECT_EQ(no_key.exit_code, 2);
     // A model that cannot be loaded ends the server with an error.
@@ -72,10 +78,26 @@ TEST(ServerSecurity, KeyCorsLimitsLoraAndHost) {
         std::ofstream(dir + "/loras/styles/paper.safetensors") << "x";
         std::ofstream(dir + "/loras/readme.txt") << "x";
     }
-    ServerProcess server({"--host", "0.0.0.0", "--api-key-file", dir + "/key", "--cors-origin",
-                          "http://allowed.example", "--lora-model-dir", dir + "/loras",
-                          "--max-body-mb", "1", "--max-upload-pixels", "1000", "--max-size", "128",
-                          "--max-batch", "2", "--max-steps", "10", "-v"},
+    ServerProcess server({"--host",
+                          "0.0.0.0",
+                          "--api-key-file",
+                          dir + "/key",
+                          "--cors-origin",
+                          "http://allowed.example",
+                          "--lora-model-dir",
+                          dir + "/loras",
+                          "--max-body-mb",
+                          "1",
+                          "--max-upload-pixels",
+                          "1000",
+                          "--max-size",
+                          "128",
+                          "--max-batch",
+                          "2",
+                          "--max-steps",
+                          "10",
+                          "-v",
+                          "--disable-image-metadata"},
                          /*wait_ready=*/false);
     auto c = server.client();
     // /health needs no key.
@@ -179,6 +201,15 @@ TEST(ServerSecurity, KeyCorsLimitsLoraAndHost) {
     } else {
         EXPECT_NE(escape->body.find("unknown LoRA"), std::string::npos) << escape->body;
     }
+    // --disable-image-metadata: images carry no parameters text.
+    auto plain = post_json(
+        c, "/sdapi/v1/txt2img",
+        {{"prompt", "x"}, {"width", 64}, {"height", 64}, {"steps", 1}, {"seed", 1}}, bearer);
+    ASSERT_TRUE(plain);
+    ASSERT_EQ(plain->status, 200) << plain->body;
+    std::string params = "unset";
+    decode_b64_image(body_json(plain)["images"][0], &params);
+    EXPECT_EQ(params, "");
     // -v logs requests.
     EXPECT_NE(server.stderr_text().find("GET /sdapi/v1/loras"), std::string::npos);
     EXPECT_EQ(c.Get("/health")->status, 200);

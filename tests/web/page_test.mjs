@@ -82,7 +82,8 @@ try {
   const info = await page.textContent("#model-info");
   if (!info.includes("SD1")) fail("model info lacks the family: " + info);
   const samplers = await page.$$eval("#sampler option", (os) => os.map((o) => o.value));
-  if (samplers.length !== 18 || !samplers.includes("dpm++2m_sde")) fail("sampler list: " + samplers);
+  // "" (the model's default) and the 18 samplers.
+  if (samplers.length !== 19 || samplers[0] !== "" || !samplers.includes("dpm++2m_sde")) fail("sampler list: " + samplers);
   const schedulers = await page.$$eval("#scheduler option", (os) => os.map((o) => o.value));
   if (!schedulers.includes("karras")) fail("scheduler list: " + schedulers);
 
