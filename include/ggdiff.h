@@ -179,9 +179,17 @@ int ggdiff_image_decode(const void* data, size_t size, int64_t max_pixels,
                         ggdiff_image** out_image);
 
 /* The loaded model as JSON (malloc'd, free()): {"name": main file base name without
- * extension, "family": "SD1", "files": {"model": path, "vae": path, ...} (the files given),
- * "vae": VAE file base name or null, "version": library version}. */
-int ggdiff_model_info(const ggdiff_model* model, char** out_json);
+ * extension, "family": "SD1", "files": {"model": path, "vae": path, ...} (the files given,
+ * or the built-in model's path as "model"), "vae": VAE file base name or null, "version":
+ * library version}. */
+int ggdiff_loaded_model_info(const ggdiff_model* model, char** out_json);
+
+/* The built-in model that ggdiff_model_load uses when the options name neither "model" nor
+ * "diffusion-model": $GGDIFF_DEFAULT_MODEL, else models/ggdiff-toy-shapes.safetensors found
+ * next to the executable's folder or in the source tree. The path of an existing file (valid
+ * until the next call on this thread), or NULL when there is none (ggdiff_last_error() says
+ * where it was looked for). */
+const char* ggdiff_default_model(void);
 
 /* Samplers and schedulers as JSON arrays (malloc'd, free()), in the order the CLI lists
  * them: [{"name": "dpm++2m_sde", "a1111": "DPM++ 2M SDE", "aliases": ["k_dpmpp_2m_sde",

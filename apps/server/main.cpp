@@ -57,6 +57,11 @@ int main(int argc, char** argv) {
                      config.host.c_str(), config.api_key.empty() ? " and no --api-key is set" : "");
     }
 
+    if (!config.builtin_model.empty()) {
+        std::fprintf(stderr, "no -m given: serving the built-in model %s\n",
+                     config.builtin_model.c_str());
+    }
+
     ModelHost host(config);
     JobManager jobs(host, config.max_queue, config.result_ttl_s, config.max_result_bytes);
     LoraDir loras(config.lora_model_dir);

@@ -35,8 +35,10 @@ ModelHost::ModelHost(const ServerConfig& config)
     }
     samplers_ = api_json([](char** t) { return ggdiff_list_samplers(t); });
     schedulers_ = api_json([](char** t) { return ggdiff_list_schedulers(t); });
-    const std::string main =
-        !default_value("model").empty() ? default_value("model") : default_value("diffusion-model");
+    const std::string main = !default_value("model").empty() ? default_value("model")
+                             : !default_value("diffusion-model").empty()
+                                 ? default_value("diffusion-model")
+                                 : config.builtin_model;
     const std::filesystem::path p(main);
     info_ = {{"name", p.stem().string()}, {"file", p.filename().string()}, {"family", nullptr}};
 }
@@ -54,7 +56,8 @@ bool ModelHost::load() {
         state_ = State::failed;
         return false;
     }
-    nlohmann::json info = api_json([model](char** t) { return ggdiff_model_info(model, t); });
+    nlohmann::json info =
+        api_json([model](char** t) { return ggdiff_loaded_model_info(model, t); });
     {
         std::lock_guard<std::mutex> lock(mutex_);
         const std::string file = info_.value("file", "");

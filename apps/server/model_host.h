@@ -44,7 +44,7 @@ class ModelHost {
     std::string option_value(const std::string& name) const;
     const ggdiff_options* defaults() const { return defaults_.get(); }
 
-    // {"name", "family", "files", "vae", "version"} from ggdiff_model_info, plus "file"
+    // {"name", "family", "files", "vae", "version"} from ggdiff_loaded_model_info, plus "file"
     // (main file name); before loading it has the names from the command line only.
     nlohmann::json model_info() const;
     // ggdiff_list_samplers / ggdiff_list_schedulers.

@@ -84,10 +84,12 @@ bool is_loopback_host(const std::string& host) {
 
 std::string server_help_text() {
     std::ostringstream os;
-    os << "usage: ggdiff-server -m MODEL [server flags] [engine flags]\n\n"
+    os << "usage: ggdiff-server [-m MODEL] [server flags] [engine flags]\n\n"
           "Serves one model over HTTP: OpenAI Images (/v1/images/generations, /v1/images/edits,\n"
           "/v1/models), the AUTOMATIC1111 API (/sdapi/v1/...), stable-diffusion.cpp's async job\n"
-          "API (/sdcpp/v1/...) with progress events and cancel, /health, and a web page at /.\n\n"
+          "API (/sdcpp/v1/...) with progress events and cancel, /health, and a web page at /.\n"
+          "Without -m (or --diffusion-model) it serves the built-in model\n"
+          "(models/ggdiff-toy-shapes.safetensors, or the file $GGDIFF_DEFAULT_MODEL names).\n\n"
           "Server flags:\n";
     for (const FlagHelp& f : kServerFlags) {
         std::string lhs = std::string("  ") + f.flag + (*f.value ? std::string(" ") + f.value : "");
@@ -264,7 +266,15 @@ ParseOutcome parse_server_args(int argc, const char* const* argv) {
     bool have_model = false;
     for (const auto& kv : c.engine_options)
         if (kv.first == "model" || kv.first == "diffusion-model") have_model = true;
-    if (!have_model) return fail("no model given (-m FILE or --diffusion-model FILE)");
+    if (!have_model) {
+        // Without -m the engine loads its built-in model: it must be there.
+        const char* builtin = ggdiff_default_model();
+        if (!builtin) {
+            return fail(std::string("no model given (-m FILE or --diffusion-model FILE), and ") +
+                        ggdiff_last_error());
+        }
+        c.builtin_model = builtin;
+    }
     return out;
 }
 

@@ -30,7 +30,8 @@ struct ServerConfig {
     // Engine options (C API names, e.g. "model", "steps") with their text values, in the order
     // given: the model to load and the defaults every request starts from.
     std::vector<std::pair<std::string, std::string>> engine_options;
-    bool seed_given = false;  // -s given: requests without a seed use it, else a random one
+    bool seed_given = false;    // -s given: requests without a seed use it, else a random one
+    std::string builtin_model;  // neither -m nor --diffusion-model: the built-in model's path
 };
 
 enum class ParseAction { run, help, version };

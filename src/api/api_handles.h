@@ -14,7 +14,7 @@ struct ggdiff_options {
 
 struct ggdiff_model {
     std::unique_ptr<ggdiff::Engine> engine;
-    ggdiff::ModelOptions files;  // what it was loaded from (for ggdiff_model_info)
+    ggdiff::ModelOptions files;  // what it was loaded from (for ggdiff_loaded_model_info)
 };
 
 namespace ggdiff::api {

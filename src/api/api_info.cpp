@@ -7,6 +7,7 @@
 #include "api/api_handles.h"
 #include "ggdiff.h"
 #include "image/infotext.h"
+#include "pipeline/model_files.h"
 #include "sampling/samplers.h"
 #include "sampling/schedules.h"
 
@@ -37,8 +38,8 @@ const char* stable(const std::string& s) {
 
 extern "C" {
 
-int ggdiff_model_info(const ggdiff_model* model, char** out) {
-    if (!model || !out) return fail("ggdiff_model_info: null argument");
+int ggdiff_loaded_model_info(const ggdiff_model* model, char** out) {
+    if (!model || !out) return fail("ggdiff_loaded_model_info: null argument");
     const ggdiff::ModelOptions& f = model->files;
     nlohmann::json files = nlohmann::json::object();
     const std::pair<const char*, const std::string*> roles[] = {
@@ -48,6 +49,9 @@ int ggdiff_model_info(const ggdiff_model* model, char** out) {
         {"llm", &f.llm},       {"taesd", &f.taesd}};
     for (const auto& [role, path] : roles)
         if (!path->empty()) files[role] = *path;
+    if (f.model.empty() && f.diffusion_model.empty()) {
+        files["model"] = ggdiff::default_model_path();  // the engine loaded the built-in one
+    }
     nlohmann::json j;
     j["name"] = model->engine->model_name();
     j["family"] = model->engine->family();
@@ -56,6 +60,23 @@ int ggdiff_model_info(const ggdiff_model* model, char** out) {
                              : nlohmann::json(std::filesystem::path(f.vae).stem().string());
     j["version"] = ggdiff_version();
     return out_json(j, out);
+}
+
+const char* ggdiff_default_model(void) {
+    thread_local std::string path;
+    path = ggdiff::default_model_path();
+    if (path.empty()) {
+        fail(
+            "the built-in model (models/ggdiff-toy-shapes.safetensors) was not found next to "
+            "the executable or in the source tree, and GGDIFF_DEFAULT_MODEL is not set");
+        return nullptr;
+    }
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+        fail("the built-in model " + path + " (from GGDIFF_DEFAULT_MODEL) is not a file");
+        return nullptr;
+    }
+    return path.c_str();
 }
 
 int ggdiff_list_samplers(char** out) {

@@ -143,7 +143,7 @@ TEST(CApiMemory, CloneAndImageOptionsAndModelInfo) {
     ggdiff_model* model = nullptr;
     ASSERT_EQ(ggdiff_model_load(o, &model), 0) << ggdiff_last_error();
     char* text = nullptr;
-    ASSERT_EQ(ggdiff_model_info(model, &text), 0);
+    ASSERT_EQ(ggdiff_loaded_model_info(model, &text), 0);
     nlohmann::json info = take_json(text);
     EXPECT_EQ(info["name"], "sd1_mc32");
     EXPECT_EQ(info["family"], "SD1");
@@ -192,6 +192,29 @@ TEST(CApiMemory, CloneAndImageOptionsAndModelInfo) {
     ggdiff_options_free(a);
     ggdiff_model_free(model);
     ggdiff_options_free(o);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CApiMemory, DefaultModelIsFoundOrItsAbsenceExplained) {
+    const char* old = std::getenv("GGDIFF_DEFAULT_MODEL");
+    const std::string saved = old ? old : "";
+    setenv("GGDIFF_DEFAULT_MODEL", "/nonexistent/toy.safetensors", 1);
+    EXPECT_EQ(ggdiff_default_model(), nullptr);
+    EXPECT_NE(std::string(ggdiff_last_error()).find("/nonexistent/toy.safetensors"),
+              std::string::npos)
+        << ggdiff_last_error();
+    setenv("GGDIFF_DEFAULT_MODEL", kFixture.c_str(), 1);
+    const char* path = ggdiff_default_model();
+    ASSERT_NE(path, nullptr) << ggdiff_last_error();
+    EXPECT_EQ(std::string(path), kFixture);
+    if (old) {
+        setenv("GGDIFF_DEFAULT_MODEL", saved.c_str(), 1);
+    } else {
+        unsetenv("GGDIFF_DEFAULT_MODEL");
+    }
 }
 
 }  // namespace

@@ -38,18 +38,18 @@ inline std::string server_binary() {
 
 class ServerProcess {
   public:
-    // Starts the server with the fixture model plus `extra` flags; waits until it listens
-    // (and, with wait_ready, until /health says 200).
+    // Starts the server with the fixture model (without -m when with_model is false) plus
+    // `extra` flags; waits until it listens (and, with wait_ready, until /health says 200).
     explicit ServerProcess(std::vector<std::string> extra, bool wait_ready = true,
-                           std::string name = "") {
+                           std::string name = "", bool with_model = true) {
         if (name.empty()) {
             const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
             name = info ? std::string(info->test_suite_name()) + "." + info->name() : "server";
         }
         dir_ = e2e::fresh_dir(name + ".server");
-        std::vector<std::string> args = {
-            server_binary(), "-m", e2e::fixture_path(), "--tokenizer", e2e::merges_path(),
-            "--port",        "0"};
+        std::vector<std::string> args = {server_binary(), "--tokenizer", e2e::merges_path(),
+                                         "--port", "0"};
+        if (with_model) args.insert(args.begin() + 1, {"-m", e2e::fixture_path()});
         args.insert(args.end(), extra.begin(), extra.end());
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());

@@ -13,9 +13,10 @@ struct CliRun {
     std::string out, err;
 };
 
-CliRun run_server_cli(const std::vector<std::string>& args) {
+// `env`: "NAME=value ..." set for this run only.
+CliRun run_server_cli(const std::vector<std::string>& args, const std::string& env = "") {
     const std::string dir = e2e::fresh_dir();
-    std::string cmd = server_binary();
+    std::string cmd = (env.empty() ? "" : "env " + env + " ") + server_binary();
     for (const auto& a : args) cmd += " '" + a + "'";
     cmd += " > " + dir + "/out 2> " + dir + "/err";
     CliRun r;
@@ -45,9 +46,12 @@ TEST(ServerFlags, HelpListsEveryFlagAndBadCommandLinesFail) {
     const CliRun unknown = run_server_cli({"-m", "x.safetensors", "--no-such-flag", "1"});
     EXPECT_EQ(unknown.exit_code, 2);
     EXPECT_NE(unknown.err.find("--no-such-flag"), std::string::npos) << unknown.err;
-    const CliRun no_model = run_server_cli({"--port", "0"});
+    // Without -m the built-in model is served; when it is missing the server says so at once.
+    const CliRun no_model =
+        run_server_cli({"--port", "0"}, "GGDIFF_DEFAULT_MODEL=/nonexistent/toy.safetensors");
     EXPECT_EQ(no_model.exit_code, 2);
-    EXPECT_NE(no_model.err.find("no model"), std::string::npos) << no_model.err;
+    EXPECT_NE(no_model.err.find("no model given"), std::string::npos) << no_model.err;
+    EXPECT_NE(no_model.err.find("/nonexistent/toy.safetensors"), std::string::npos) << no_model.err;
     const CliRun bad_port = run_server_cli({"-m", "x", "--port", "http"});
     EXPECT_EQ(bad_port.exit_code, 2);
     EXPECT_NE(bad_port.err.find("--port"), std::string::npos) << bad_port.err;
