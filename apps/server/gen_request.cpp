@@ -167,6 +167,18 @@ std::vector<LoraUse> prompt_lora_tags(const std::string& prompt, const std::stri
     return out;
 }
 
+std::string strip_lora_tags(const std::string& prompt) {
+    std::string out;
+    size_t pos = 0;
+    for (;;) {
+        const size_t tag = prompt.find("<lora:", pos);
+        const size_t end = tag == std::string::npos ? tag : prompt.find('>', tag);
+        if (end == std::string::npos) return out + prompt.substr(pos);
+        out += prompt.substr(pos, tag - pos);
+        pos = end + 1;
+    }
+}
+
 int64_t resolve_seed(const GenRequest& request, const ModelHost& host, bool seed_given) {
     const RequestOption* s = request.get("seed");
     if (s && int_value(*s) >= 0) return int_value(*s);
@@ -199,6 +211,14 @@ OptionsPtr build_options(GenRequest& r, const ModelHost& host, const LoraDir& lo
         r.set("scheduler", canonical_scheduler(s->value, s->field), s->field);
     }
 
+    if (r.strip_prompt_loras) {
+        for (const char* name : {"prompt", "negative-prompt"}) {
+            const RequestOption* p = r.get(name);
+            if (!p) continue;
+            const std::string field = p->field;
+            r.set(name, strip_lora_tags(p->value), field);
+        }
+    }
     // LoRA: names from the folder's own listing only.
     std::vector<LoraUse> uses = r.loras;
     for (const char* name : {"prompt", "negative-prompt"}) {

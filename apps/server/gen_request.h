@@ -45,6 +45,7 @@ struct GenRequest {
     std::vector<RequestOption> options;  // one per name; a later set replaces
     std::vector<RequestImage> images;    // decoded uploads (the C API says which it takes)
     std::vector<LoraUse> loras;
+    bool strip_prompt_loras = false;  // remove <lora:...> tags from the prompts, unapplied
 
     // Output encoding.
     std::string output_format = "png";
@@ -87,5 +88,7 @@ std::string canonical_scheduler(const std::string& name, const std::string& fiel
 
 // "<lora:NAME:WEIGHT>" tags in a prompt (A1111's syntax), in order.
 std::vector<LoraUse> prompt_lora_tags(const std::string& prompt, const std::string& field);
+// The prompt without its (terminated) <lora:...> tags.
+std::string strip_lora_tags(const std::string& prompt);
 
 }  // namespace ggdiff::server

@@ -74,6 +74,9 @@ GenRequest parse_generation(const nlohmann::json& body, const ServerConfig& conf
     if (auto bg = f.string("background", 32); bg && *bg == "transparent") {
         throw not_supported("background", "a transparent background");
     }
+    if (f.boolean("stream").value_or(false)) throw not_supported("stream", "streamed images");
+    if (f.integer("partial_images", 0, 3).value_or(0) > 0)
+        throw not_supported("partial_images", "partial images");
     // ggdiff's extensions.
     r.set_text("negative-prompt", f.string("negative_prompt"), "negative_prompt");
     r.set_int("seed", f.integer("seed", INT64_MIN, kMaxSeed), "seed");
@@ -152,6 +155,13 @@ GenRequest parse_edit(const httplib::Request& req, const ServerConfig& config) {
         r.set("height", std::to_string(std::max(8, img->height / 8 * 8)), "image");
     }
     check_response_format(form_text(req, "response_format"));
+    if (auto bg = form_text(req, "background"); bg && *bg == "transparent") {
+        throw not_supported("background", "a transparent background");
+    }
+    if (auto stream = form_text(req, "stream"); stream && *stream == "true")
+        throw not_supported("stream", "streamed images");
+    if (form_int(req, "partial_images", 0, 3).value_or(0) > 0)
+        throw not_supported("partial_images", "partial images");
     if (auto of = form_text(req, "output_format")) r.output_format = output_format(*of);
     r.quality = std::max<int>(
         1, static_cast<int>(form_int(req, "output_compression", 0, 100).value_or(100)));

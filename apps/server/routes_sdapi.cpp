@@ -34,6 +34,21 @@ void refuse_unsupported(const Fields& f) {
     if (!f.string("refiner_checkpoint", 4096).value_or("").empty()) {
         throw not_supported("refiner_checkpoint", "a refiner");
     }
+    // k-diffusion's sampler knobs at values other than A1111's neutral ones.
+    if (f.number("s_churn", -1e9, 1e9).value_or(0.0) != 0.0)
+        throw not_supported("s_churn", "stochastic churn");
+    if (f.number("s_noise", -1e9, 1e9).value_or(1.0) != 1.0)
+        throw not_supported("s_noise", "a noise multiplier for ancestral steps");
+    if (f.number("s_min_uncond", -1e9, 1e9).value_or(0.0) != 0.0)
+        throw not_supported("s_min_uncond", "skipping the negative prompt at low noise");
+    if (!f.string("infotext", 1 << 20).value_or("").empty())
+        throw not_supported("infotext", "settings read from an infotext");
+    if (!f.string("firstpass_image", 64 << 20).value_or("").empty())
+        throw not_supported("firstpass_image", "a hires pass from a given first-pass image");
+    if (f.number("initial_noise_multiplier", -1e9, 1e9).value_or(1.0) != 1.0)
+        throw not_supported("initial_noise_multiplier", "an initial noise multiplier");
+    if (!f.string("latent_mask", 64 << 20).value_or("").empty())
+        throw not_supported("latent_mask", "inpainting");
 }
 
 struct A1111Request {
@@ -81,6 +96,8 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
     // Switches the engine has options for (the schema says whether they work yet).
     if (f.flag("enable_hr").value_or(false)) r.set("hires", "true", "enable_hr");
     if (f.flag("tiling").value_or(false)) r.set("circular", "true", "tiling");
+    // <lora:...> tags stay out of the way (removed from the prompts, not applied).
+    r.strip_prompt_loras = f.flag("disable_extra_networks").value_or(false);
     out.send_images = f.boolean("send_images").value_or(true);
 
     // Settings, then this request's override_settings.
@@ -109,6 +126,7 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
                     "init_images[0]");
         r.set_number("strength", f.number("denoising_strength", -1e9, 1e9), "denoising_strength");
         if (!r.get("strength")) r.set("strength", "0.75", "denoising_strength");
+        r.set_number("img-cfg-scale", f.number("image_cfg_scale", -1000, 1000), "image_cfg_scale");
         if (auto mask = f.string("mask", ctx.config.max_body_bytes)) {
             require_supported("mask", "mask");
             r.add_image("mask", decode_base64_upload(*mask, ctx.config.max_upload_pixels, "mask"),
