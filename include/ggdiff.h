@@ -152,6 +152,28 @@ int ggdiff_auto_fit_plan(const ggdiff_options* options, char** out_json);
 /* Writes "name<TAB>description\n" per device into a malloc'd string (free()). */
 int ggdiff_list_devices(const char* rpc_servers, char** out_text);
 
+/* ---- Model files and images ------------------------------------------------------- */
+
+/* -M info: a summary of the model files the options name (every "model" value, then
+ * "diffusion-model", "vae", "clip_l", "clip_g", "t5xxl", "llm", "taesd"): the family,
+ * components, tensor counts and types. *out_text is malloc'd (free()). */
+int ggdiff_model_info(const ggdiff_options* options, char** out_text);
+
+/* -M convert: writes the model files the options name into one GGUF file at `path`,
+ * converting the weights to the "type" option when it is set. `progress` (may be null)
+ * gets phase "convert" with tensors done and total; its return value is ignored. */
+int ggdiff_convert(const ggdiff_options* options, const char* path, ggdiff_progress_fn progress,
+                   void* user);
+
+/* -M metadata: the generation parameters stored in a PNG, JPEG or WebP file, as `format`
+ * "text" (as stored, with a final newline), "json" (parsed, with A1111's keys) or "raw"
+ * (exactly as stored). *out_text is malloc'd (free()). */
+int ggdiff_image_metadata(const char* path, const char* format, char** out_text);
+
+/* Writes an image as PNG, JPEG or WebP (by the file extension), embedding its parameters
+ * text unless `with_parameters` is 0. The file is replaced atomically. */
+int ggdiff_image_save(const ggdiff_image* image, const char* path, int with_parameters);
+
 /* ---- For front ends that keep images in memory (the HTTP server, bindings) ---- */
 
 /* Copies an option set (e.g. a server's defaults, before one request's values). */
@@ -160,13 +182,13 @@ ggdiff_options* ggdiff_options_clone(const ggdiff_options* options);
 /* Sets an image option from pixels in memory instead of a file path: "init-img" (img2img).
  * The pixels are copied; a NULL image clears the option. Names of image inputs the engine
  * does not have yet (e.g. "mask") are errors saying so. */
-int ggdiff_options_set_image(ggdiff_options* options, const char* name,
-                             const ggdiff_image* image);
+int ggdiff_options_set_image(ggdiff_options* options, const char* name, const ggdiff_image* image);
 
 /* Encodes an image as "png", "jpeg" (or "jpg") or "webp" into a malloc'd buffer (free()).
  * quality 1..100 applies to JPEG and WebP (WebP at 100 is lossless); PNG ignores it. The
  * image's parameters text, when non-empty, is embedded as A1111 "parameters" metadata
- * (PNG text chunk, JPEG/WebP EXIF UserComment). */
+ * (PNG text chunk, JPEG/WebP EXIF UserComment). The in-memory counterpart of
+ * ggdiff_image_save. */
 int ggdiff_image_encode(const ggdiff_image* image, const char* format, int quality,
                         unsigned char** out_bytes, size_t* out_size);
 
@@ -181,7 +203,7 @@ int ggdiff_image_decode(const void* data, size_t size, int64_t max_pixels,
 /* The loaded model as JSON (malloc'd, free()): {"name": main file base name without
  * extension, "family": "SD1", "files": {"model": path, "vae": path, ...} (the files given,
  * or the built-in model's path as "model"), "vae": VAE file base name or null, "version":
- * library version}. */
+ * library version}. (ggdiff_model_info describes model files before any loading.) */
 int ggdiff_loaded_model_info(const ggdiff_model* model, char** out_json);
 
 /* The built-in model that ggdiff_model_load uses when the options name neither "model" nor
@@ -206,7 +228,8 @@ const char* ggdiff_scheduler_name(const char* any_name);
 /* An image's A1111 parameters text parsed into JSON (malloc'd, free()) with the keys of the
  * A1111 API's info object: prompt, negative_prompt, steps, sampler_name, cfg_scale, seed,
  * width, height, and when present sd_model_name, denoising_strength, clip_skip,
- * extra_generation_params ("Schedule type", ...), version. */
+ * extra_generation_params ("Schedule type", ...), version: what ggdiff_image_metadata's
+ * "json" format gives for a file, less its "infotext" key. */
 int ggdiff_parameters_to_json(const char* parameters, char** out_json);
 
 #ifdef __cplusplus

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "api/api_handles.h"
-#include "api/api_options.h"
 #include "core/log.h"
 #include "devices/devices.h"
 #include "ggdiff.h"
@@ -17,13 +16,15 @@
 #include "pipeline/placement_setup.h"
 #include "placement/auto_fit_report.h"
 
+namespace ggdiff::api {
+
 namespace {
-
 thread_local std::string g_last_error;
-
 }  // namespace
 
-namespace ggdiff::api {
+const std::string& last_error() {
+    return g_last_error;
+}
 
 int fail(const std::string& message) {
     g_last_error = message;
@@ -60,7 +61,7 @@ const char* ggdiff_version(void) {
 }
 
 const char* ggdiff_last_error(void) {
-    return g_last_error.c_str();
+    return ggdiff::api::last_error().c_str();
 }
 
 ggdiff_options* ggdiff_options_new(void) {

@@ -72,26 +72,25 @@ void add_device_options(std::vector<OptionSpec>& out) {
     opt(out, g, "control-net-cpu", OptType::Bool, kModel)
         .not_yet("ControlNet")
         .help("Run the ControlNet on the CPU");
+    // Off the CPU kernels (GPUs, RPC devices, GGDIFF_CPU_KERNELS=0) ggml offers these
+    // kernels; on the CPU kernels attention is one fused op and convolutions go through
+    // im2col or Winograd whatever is chosen.
     opt(out, g, "fa", OptType::Bool, kModel)
-        .no_effect(
-            "ggdiff chooses the attention kernel itself: on the CPU attention is always one "
-            "fused kernel")
-        .help("Use flash attention wherever the device supports it");
+        .help(
+            "Use flash attention in every module (not in causal text attention), on devices "
+            "that run ggml's attention; the CPU kernels always fuse attention")
+        .bind(to_bool(GGDIFF_FIELD(model.flash_attn)));
     opt(out, g, "diffusion-fa", OptType::Bool, kModel)
-        .no_effect(
-            "ggdiff chooses the attention kernel itself: on the CPU attention is always one "
-            "fused kernel")
-        .help("Use flash attention in the diffusion model");
+        .help("Use flash attention in the diffusion model only (see --fa)")
+        .bind(to_bool(GGDIFF_FIELD(model.diffusion_flash_attn)));
     opt(out, g, "diffusion-conv-direct", OptType::Bool, kModel)
-        .no_effect(
-            "ggdiff chooses the convolution kernel itself: on the CPU, im2col or Winograd "
-            "kernels by shape")
-        .help("Use direct 2-D convolution kernels in the diffusion model");
+        .help(
+            "Use ggml's direct 2-D convolution in the diffusion model, on devices that run "
+            "ggml's convolutions; the CPU kernels use im2col or Winograd")
+        .bind(to_bool(GGDIFF_FIELD(model.diffusion_conv_direct)));
     opt(out, g, "vae-conv-direct", OptType::Bool, kModel)
-        .no_effect(
-            "ggdiff chooses the convolution kernel itself: on the CPU, im2col or Winograd "
-            "kernels by shape")
-        .help("Use direct 2-D convolution kernels in the VAE");
+        .help("Use ggml's direct 2-D convolution in the VAE (see --diffusion-conv-direct)")
+        .bind(to_bool(GGDIFF_FIELD(model.vae_conv_direct)));
 }
 
 }  // namespace ggdiff::api

@@ -13,8 +13,7 @@ void add_frontend_options(std::vector<OptionSpec>& out) {
         .def("img_gen")
         .help(
             "Run mode: img_gen (text/image to image), convert (write GGUF), metadata (print an "
-            "image's generation settings), info (summarize model files); vid_gen and upscale "
-            "are not supported yet");
+            "image's generation settings), info (summarize model files)");
     opt(out, g, "verbose", OptType::Bool, kFrontend)
         .short_name("v")
         .help("Print details and per-phase timings");

@@ -28,7 +28,7 @@ void add_model_options(std::vector<OptionSpec>& out) {
     opt(out, g, "vae-format", OptType::String, kModel)
         .def("auto")
         .unsupported_values("!auto")
-        .help("Layout of the --vae file; auto (detected from the tensor names) is supported");
+        .help("Layout of the --vae file (auto: detected from its tensor names)");
     file("taesd", "Tiny AutoEncoder for fast, lower quality decoding (and encoding)",
          GGDIFF_FIELD(model.taesd))
         .alias("tae");

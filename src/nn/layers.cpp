@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "runtime/cpu_kernels.h"
+#include "runtime/kernel_choices.h"
 
 namespace ggdiff::nn {
 
@@ -21,7 +22,9 @@ ggml_tensor* conv2d(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t i
         (!b || b->type == GGML_TYPE_F32) && x->ne[2] == in) {
         return cpu::conv2d(c.ctx, w, x, b, stride, pad);
     }
-    ggml_tensor* y = ggml_conv_2d(c.ctx, w, x, stride, stride, pad, pad, 1, 1);
+    ggml_tensor* y = kernel_choices(c.ctx).conv_direct
+                         ? ggml_conv_2d_direct(c.ctx, w, x, stride, stride, pad, pad, 1, 1)
+                         : ggml_conv_2d(c.ctx, w, x, stride, stride, pad, pad, 1, 1);
     if (b) y = ggml_add(c.ctx, y, ggml_reshape_4d(c.ctx, b, 1, 1, out, 1));
     return y;
 }
@@ -53,10 +56,24 @@ ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_t
     // [d, H, T, N] -> [d, T, H, N]
     q = ggml_permute(ctx, ggml_reshape_4d(ctx, q, d, heads, tq, n), 0, 2, 1, 3);
     k = ggml_permute(ctx, ggml_reshape_4d(ctx, k, d, heads, tk, n), 0, 2, 1, 3);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    if (!causal && kernel_choices(ctx).flash_attention) {
+        // Flash attention (--fa): K and V in f16 as the GPU kernels expect, f32 accumulation;
+        // the result comes back as [d, H, Tq, N].
+        ggml_tensor* v16 = ggml_permute(ctx, ggml_reshape_4d(ctx, v, d, heads, tk, n), 0, 2, 1, 3);
+        ggml_tensor* out =
+            ggml_flash_attn_ext(ctx, q, ggml_cast(ctx, k, GGML_TYPE_F16),
+                                ggml_cast(ctx, v16, GGML_TYPE_F16), nullptr, scale, 0.0f, 0.0f);
+        // Newer ggml spells this ggml_prec_set_acc; the pinned source release has only this.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+        ggml_flash_attn_ext_set_prec(out, GGML_PREC_F32);
+#pragma GCC diagnostic pop
+        return ggml_reshape_3d(ctx, out, dim, tq, n);
+    }
     // v^T: [Tk, d, H, N]
     v = ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_4d(ctx, v, d, heads, tk, n), 1, 2, 0, 3));
     ggml_tensor* kq = ggml_mul_mat(ctx, k, q);  // [Tk, Tq, H, N]
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     if (causal) {
         kq = ggml_scale(ctx, kq, scale);
         kq = ggml_diag_mask_inf(ctx, kq, 0);

@@ -13,7 +13,9 @@ namespace ggdiff::nn {
 ggml_tensor* linear(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t in, int64_t out,
                     bool bias = true);
 
-// 2-D convolution, weight torch [out, in, k, k]; input [W, H, in, N].
+// 2-D convolution, weight torch [out, in, k, k]; input [W, H, in, N]. On the CPU kernels
+// im2col or Winograd; elsewhere ggml's direct convolution when the module chose it, else
+// ggml's im2col + product.
 ggml_tensor* conv2d(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t in, int64_t out,
                     int k, int stride = 1, int pad = 0, bool bias = true);
 
@@ -26,7 +28,9 @@ ggml_tensor* layer_norm(Ctx& c, ggml_tensor* x, const std::string& prefix, int64
                         float eps = 1e-5f);
 
 // Scaled dot-product attention. q [d*heads, Tq, N], k/v [d*heads, Tk, N] -> [d*heads, Tq, N].
-// causal: query i sees keys 0..i only (CLIP text encoders).
+// causal: query i sees keys 0..i only (CLIP text encoders). On the CPU kernels one fused
+// op; elsewhere ggml's flash attention when the module chose it (kernel_choices.h), else
+// plain products and softmax.
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int heads,
                        bool causal = false);
 

@@ -37,6 +37,10 @@ struct ModelOptions {
     bool auto_fit = false;
     bool vae_on_cpu = false, clip_on_cpu = false;
     bool offload_to_cpu = false;  // params of every module in RAM (= --params-backend cpu)
+    // Kernel choices off the CPU kernels: --fa (every module), --diffusion-fa,
+    // --diffusion-conv-direct, --vae-conv-direct.
+    bool flash_attn = false, diffusion_flash_attn = false;
+    bool diffusion_conv_direct = false, vae_conv_direct = false;
 };
 
 struct TilingOptions {

@@ -126,6 +126,7 @@ ggml_context* GraphRunner::build_graph(WeightStore& weights, const BuildFn& buil
     weights.set_compute_context(ctx);
     {
         cpu::KernelScope scope(kernels_ ? ctx : nullptr);
+        KernelChoiceScope choices(ctx, choices_);
         outs = build(gb);
     }
     weights.set_compute_context(nullptr);

@@ -14,6 +14,7 @@
 #include "core/host_tensor.h"
 #include "core/status.h"
 #include "nn/weights.h"
+#include "runtime/kernel_choices.h"
 
 namespace ggdiff {
 
@@ -69,6 +70,9 @@ class GraphRunner {
     using PinFn = std::function<ggml_backend_t(const ggml_tensor* weight)>;
     void set_pinning(PinFn fn) { pin_ = std::move(fn); }
 
+    // Kernel choices for the graphs this runner builds (see kernel_choices.h).
+    void set_kernel_choices(const KernelChoices& choices) { choices_ = choices; }
+
     const std::string& label() const { return label_; }
     int last_n_splits() const { return n_splits_; }
     // Whether this runner's graphs use the CPU kernels (runtime/cpu_kernels.h): all of
@@ -81,6 +85,7 @@ class GraphRunner {
     std::string label_;
     int n_splits_ = 0;
     PinFn pin_;
+    KernelChoices choices_;
     bool kernels_ = false;
 
     void pin_nodes(ggml_cgraph* gf);

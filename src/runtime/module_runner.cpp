@@ -68,6 +68,7 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
         default_buft_ = buft_of_device(devs[0]);
     }
     runner_ = std::make_unique<GraphRunner>(backends, label_);
+    runner_->set_kernel_choices(choices_);
     std::function<void(ggml_cgraph*)> inspect;
     if (devs.size() > 1) inspect = [this](ggml_cgraph* gf) { record_op_support(gf); };
     Status st = runner_->declare(*weights_, declare, inspect);

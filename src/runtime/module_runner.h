@@ -45,6 +45,9 @@ class ModuleRunner {
 
     Result<std::vector<HostTensor>> run(const BuildFn& build);
 
+    // Kernel choices for this module's graphs (--fa, --*-conv-direct); set before prepare().
+    void set_kernel_choices(const KernelChoices& choices) { choices_ = choices; }
+
     WeightStore& weights() { return *weights_; }
     const std::optional<placement::LayerSplitPlan>& split_plan() const { return split_; }
     const ModuleDevices& placement() const { return placement_; }
@@ -62,6 +65,7 @@ class ModuleRunner {
     std::string label_;
     std::unique_ptr<WeightStore> weights_;
     std::unique_ptr<GraphRunner> runner_;
+    KernelChoices choices_;
     std::optional<placement::LayerSplitPlan> split_;
     std::map<const ggml_tensor*, ggml_backend_t> pin_map_;
     std::map<std::string, ggml_backend_buffer_type_t> buft_of_;

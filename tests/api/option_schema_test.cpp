@@ -237,7 +237,7 @@ TEST(OptionSchema, SupportClassesBehave) {
     }
     Options o;
     EXPECT_EQ(o.set("mmap", ""), 0) << error();  // no effect here, but accepted
-    EXPECT_EQ(o.set("fa", "true"), 0) << error();
+    EXPECT_EQ(o.set("eager-load", "true"), 0) << error();
 }
 
 // What the library reads must reach the typed options: every working model or generation

@@ -1,7 +1,8 @@
 // Any width and height in steps of 8 give an image of exactly that size on UNet models,
 // also where the latent side is not divisible by the UNet's down factor (each upsampling
-// then resizes to its skip connection's size). One step, no CFG: only the size matters here;
-// the UNet's numbers at such sizes are checked against a reference in tests/unet.
+// then resizes to its skip connection's size), on the SD1 and SD2 fixtures. One step, no
+// CFG, one size per test: only the size matters here; the UNet's numbers at such sizes are
+// checked against a reference in tests/unet.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,47 +11,55 @@
 #include "../golden/e2e_support.h"
 #include "image/image_io.h"
 #include "image/infotext.h"
+#include "sd2_fixture.h"
 
 namespace ggdiff::e2e {
 namespace {
 
-struct Size {
+struct SizeCase {
+    const char* model;  // "sd1" or "sd2"
     int w, h;
 };
 
-// Generates each size with `model_args` and checks the file's size and its metadata.
-void expect_exact_sizes(const std::vector<std::string>& model_args, const std::string& dir,
-                        const std::vector<Size>& sizes) {
-    for (const Size& s : sizes) {
-        const std::string tag = std::to_string(s.w) + "x" + std::to_string(s.h);
-        const std::string out = dir + "/" + tag + ".png";
-        std::vector<std::string> args = model_args;
-        args.insert(args.end(), {"-p", "a lighthouse", "-W", std::to_string(s.w), "-H",
-                                 std::to_string(s.h), "--steps", "1", "--cfg-scale", "1",
-                                 "--sampling-method", "euler", "-s", "3", "-o", out});
-        const RunResult r = run_ggdiff(args, dir, 480);
-        ASSERT_TRUE(r.succeeded()) << r.describe();
-        std::printf("[ size     ] %s in %.1f s\n", tag.c_str(), r.seconds);
-        auto img = read_image(out);
-        ASSERT_TRUE(img.ok()) << img.status().message();
-        EXPECT_EQ(img->width, s.w) << tag;
-        EXPECT_EQ(img->height, s.h) << tag;
-        auto text = read_image_parameters(out);
-        ASSERT_TRUE(text.ok()) << text.status().message();
-        auto info = parse_infotext(*text);
-        ASSERT_TRUE(info.ok()) << info.status().message();
-        EXPECT_EQ(info->width, s.w);
-        EXPECT_EQ(info->height, s.h);
-    }
+std::string case_name(const ::testing::TestParamInfo<SizeCase>& info) {
+    return std::string(info.param.model) + "_" + std::to_string(info.param.w) + "x" +
+           std::to_string(info.param.h);
 }
 
-TEST(AnySize, Sd1ExactSizes) {
+class AnySize : public ::testing::TestWithParam<SizeCase> {};
+
+TEST_P(AnySize, ImageHasExactlyTheRequestedSize) {
+    const SizeCase& c = GetParam();
     ASSERT_TRUE(prerequisites_ok());
     const std::string dir = fresh_dir();
-    expect_exact_sizes(model_args(), dir, {{96, 64}, {72, 136}, {520, 520}});
+    const std::string model = std::string(c.model) == "sd2" ? sd2_fixture() : fixture_path();
+    ASSERT_FALSE(model.empty());
+    const std::string out = dir + "/out.png";
+    const RunResult r = run_ggdiff(
+        {"-m", model, "-p", "a lighthouse", "-W", std::to_string(c.w), "-H", std::to_string(c.h),
+         "--steps", "1", "--cfg-scale", "1", "--sampling-method", "euler", "-s", "3", "-o", out},
+        dir, 560);
+    ASSERT_TRUE(r.succeeded()) << r.describe();
+    std::printf("[ size     ] %s %dx%d in %.1f s\n", c.model, c.w, c.h, r.seconds);
+    auto img = read_image(out);
+    ASSERT_TRUE(img.ok()) << img.status().message();
+    EXPECT_EQ(img->width, c.w);
+    EXPECT_EQ(img->height, c.h);
+    auto text = read_image_parameters(out);
+    ASSERT_TRUE(text.ok()) << text.status().message();
+    auto info = parse_infotext(*text);
+    ASSERT_TRUE(info.ok()) << info.status().message();
+    EXPECT_EQ(info->width, c.w);
+    EXPECT_EQ(info->height, c.h);
 }
 
-TEST(AnySize, NotAMultipleOf8NamesTheNearest) {
+INSTANTIATE_TEST_SUITE_P(Sizes, AnySize,
+                         ::testing::Values(SizeCase{"sd1", 96, 64}, SizeCase{"sd1", 72, 136},
+                                           SizeCase{"sd1", 520, 520}, SizeCase{"sd2", 96, 64},
+                                           SizeCase{"sd2", 72, 136}, SizeCase{"sd2", 520, 520}),
+                         case_name);
+
+TEST(AnySizeErrors, NotAMultipleOf8NamesTheNearest) {
     ASSERT_TRUE(prerequisites_ok());
     const std::string dir = fresh_dir();
     std::vector<std::string> args = model_args();

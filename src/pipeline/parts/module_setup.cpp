@@ -11,6 +11,13 @@ Result<std::unique_ptr<ModuleRunner>> make_module(const FamilyContext& ctx,
                                                   const BuildFn& declare) {
     const auto t0 = std::chrono::steady_clock::now();
     auto m = std::make_unique<ModuleRunner>(ctx.index, ctx.weight_type, where, ctx.threads, label);
+    const ModelOptions& o = ctx.options;
+    KernelChoices choices;
+    choices.flash_attention =
+        o.flash_attn || (where.module == "diffusion" && o.diffusion_flash_attn);
+    choices.conv_direct = (where.module == "diffusion" && o.diffusion_conv_direct) ||
+                          (where.module == "vae" && o.vae_conv_direct);
+    m->set_kernel_choices(choices);
     GGDIFF_TRY(m->prepare(declare));
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,0 +1,24 @@
+// What the C API's source files share: the options object and error reporting.
+#pragma once
+
+#include <string>
+
+#include "api/api_options.h"
+#include "core/status.h"
+
+struct ggdiff_options {
+    ggdiff::ApiOptions opts;
+};
+
+namespace ggdiff::api {
+
+const std::string& last_error();
+// Records `message` as this thread's ggdiff_last_error() and returns 1.
+int fail(const std::string& message);
+inline int fail(const Status& st) {
+    return fail(st.message());
+}
+// A malloc'd copy (for strings handed to the caller, who free()s them).
+char* dup_string(const std::string& s);
+
+}  // namespace ggdiff::api
