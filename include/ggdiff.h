@@ -161,18 +161,26 @@ int ggdiff_model_info(const ggdiff_options* options, char** out_text);
 
 /* -M convert: writes the model files the options name into one GGUF file at `path`,
  * converting the weights to the "type" option when it is set. `progress` (may be null)
- * gets phase "convert" with tensors done and total; its return value is ignored. */
+ * gets phase "convert" with tensors done and total; its return value is ignored. `path` is
+ * checked before any model file is opened (see ggdiff_image_check_path for the rules). */
 int ggdiff_convert(const ggdiff_options* options, const char* path, ggdiff_progress_fn progress,
                    void* user);
 
 /* -M metadata: the generation parameters stored in a PNG, JPEG or WebP file, as `format`
- * "text" (as stored, with a final newline), "json" (parsed, with A1111's keys) or "raw"
- * (exactly as stored). *out_text is malloc'd (free()). */
+ * "text" (as stored, with a final newline, control characters other than newline and tab
+ * escaped so that printing it cannot drive a terminal), "json" (parsed, with A1111's keys) or
+ * "raw" (exactly as stored). *out_text is malloc'd (free()). */
 int ggdiff_image_metadata(const char* path, const char* format, char** out_text);
 
 /* Writes an image as PNG, JPEG or WebP (by the file extension), embedding its parameters
  * text unless `with_parameters` is 0. The file is replaced atomically. */
 int ggdiff_image_save(const ggdiff_image* image, const char* path, int with_parameters);
+
+/* 0 when ggdiff_image_save could write `path`, checked before minutes are spent making the
+ * image: a .png, .jpg, .jpeg or .webp name in an existing, writable folder; an existing
+ * regular file is replaced and a symbolic link to one is followed; a folder, device, FIFO or
+ * socket (or a link to one, or a dangling link) is refused. Nothing is written. */
+int ggdiff_image_check_path(const char* path);
 
 /* ---- For front ends that keep images in memory (the HTTP server, bindings) ---- */
 

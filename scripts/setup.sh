@@ -6,6 +6,9 @@
 # suite with the same mirror URI as the system's existing Debian entry, pins it at
 # priority 100 so nothing else moves, and installs the ggml packages with `-t sid`.
 #
+# clang and libclang-rt-dev (libFuzzer, ASan, UBSan) are for scripts/fuzz.sh only: the build
+# itself uses the default compiler.
+#
 # Environment: GGDIFF_SKIP_APT=1 skips the package steps (build only);
 #              BUILD_DIR (default build), BUILD_TYPE (default Release).
 set -euo pipefail
@@ -65,7 +68,7 @@ PIN
     libgtest-dev libgmock-dev nlohmann-json3-dev libcpp-httplib-dev libcli11-dev \
     libpng-dev libjpeg-dev libwebp-dev zlib1g-dev \
     libopenblas0-pthread python3 python3-numpy python3-pil \
-    chromium nodejs
+    chromium nodejs clang libclang-rt-dev
   # npm comes with some nodejs builds (NodeSource); Debian packages it apart.
   if ! command -v npm >/dev/null 2>&1; then
     $SUDO apt-get install -y -q --no-install-recommends npm

@@ -124,26 +124,38 @@ void add_schema_options(CLI::App& app, ggdiff_options* o, std::string& error) {
     }
 }
 
+// The most a prompt file may hold as far as the CLI reads it. The library's own limit on a
+// prompt is far lower (it refuses a longer prompt, saying by how much, when it is set): this
+// only keeps an endless or huge file (/dev/zero, a FIFO, a disk image) from being read whole.
+constexpr size_t kMaxPromptFileBytes = 1 << 20;
+
 bool read_text_file(const std::string& flag, const std::string& path, std::string& out,
                     std::string& error) {
     std::error_code ec;
+    const std::string shown = flag + " '" + path + "'";
     if (std::filesystem::is_directory(path, ec)) {
-        error = flag + ": cannot read '" + path + "': it is a directory";
+        error = shown + ": cannot read a folder";
         return false;
     }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
-        error = flag + ": cannot read '" + path + "': " + std::strerror(errno);
+        error = shown + ": cannot read: " + std::strerror(errno);
         return false;
     }
-    std::ostringstream ss;
-    ss << in.rdbuf();
+    std::string text(kMaxPromptFileBytes + 1, '\0');
+    in.read(&text[0], static_cast<std::streamsize>(text.size()));
     if (in.bad()) {
-        error = flag + ": error while reading '" + path + "'";
+        error = shown + ": error while reading";
         return false;
     }
-    out = ss.str();
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    text.resize(static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxPromptFileBytes) {
+        error = shown + ": the prompt is too long: more than " +
+                std::to_string(kMaxPromptFileBytes) + " bytes";
+        return false;
+    }
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    out = std::move(text);
     return true;
 }
 
@@ -163,7 +175,8 @@ bool load_prompt_files(CliRun& r, std::string& error) {
             return false;
         }
         if (ggdiff_options_set(r.options.get(), prompt_flag, text.c_str()) != 0) {
-            error = ggdiff_last_error();
+            error = std::string("--") + file_flag + " '" + r.text(file_flag) +
+                    "': " + ggdiff_last_error();
             return false;
         }
     }

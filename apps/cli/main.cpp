@@ -1,4 +1,5 @@
 // ggdiff: the command-line front end (sd-cli compatible flags), on the C API only.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -27,15 +28,17 @@ std::string output_name(const std::string& output, int index, int64_t begin_idx)
     return (p.parent_path() / name).string();
 }
 
-// The output folder must exist before minutes are spent generating into it.
-bool output_folder_ok(const std::string& output) {
-    std::filesystem::path dir = std::filesystem::path(output).parent_path();
-    if (dir.empty()) return true;
-    std::error_code ec;
-    if (std::filesystem::is_directory(dir, ec)) return true;
-    std::fprintf(stderr, "error: -o %s: the folder %s does not exist\n", output.c_str(),
-                 dir.string().c_str());
-    return false;
+// Every file the batch will write must be writable as an image before minutes are spent
+// generating it: a known extension, an existing folder, and no folder, device or other special
+// file in the way.
+bool outputs_ok(const std::string& output, int64_t count, int64_t begin_idx) {
+    for (int i = 0; i < std::max<int64_t>(1, count); ++i) {
+        if (ggdiff_image_check_path(output_name(output, i, begin_idx).c_str()) != 0) {
+            ggdiff::cli::print_error(std::string("-o: ") + ggdiff_last_error());
+            return false;
+        }
+    }
+    return true;
 }
 
 struct SaveState {
@@ -49,11 +52,11 @@ void save_each(const ggdiff_image* image, int index, void* user) {
     auto* st = static_cast<SaveState*>(user);
     const std::string path = output_name(st->output, index, st->begin_idx);
     if (ggdiff_image_save(image, path.c_str(), st->metadata ? 1 : 0) != 0) {
-        std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+        ggdiff::cli::print_error(ggdiff_last_error());
         st->failures++;
         return;
     }
-    std::fprintf(stderr, "saved %s (seed %lld)\n", path.c_str(),
+    std::fprintf(stderr, "saved %s (seed %lld)\n", ggdiff::cli::escape_controls(path).c_str(),
                  static_cast<long long>(image->seed));
 }
 
@@ -64,7 +67,7 @@ int generate(const CliRun& cli) {
         char* json = nullptr;
         const int rc = ggdiff_auto_fit_plan(o, &json);
         if (rc != 0) {
-            std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+            ggdiff::cli::print_error(ggdiff_last_error());
         } else {
             std::printf("%s\n", json);
         }
@@ -72,17 +75,17 @@ int generate(const CliRun& cli) {
         return rc;
     }
     const std::string output = cli.text("output");
-    if (!output_folder_ok(output)) return 1;
+    if (!outputs_ok(output, cli.integer("batch-count"), cli.integer("output-begin-idx"))) return 1;
     ggdiff_model* model = nullptr;
     if (ggdiff_model_load(o, &model) != 0) {
-        std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+        ggdiff::cli::print_error(ggdiff_last_error());
         return 1;
     }
     // Each image is written as soon as it is finished: a later failure keeps the rest.
     SaveState state{output, cli.integer("output-begin-idx"), !cli.flag("disable-image-metadata"),
                     0};
     if (ggdiff_generate_each(model, o, progress_bar, save_each, &state) != 0) {
-        std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+        ggdiff::cli::print_error(ggdiff_last_error());
         state.failures++;
     }
     ggdiff_model_free(model);
@@ -95,7 +98,7 @@ int main(int argc, char** argv) {
     CliRun cli;
     std::string error;
     if (!ggdiff::cli::parse_cli(argc, argv, cli, error)) {
-        std::fprintf(stderr, "error: %s\n(see ggdiff --help)\n", error.c_str());
+        ggdiff::cli::print_error(error + " (see ggdiff --help)");
         return 2;
     }
     if (cli.action == ggdiff::cli::CliAction::help) {
@@ -109,7 +112,7 @@ int main(int argc, char** argv) {
     ggdiff_set_log_level(cli.flag("verbose") ? GGDIFF_LOG_DEBUG : GGDIFF_LOG_INFO);
     ggdiff_set_log_color(cli.flag("color") ? 1 : 0);
     for (const std::string& note : cli.no_effect_notes) {
-        std::fprintf(stderr, "note: %s\n", note.c_str());
+        std::fprintf(stderr, "note: %s\n", ggdiff::cli::escape_controls(note).c_str());
     }
     if (cli.flag("list-devices")) return ggdiff::cli::run_list_devices(cli);
     const std::string mode = cli.text("mode");
@@ -119,6 +122,6 @@ int main(int argc, char** argv) {
     if (mode == "img_gen") return generate(cli);
     // The schema refuses the modes that are not built yet; this is only reached if a mode
     // is added there before here.
-    std::fprintf(stderr, "error: -M %s is not supported yet\n", mode.c_str());
+    ggdiff::cli::print_error("-M " + mode + " is not supported yet");
     return 2;
 }

@@ -12,7 +12,7 @@ namespace {
 // Prints the malloc'd text a C API call produced, or its error.
 int print_result(int rc, char* text) {
     if (rc != 0) {
-        std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+        print_error(ggdiff_last_error());
         std::free(text);
         return 1;
     }
@@ -43,10 +43,10 @@ int run_convert(const CliRun& cli) {
         return 1;
     };
     if (ggdiff_convert(cli.options.get(), out.c_str(), progress, nullptr) != 0) {
-        std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+        print_error(ggdiff_last_error());
         return 1;
     }
-    std::fprintf(stderr, "wrote %s\n", out.c_str());
+    std::fprintf(stderr, "wrote %s\n", escape_controls(out).c_str());
     return 0;
 }
 
@@ -60,6 +60,31 @@ int run_metadata(const CliRun& cli) {
         return 0;
     }
     return print_result(rc, text);
+}
+
+std::string escape_controls(const std::string& text) {
+    std::string out;
+    out.reserve(text.size());
+    char buf[8];
+    for (size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+        if (c < 0x20 || c == 0x7f) {
+            std::snprintf(buf, sizeof buf, "\\x%02x", c);
+            out += buf;
+        } else if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {  // U+0080..U+009F in UTF-8
+            std::snprintf(buf, sizeof buf, "\\u%04x", next);
+            out += buf;
+            ++i;
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
+
+void print_error(const std::string& message) {
+    std::fprintf(stderr, "error: %s\n", escape_controls(message).c_str());
 }
 
 void print_progress(const char* phase, int step, int total, double secs) {

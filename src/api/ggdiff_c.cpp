@@ -9,6 +9,7 @@
 
 #include "api/api_handles.h"
 #include "core/log.h"
+#include "core/safe_text.h"
 #include "devices/devices.h"
 #include "ggdiff.h"
 #include "pipeline/engine.h"
@@ -26,8 +27,9 @@ const std::string& last_error() {
     return g_last_error;
 }
 
+// One line with control characters escaped, whatever file or request the message quotes.
 int fail(const std::string& message) {
-    g_last_error = message;
+    g_last_error = ggdiff::escape_text(message);
     return 1;
 }
 

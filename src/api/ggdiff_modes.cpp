@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "api/c_api_internal.h"
+#include "core/output_file.h"
+#include "core/safe_text.h"
 #include "ggdiff.h"
 #include "image/image_io.h"
 #include "image/image_metadata.h"
@@ -69,6 +71,9 @@ int ggdiff_convert(const ggdiff_options* options, const char* path, ggdiff_progr
     if (!options || !path) return fail("ggdiff_convert: null argument");
     try {
         const ggdiff::ApiOptions& o = options->opts;
+        // The output is checked before any model file is opened.
+        ggdiff::Status target = ggdiff::check_output_target(path);
+        if (!target.ok()) return fail(target.with_context("output " + ggdiff::quote_name(path)));
         auto index = open_named_files(o);
         if (!index.ok()) return fail(index.status().message());
         ggdiff::Status st = ggdiff::convert_to_gguf(
@@ -96,7 +101,8 @@ int ggdiff_image_metadata(const char* path, const char* format, char** out_text)
     }
     auto text = ggdiff::format_metadata(*params, fmt);
     if (!text.ok()) return fail(text.status().message());
-    *out_text = dup_string(*text);
+    // Text from a file never reaches a terminal as control sequences (JSON escapes its own).
+    *out_text = dup_string(ggdiff::escape_log_text(*text));
     return 0;
 }
 
@@ -114,6 +120,13 @@ int ggdiff_image_save(const ggdiff_image* image, const char* path, int with_para
     ggdiff::ImageWriteOptions wo;
     if (with_parameters && image->parameters) wo.parameters = image->parameters;
     ggdiff::Status st = ggdiff::write_image(path, img, wo);
+    if (!st.ok()) return fail(st.message());
+    return 0;
+}
+
+int ggdiff_image_check_path(const char* path) {
+    if (!path) return fail("ggdiff_image_check_path: null argument");
+    ggdiff::Status st = ggdiff::check_image_output_path(path);
     if (!st.ok()) return fail(st.message());
     return 0;
 }

@@ -6,6 +6,7 @@
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
 #include "sampling/schedules.h"
+#include "tokenizers/prompt_limits.h"
 
 namespace ggdiff::api {
 namespace {
@@ -31,6 +32,11 @@ std::function<Status(const OptionValue&)> side_check(const char* flag) {
     };
 }
 
+// Prompts past the length limit are refused when set (tokenizers/prompt_limits.h).
+std::function<Status(const OptionValue&)> prompt_check(const char* what) {
+    return [what](const OptionValue& v) { return check_prompt_bytes(v.text.size(), what); };
+}
+
 }  // namespace
 
 void add_generation_options(std::vector<OptionSpec>& out) {
@@ -38,10 +44,12 @@ void add_generation_options(std::vector<OptionSpec>& out) {
     opt(out, g, "prompt", OptType::String, kGenerate)
         .short_name("p")
         .help("Prompt; (word:1.2) and [word] change a word's weight")
+        .check(prompt_check("the prompt"))
         .bind(to_text(GGDIFF_FIELD(gen.prompt)));
     opt(out, g, "negative-prompt", OptType::String, kGenerate)
         .short_name("n")
         .help("Negative prompt")
+        .check(prompt_check("the negative prompt"))
         .bind(to_text(GGDIFF_FIELD(gen.negative_prompt)));
     opt(out, g, "prompt-file", OptType::Path, kFrontend).help("Read the prompt from this file");
     opt(out, g, "negative-prompt-file", OptType::Path, kFrontend)

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <vector>
 
+#include "core/safe_text.h"
+
 namespace ggdiff {
 namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::Info)};
@@ -63,10 +65,12 @@ void log_message(LogLevel level, const char* fmt, ...) {
     // ANSI colors per level: grey, none, yellow, red.
     static const char* kColor[] = {"\033[90m", "", "\033[33m", "\033[31m", ""};
     const int l = static_cast<int>(level);
+    // Messages quote file contents: no control sequence reaches the terminal.
+    const std::string safe = escape_log_text(s);
     if (g_color && kColor[l][0] != '\0' && kPrefix[l][0] != '\0') {
-        std::fprintf(stderr, "%s%s\033[0m%s\n", kColor[l], kPrefix[l], s.c_str());
+        std::fprintf(stderr, "%s%s\033[0m%s\n", kColor[l], kPrefix[l], safe.c_str());
     } else {
-        std::fprintf(stderr, "%s%s\n", kPrefix[l], s.c_str());
+        std::fprintf(stderr, "%s%s\n", kPrefix[l], safe.c_str());
     }
     std::fflush(stderr);
 }

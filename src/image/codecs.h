@@ -12,10 +12,10 @@
 namespace ggdiff::codec {
 
 // Decoders return 8-bit RGB (3 channels) or RGBA (4 channels). They check the dimensions
-// against kMaxImageSide / kMaxImagePixels before allocating pixel memory.
-Result<Image> decode_png(const uint8_t* data, size_t size);
-Result<Image> decode_jpeg(const uint8_t* data, size_t size);
-Result<Image> decode_webp(const uint8_t* data, size_t size);
+// against kMaxImageSide and max_pixels before allocating pixel memory.
+Result<Image> decode_png(const uint8_t* data, size_t size, int64_t max_pixels);
+Result<Image> decode_jpeg(const uint8_t* data, size_t size, int64_t max_pixels);
+Result<Image> decode_webp(const uint8_t* data, size_t size, int64_t max_pixels);
 
 // Encoders take a valid image with 1..4 channels. `parameters` (A1111 infotext) is
 // embedded when non-empty: PNG tEXt/iTXt "parameters", JPEG EXIF UserComment (or COM

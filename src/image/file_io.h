@@ -1,23 +1,7 @@
-// Whole-file reads with clear errors, and atomic whole-file writes (temp file, fsync, rename).
+// Whole-file reads with clear errors (core/read_file.h, where every layer can use them);
+// atomic whole-file writes (temp file, fsync, rename) are core/output_file.h's
+// write_file_atomic.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <vector>
-
-#include "core/status.h"
-
-namespace ggdiff {
-
-// Reads a whole file. Errors (no path prefix; callers add context): the OS error for a
-// missing or unreadable file, "is a directory", "file is empty", and "file is too large"
-// when it exceeds max_bytes.
-Result<std::vector<uint8_t>> read_file_bytes(const std::string& path, uint64_t max_bytes);
-
-// Writes `size` bytes to `path` atomically: a temporary file in the same directory is
-// written, fsynced and renamed over `path`, and the directory is fsynced. On any failure
-// the temporary file is removed and an existing `path` is left untouched.
-Status write_file_atomic(const std::string& path, const uint8_t* data, size_t size);
-
-}  // namespace ggdiff
+#include "core/output_file.h"
+#include "core/read_file.h"

@@ -1,10 +1,13 @@
 #include "image/image.h"
 
+#include <algorithm>
+
 #include "core/log.h"
 
 namespace ggdiff {
 
-Status check_image_dimensions(int64_t width, int64_t height) {
+Status check_image_dimensions(int64_t width, int64_t height, int64_t max_pixels) {
+    max_pixels = std::min(max_pixels, kMaxImagePixels);
     if (width <= 0 || height <= 0) {
         return Status::Error(
             string_format("invalid image size %lldx%lld", (long long)width, (long long)height));
@@ -14,10 +17,10 @@ Status check_image_dimensions(int64_t width, int64_t height) {
             string_format("image size %lldx%lld exceeds the limit of %d pixels per side",
                           (long long)width, (long long)height, kMaxImageSide));
     }
-    if (width * height > kMaxImagePixels) {
+    if (width * height > max_pixels) {
         return Status::Error(string_format("image size %lldx%lld exceeds the limit of %lld pixels",
                                            (long long)width, (long long)height,
-                                           (long long)kMaxImagePixels));
+                                           (long long)max_pixels));
     }
     return Status::Ok();
 }

@@ -24,8 +24,9 @@ struct Image {
     bool empty() const { return width <= 0 || height <= 0 || channels <= 0; }
 };
 
-// Ok when 0 < width, height <= kMaxImageSide and width * height <= kMaxImagePixels.
-Status check_image_dimensions(int64_t width, int64_t height);
+// Ok when 0 < width, height <= kMaxImageSide and width * height <= max_pixels (at most
+// kMaxImagePixels).
+Status check_image_dimensions(int64_t width, int64_t height, int64_t max_pixels = kMaxImagePixels);
 
 // Ok when the dimensions pass check_image_dimensions, channels is 1..4 and the pixel buffer
 // holds exactly width * height * channels bytes.

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "core/safe_text.h"
 
 namespace ggdiff {
 
@@ -100,15 +101,15 @@ Result<ImageFormat> image_format_from_path(const std::string& path) {
     const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
     const size_t dot = base.find_last_of('.');
     if (dot == std::string::npos || dot == 0 || dot + 1 == base.size()) {
-        return Status::Error("cannot tell the image format of '" + path +
-                             "': no file extension (use .png, .jpg, .jpeg or .webp)");
+        return Status::Error("cannot tell the image format of " + quote_name(path) +
+                             ": no file extension (use .png, .jpg, .jpeg or .webp)");
     }
     const std::string ext = to_lower(base.substr(dot));
     if (ext == ".png") return ImageFormat::Png;
     if (ext == ".jpg" || ext == ".jpeg") return ImageFormat::Jpeg;
     if (ext == ".webp") return ImageFormat::WebP;
-    return Status::Error("unknown image file extension '" + base.substr(dot) + "' in '" + path +
-                         "' (use .png, .jpg, .jpeg or .webp)");
+    return Status::Error("unknown image file extension " + quote_name(base.substr(dot)) + " in " +
+                         quote_name(path) + " (use .png, .jpg, .jpeg or .webp)");
 }
 
 Result<ImageFormat> parse_image_format(const std::string& name) {
@@ -116,7 +117,8 @@ Result<ImageFormat> parse_image_format(const std::string& name) {
     if (n == "png") return ImageFormat::Png;
     if (n == "jpg" || n == "jpeg") return ImageFormat::Jpeg;
     if (n == "webp") return ImageFormat::WebP;
-    return Status::Error("unknown image format '" + name + "' (expected png, jpeg or webp)");
+    return Status::Error("unknown image format " + quote_name(name) +
+                         " (expected png, jpeg or webp)");
 }
 
 Result<ImageFormat> detect_image_format_or_error(const uint8_t* data, size_t size) {

@@ -24,8 +24,9 @@ struct ImageWriteOptions {
 
 // Decodes PNG, JPEG or WebP, recognized by magic bytes (not by any name). The result is
 // 8-bit RGB (3 channels) or RGBA (4, when the file has alpha or PNG transparency): grey,
-// palette and 16-bit PNGs are converted. Oversized images are refused before allocating.
-Result<Image> decode_image(const uint8_t* data, size_t size);
+// palette and 16-bit PNGs are converted. Images of more than max_pixels (at most
+// kMaxImagePixels) are refused before allocating: a server can pass its own, smaller limit.
+Result<Image> decode_image(const uint8_t* data, size_t size, int64_t max_pixels = kMaxImagePixels);
 Result<Image> decode_image(const std::vector<uint8_t>& data);
 
 // read_image = read the file + decode_image; errors name the path.
@@ -40,5 +41,10 @@ Result<std::vector<uint8_t>> encode_image(const Image& image, ImageFormat format
 // file is replaced only by a complete new one.
 Status write_image(const std::string& path, const Image& image,
                    const ImageWriteOptions& options = {});
+
+// What write_image would refuse about `path` before any image exists: an unknown extension,
+// and every target core/output_file.h refuses (a folder, a device or other special file, a
+// dangling symbolic link, a missing or read-only folder). Front ends call it before generating.
+Status check_image_output_path(const std::string& path);
 
 }  // namespace ggdiff

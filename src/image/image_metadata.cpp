@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "core/safe_text.h"
 #include "image/exif.h"
 #include "image/file_io.h"
 #include "image/image_format.h"
@@ -67,7 +68,8 @@ bool take_keyword(const uint8_t*& p, size_t& n) {
 
 Result<MaybeText> png_text_chunk(const char* type, const uint8_t* p, size_t n) {
     if (!take_keyword(p, n)) return MaybeText();
-    const std::string what = std::string("PNG ") + type + " chunk: ";
+    // The chunk type is 4 bytes, not a C string.
+    const std::string what = "PNG " + escape_text(std::string(type, 4)) + " chunk: ";
     if (std::memcmp(type, "tEXt", 4) == 0) {
         return MaybeText(bytes_to_utf8(std::string(reinterpret_cast<const char*>(p), n)));
     }
@@ -109,7 +111,7 @@ Result<MaybeText> png_parameters(const uint8_t* data, size_t size) {
             const uint32_t crc = static_cast<uint32_t>(
                 crc32(crc32(0L, Z_NULL, 0), data + pos + 4, static_cast<uInt>(len + 4)));
             if (crc != be32(body + len)) {
-                return Status::Error(std::string("PNG: CRC mismatch in ") + std::string(type, 4) +
+                return Status::Error("PNG: CRC mismatch in " + escape_text(std::string(type, 4)) +
                                      " chunk (corrupt file)");
             }
             Result<MaybeText> text = png_text_chunk(type, body, len);
@@ -189,12 +191,13 @@ Result<std::optional<std::string>> decode_image_parameters(const uint8_t* data, 
 }
 
 Result<std::string> read_image_parameters(const std::string& path) {
-    const std::string context = "cannot read metadata of '" + path + "'";
+    const std::string context = "cannot read metadata of " + quote_name(path);
     Result<std::vector<uint8_t>> bytes = read_file_bytes(path, kMaxImageFileBytes);
     if (!bytes.ok()) return bytes.status().with_context(context);
     Result<MaybeText> text = decode_image_parameters(bytes->data(), bytes->size());
     if (!text.ok()) return text.status().with_context(context);
-    if (!text->has_value()) return Status::Error("'" + path + "' has no 'parameters' metadata");
+    if (!text->has_value())
+        return Status::Error(quote_name(path) + " has no 'parameters' metadata");
     return std::move(**text);
 }
 

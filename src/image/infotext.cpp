@@ -3,8 +3,10 @@
 #include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "core/log.h"
+#include "core/safe_text.h"
 
 namespace ggdiff {
 
@@ -53,8 +55,11 @@ double json_number(float v) {
 }
 
 // re.findall(r'\s*(\w[\w \-/]+):\s*("(?:\\.|[^\\"])+"|[^,]*)(?:,|$)', line), written out
-// (std::regex recurses per character and overflows the stack on long quoted values).
-Pairs find_params(const std::string& s) {
+// (std::regex recurses per character and overflows the stack on long quoted values), in
+// linear time: a failed match skips every start position that would fail the same way.
+}  // namespace
+
+Pairs infotext_find_params(const std::string& s) {
     Pairs out;
     const size_t n = s.size();
     size_t i = 0;
@@ -67,7 +72,9 @@ Pairs find_params(const std::string& s) {
             while (k < n && is_key_char(s[k])) ++k;
         }
         if (k < p + 2 || k >= n || s[k] != ':') {
-            ++i;
+            // Every start in [i, p] skips to the same p; every start in (p, k) reads a key
+            // that ends at the same k, which is not followed by ':' (or starts no key).
+            i = k > p && (k >= n || s[k] != ':') ? k : p + 1;
             continue;
         }
         size_t v = k + 1;
@@ -96,6 +103,8 @@ Pairs find_params(const std::string& s) {
     return out;
 }
 
+namespace {
+
 std::string unquote(const std::string& v) {
     if (v.size() < 2 || v.front() != '"' || v.back() != '"') return v;
     const nlohmann::json j = nlohmann::json::parse(v, nullptr, /*allow_exceptions=*/false);
@@ -113,7 +122,8 @@ bool parse_number(const std::string& s, T& out) {
 }
 
 Status bad_value(const std::string& key, const std::string& value, const char* what) {
-    return Status::Error("infotext: '" + key + "' is not " + what + ": '" + value + "'");
+    return Status::Error("infotext: " + quote_name(key) + " is not " + what + ": " +
+                         quote_name(escape_text(value, 80)));
 }
 
 template <class T>
@@ -147,7 +157,11 @@ Status set_size(const std::string& value, GenerationInfo& info) {
     return Status::Ok();
 }
 
-Status apply_param(const std::string& key, const std::string& value, GenerationInfo& info) {
+// Position of each key in info.extra, so that repeated keys update in place in O(1).
+using ExtraIndex = std::unordered_map<std::string, size_t>;
+
+Status apply_param(const std::string& key, const std::string& value, GenerationInfo& info,
+                   ExtraIndex& extra_index) {
     if (key == "Steps") return set_number(key, value, info.steps);
     if (key == "Sampler") return info.sampler = value, Status::Ok();
     if (key == "Schedule type") return info.schedule = value, Status::Ok();
@@ -163,9 +177,8 @@ Status apply_param(const std::string& key, const std::string& value, GenerationI
     if (key == "RNG") return info.rng = value, Status::Ok();
     if (key == "Eta") return set_optional(key, value, info.eta);
     if (key == "Version") return info.version = value, Status::Ok();
-    for (auto& kv : info.extra) {
-        if (kv.first == key) return kv.second = value, Status::Ok();
-    }
+    const auto [it, fresh] = extra_index.emplace(key, info.extra.size());
+    if (!fresh) return info.extra[it->second].second = value, Status::Ok();
     info.extra.emplace_back(key, value);
     return Status::Ok();
 }
@@ -219,7 +232,7 @@ Result<GenerationInfo> parse_infotext(const std::string& text) {
         if (nl == std::string::npos) break;
         pos = nl + 1;
     }
-    Pairs params = find_params(lines.back());
+    Pairs params = infotext_find_params(lines.back());
     if (params.size() >= 3) {
         lines.pop_back();
     } else {
@@ -238,9 +251,10 @@ Result<GenerationInfo> parse_infotext(const std::string& text) {
         if (!target.empty()) target += "\n";
         target += line;
     }
+    ExtraIndex extra_index;
     for (const auto& kv : params) {
         if (kv.second.empty()) continue;  // A1111 skips these (v[0] raises)
-        GGDIFF_TRY(apply_param(kv.first, unquote(kv.second), info));
+        GGDIFF_TRY(apply_param(kv.first, unquote(kv.second), info, extra_index));
     }
     return info;
 }
@@ -279,7 +293,8 @@ std::string format_metadata_text(const std::string& parameters) {
 Result<std::string> format_metadata(const std::string& parameters, const std::string& format) {
     if (format == "text") return format_metadata_text(parameters);
     if (format != "json") {
-        return Status::Error("unknown metadata format '" + format + "' (expected text or json)");
+        return Status::Error("unknown metadata format " + quote_name(format) +
+                             " (expected text or json)");
     }
     Result<GenerationInfo> info = parse_infotext(parameters);
     if (!info.ok()) return info.status();

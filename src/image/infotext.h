@@ -67,6 +67,11 @@ std::string format_metadata_text(const std::string& parameters);
 // pretty-printed. `format` is "text" or "json"; anything else is an error naming it.
 Result<std::string> format_metadata(const std::string& parameters, const std::string& format);
 
+// The "Key: value" pairs of one parameters line, exactly as A1111's
+//   re.findall(r'\s*(\w[\w \-/]+):\s*("(?:\\.|[^\\"])+"|[^,]*)(?:,|$)', line)
+// finds them (values still quoted), in time linear in the line's length.
+std::vector<std::pair<std::string, std::string>> infotext_find_params(const std::string& line);
+
 // A1111's quoting of one value: unchanged unless it contains ',', ':' or '\n', then a JSON
 // string literal (non-ASCII kept as is).
 std::string infotext_quote(const std::string& value);

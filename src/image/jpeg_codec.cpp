@@ -13,6 +13,7 @@
 #include <new>
 
 #include "core/log.h"
+#include "core/safe_text.h"
 #include "image/codecs.h"
 #include "image/exif.h"
 
@@ -64,6 +65,7 @@ void install_error_handler(JpegError& err) {
 }
 
 struct JpegDecode {
+    int64_t max_pixels = kMaxImagePixels;
     JpegError err;
     jpeg_decompress_struct cinfo;
     jpeg_progress_mgr progress;
@@ -92,7 +94,8 @@ bool decode_inner(JpegDecode* d, const uint8_t* data, size_t size) {
     jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
     jpeg_read_header(cinfo, TRUE);
     {
-        const Status st = check_image_dimensions(cinfo->image_width, cinfo->image_height);
+        const Status st =
+            check_image_dimensions(cinfo->image_width, cinfo->image_height, d->max_pixels);
         if (!st.ok()) {
             d->error = st.message();
             return false;
@@ -173,8 +176,9 @@ bool encode_inner(JpegEncode* e) {
 
 }  // namespace
 
-Result<Image> decode_jpeg(const uint8_t* data, size_t size) {
+Result<Image> decode_jpeg(const uint8_t* data, size_t size, int64_t max_pixels) {
     JpegDecode d;
+    d.max_pixels = max_pixels;
     std::memset(&d.cinfo, 0, sizeof d.cinfo);
     std::memset(&d.progress, 0, sizeof d.progress);
     install_error_handler(d.err);
@@ -184,7 +188,7 @@ Result<Image> decode_jpeg(const uint8_t* data, size_t size) {
     if (!ok) {
         if (!d.error.empty()) return Status::Error("JPEG: " + d.error);
         if (d.err.truncated) return Status::Error("JPEG: truncated data (unexpected end of file)");
-        return Status::Error(std::string("JPEG: corrupt data (") + d.err.message + ")");
+        return Status::Error("JPEG: corrupt data (" + escape_text(d.err.message) + ")");
     }
     // libjpeg pads a truncated stream with grey and only warns; we refuse it.
     if (d.err.truncated) return Status::Error("JPEG: truncated data (unexpected end of file)");

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "core/log.h"
+#include "core/safe_text.h"
 #include "image/codecs.h"
 #include "image/text_encoding.h"
 
@@ -72,6 +73,7 @@ uint32_t be32(const uint8_t* p) {
 
 struct PngDecode {
     PngContext ctx;
+    int64_t max_pixels = kMaxImagePixels;
     Image image;
     std::vector<png_bytep> rows;
     std::string error;  // set by our own checks (not libpng)
@@ -86,7 +88,7 @@ bool decode_inner(png_structp png, png_infop info, PngDecode* d) {
     int depth = 0, color = 0, interlace = 0;
     png_get_IHDR(png, info, &w, &h, &depth, &color, &interlace, nullptr, nullptr);
     {
-        const Status st = check_image_dimensions(w, h);
+        const Status st = check_image_dimensions(w, h, d->max_pixels);
         if (!st.ok()) {
             d->error = st.message();
             return false;
@@ -164,12 +166,13 @@ bool encode_inner(png_structp png, png_infop info, PngEncode* e) {
 
 }  // namespace
 
-Result<Image> decode_png(const uint8_t* data, size_t size) {
+Result<Image> decode_png(const uint8_t* data, size_t size, int64_t max_pixels) {
     // Check the IHDR size ourselves first, for a clearer message than libpng's limit error.
     if (size >= 24 && std::memcmp(data + 12, "IHDR", 4) == 0) {
-        GGDIFF_TRY(check_image_dimensions(be32(data + 16), be32(data + 20)));
+        GGDIFF_TRY(check_image_dimensions(be32(data + 16), be32(data + 20), max_pixels));
     }
     PngDecode d;
+    d.max_pixels = max_pixels;
     d.ctx.data = data;
     d.ctx.size = size;
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &d.ctx, on_error, on_warning);
@@ -185,7 +188,7 @@ Result<Image> decode_png(const uint8_t* data, size_t size) {
     if (!ok) {
         if (!d.error.empty()) return Status::Error("PNG: " + d.error);
         if (d.ctx.truncated) return Status::Error("PNG: truncated data (unexpected end of file)");
-        return Status::Error(std::string("PNG: corrupt data (") + d.ctx.message + ")");
+        return Status::Error("PNG: corrupt data (" + escape_text(d.ctx.message) + ")");
     }
     return std::move(d.image);
 }

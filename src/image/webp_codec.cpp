@@ -113,14 +113,14 @@ Result<std::vector<uint8_t>> add_exif_chunk(const std::vector<uint8_t>& webp, co
 
 }  // namespace
 
-Result<Image> decode_webp(const uint8_t* data, size_t size) {
+Result<Image> decode_webp(const uint8_t* data, size_t size, int64_t max_pixels) {
     WebPBitstreamFeatures features;
     const VP8StatusCode code = WebPGetFeatures(data, size, &features);
     if (code != VP8_STATUS_OK) {
         return Status::Error(std::string("WebP: ") + vp8_status_text(code));
     }
     if (features.has_animation) return Status::Error("WebP: animated images are not supported");
-    GGDIFF_TRY(check_image_dimensions(features.width, features.height));
+    GGDIFF_TRY(check_image_dimensions(features.width, features.height, max_pixels));
     Image image;
     image.width = features.width;
     image.height = features.height;

@@ -30,19 +30,42 @@ struct CheckpointHeader {
     std::map<std::string, std::vector<std::string>> tables;  // GGUF "ggdiff.*" string arrays
 };
 
-// Limit on the JSON header of a safetensors file.
-constexpr uint64_t kMaxSafetensorsHeader = 100ull << 20;
+// Limits on what a checkpoint header may hold; files past them are refused with a message.
+constexpr uint64_t kMaxSafetensorsHeader = 100ull << 20;  // JSON header bytes
+constexpr int kMaxHeaderJsonDepth = 32;                   // nesting of JSON arrays/objects
+constexpr size_t kMaxTensorNameBytes = 1024;
+constexpr size_t kMaxMetadataKeyBytes = 1024;
+constexpr size_t kMaxTensorRank = 8;  // dimensions per tensor
+
+// The readers take the whole file's bytes (a mapped file, or a buffer in tests and fuzzing)
+// and never read outside them. Every size they compute from the file is overflow-checked, and
+// every header they return has passed check_checkpoint_header().
+Result<CheckpointHeader> read_safetensors_header(const uint8_t* data, uint64_t size);
+// GGUF (versions 2 and 3) with our own bounds-checked parser; restores the long names and
+// exact shapes that convert_to_gguf stores (KV arrays ggdiff.tensor_names / ggdiff.tensor_shapes).
+Result<CheckpointHeader> read_gguf_header(const uint8_t* data, uint64_t size);
+// The GGUF header exactly as stored, without the ggdiff tables applied.
+Result<CheckpointHeader> read_gguf_header_direct(const uint8_t* data, uint64_t size);
+// Picks the reader from the magic bytes; other kinds of files (images, zip and pickle
+// archives, JSON, HTML, Git LFS pointers) get a message saying what they are.
+Result<CheckpointHeader> read_checkpoint_header(const uint8_t* data, uint64_t size);
 
 Result<CheckpointHeader> read_safetensors_header(const MappedFile& file);
-// GGUF via ggml's gguf API; restores long names and exact shapes written by
-// convert_to_gguf (KV arrays ggdiff.tensor_names / ggdiff.tensor_shapes).
 Result<CheckpointHeader> read_gguf_header(const MappedFile& file);
-// Our own strict GGUF header parser. read_gguf_header validates every file with it before
-// handing it to ggml, and uses its result for files ggml rejects only because of tensor
-// names of 64+ bytes (stable-diffusion.cpp conversions).
 Result<CheckpointHeader> read_gguf_header_direct(const MappedFile& file);
-// Picks the reader from the file's magic bytes.
 Result<CheckpointHeader> read_checkpoint_header(const MappedFile& file);
+
+// The rules every header follows before anything else sees it: tensor names and metadata keys
+// are non-empty, valid UTF-8 without control characters and at most kMaxTensorNameBytes /
+// kMaxMetadataKeyBytes long; tensor names are unique; shapes have at most kMaxTensorRank
+// non-negative dimensions. Errors name the tensor or key (escaped).
+Status check_checkpoint_header(const CheckpointHeader& header);
+
+// "this is a PNG image, not a checkpoint ..." for files that are recognizably something other
+// than a checkpoint; empty when the bytes are not recognized.
+std::string describe_non_checkpoint(const uint8_t* data, uint64_t size);
+// "not a safetensors or GGUF file (it starts with 68 65 6c 6c ... "hell...")".
+std::string describe_unknown_checkpoint_bytes(const uint8_t* data, uint64_t size);
 
 // "[a, b, c]" for messages.
 std::string shape_string(const std::vector<int64_t>& shape);

@@ -2,11 +2,12 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/log.h"
+#include "core/read_file.h"
+#include "core/safe_text.h"
 
 namespace ggdiff {
 
@@ -14,6 +15,7 @@ namespace {
 
 constexpr const char* kDiffusion = "model.diffusion_model.";
 constexpr const char* kVae = "first_stage_model.";
+constexpr uint64_t kMaxIndexBytes = 64ull << 20;
 
 std::string join(const std::string& dir, const std::string& name) {
     return dir.empty() || dir.back() == '/' ? dir + name : dir + "/" + name;
@@ -21,16 +23,23 @@ std::string join(const std::string& dir, const std::string& name) {
 
 Result<std::vector<std::string>> shards_from_index(const std::string& dir,
                                                    const std::string& index_path) {
-    std::ifstream in(index_path);
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    // Real index files are a few hundred KiB.
+    auto text = read_text_file(index_path, kMaxIndexBytes);
+    if (!text.ok()) return text.status();
+    Status depth = check_json_nesting(*text, 16);
+    if (!depth.ok()) return depth.with_context(quote_name(index_path));
+    nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") ||
         !j["weight_map"].is_object()) {
         return Status::Error(index_path + ": not a valid safetensors index (no weight_map)");
     }
     std::set<std::string> files;
     for (const auto& [key, value] : j["weight_map"].items()) {
-        if (!value.is_string() || value.get<std::string>().find('/') != std::string::npos) {
-            return Status::Error(index_path + ": bad weight_map entry for '" + key + "'");
+        if (!value.is_string() || value.get<std::string>().find('/') != std::string::npos ||
+            value.get<std::string>() == ".." ||
+            !check_name(value.get<std::string>(), "file name", 4096).ok()) {
+            return Status::Error(escape_text(index_path) + ": bad weight_map entry for " +
+                                 quote_name(key));
         }
         files.insert(value.get<std::string>());
     }

@@ -1,13 +1,16 @@
-// A bounds-checked GGUF header parser of our own, used only when ggml's reader rejects a
-// file because of tensor names of GGML_MAX_NAME (64) bytes or more, as written by tools
-// built with a larger limit (stable-diffusion.cpp's convert names SD tensors in full).
+// A bounds-checked GGUF header parser of our own. Every count, length and offset is checked
+// against the bytes that remain before it is used, every size is overflow-checked, and keys
+// and tensor names are unique (and pass check_checkpoint_header). It reads tensor names of any
+// length (stable-diffusion.cpp's convert writes SD names in full, past ggml's 63 bytes).
 #include <ggml.h>
 
 #include <cstring>
+#include <set>
 
+#include "core/checked_math.h"
 #include "core/log.h"
+#include "core/safe_text.h"
 #include "io/checkpoint_file.h"
-#include "io/mapped_file.h"
 
 namespace ggdiff {
 
@@ -35,6 +38,7 @@ class Cursor {
   public:
     Cursor(const uint8_t* data, uint64_t size) : p_(data), size_(size) {}
     uint64_t pos() const { return pos_; }
+    uint64_t remaining() const { return size_ - pos_; }
     bool ok() const { return ok_; }
 
     template <class T>
@@ -120,26 +124,33 @@ std::string scalar_string(Cursor& c, uint32_t type) {
 
 }  // namespace
 
-Result<CheckpointHeader> read_gguf_header_direct(const MappedFile& file) {
-    Cursor c(file.data(), file.size());
+Result<CheckpointHeader> read_gguf_header_direct(const uint8_t* data, uint64_t size) {
+    Cursor c(data, size);
     auto bad = [](const std::string& why) { return Status::Error("corrupt GGUF header: " + why); };
-    if (file.size() < 24 || std::memcmp(file.data(), "GGUF", 4) != 0) return bad("bad magic");
+    if (size < 24 || std::memcmp(data, "GGUF", 4) != 0) return bad("bad magic");
     c.skip(4);
     const uint32_t version = c.get<uint32_t>();
     if (version < 2 || version > 3) return bad("unsupported version " + std::to_string(version));
     const uint64_t n_tensors = c.get<uint64_t>();
     const uint64_t n_kv = c.get<uint64_t>();
-    // Every entry takes at least 8 bytes, which bounds the counts by the file size.
-    if (!c.ok() || n_tensors > file.size() / 8 || n_kv > file.size() / 8) return bad("counts");
+    // A KV takes at least 13 bytes and a tensor entry 24, which bounds the counts.
+    if (!c.ok() || n_tensors > size / 24 || n_kv > size / 13) {
+        return bad(string_format("%llu tensors and %llu keys cannot fit in %llu bytes",
+                                 (unsigned long long)n_tensors, (unsigned long long)n_kv,
+                                 (unsigned long long)size));
+    }
 
     CheckpointHeader out;
     out.format = "gguf";
     uint64_t alignment = 32;
+    std::set<std::string> keys;
     for (uint64_t i = 0; i < n_kv && c.ok(); ++i) {
         const std::string key = c.str();
         const uint32_t type = c.get<uint32_t>();
+        if (!c.ok()) break;
+        GGDIFF_TRY(check_name(key, "metadata key", kMaxMetadataKeyBytes).with_context("GGUF"));
+        if (!keys.insert(key).second) return bad("key " + quote_name(key) + " appears twice");
         if (key == "general.alignment") {
-            // ggml reads it with an assertion on its type.
             if (type != kU32) return bad("general.alignment is not a u32");
             alignment = c.get<uint32_t>();
             out.metadata[key] = std::to_string(alignment);
@@ -148,65 +159,102 @@ Result<CheckpointHeader> read_gguf_header_direct(const MappedFile& file) {
         } else if (type == kArray) {
             const uint32_t elem = c.get<uint32_t>();
             const uint64_t n = c.get<uint64_t>();
+            if (!c.ok()) break;
             if (elem == kString) {
+                if (n > c.remaining() / 8) return bad("array " + quote_name(key) + " length");
                 const bool keep = key.rfind("ggdiff.", 0) == 0;
+                std::vector<std::string> values;
                 for (uint64_t j = 0; j < n && c.ok(); ++j) {
                     std::string v = c.str();
-                    if (keep) out.tables[key].push_back(std::move(v));
+                    if (keep) values.push_back(std::move(v));
                 }
+                if (keep) out.tables[key] = std::move(values);
+            } else if (elem == kArray) {
+                return bad("array " + quote_name(key) + " holds arrays");
             } else {
                 const uint64_t sz = scalar_size(elem);
-                if (sz == 0 || n > file.size() / sz) return bad("array '" + key + "'");
+                if (sz == 0) {
+                    return bad("array " + quote_name(key) + " has unknown element type " +
+                               std::to_string(elem));
+                }
+                if (n > c.remaining() / sz) return bad("array " + quote_name(key) + " length");
                 c.skip(n * sz);
             }
         } else if (scalar_size(type) != 0) {
             out.metadata[key] = scalar_string(c, type);
         } else {
-            return bad("key '" + key + "' has unknown type " + std::to_string(type));
+            return bad("key " + quote_name(key) + " has unknown type " + std::to_string(type));
         }
     }
-    if (alignment == 0 || (alignment & (alignment - 1)) != 0) return bad("alignment");
+    if (!c.ok()) return bad("truncated in the metadata");
+    if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
+        return bad("alignment " + std::to_string(alignment) + " is not a power of two");
+    }
 
     std::vector<uint64_t> rel_offsets;
     for (uint64_t i = 0; i < n_tensors && c.ok(); ++i) {
         StoredTensor t;
         t.name = c.str();
         const uint32_t n_dims = c.get<uint32_t>();
-        if (n_dims > GGML_MAX_DIMS) return bad("tensor '" + t.name + "' has too many dims");
+        if (!c.ok()) break;
+        GGDIFF_TRY(check_name(t.name, "tensor name", kMaxTensorNameBytes).with_context("GGUF"));
+        if (n_dims > GGML_MAX_DIMS) {
+            return bad("tensor " + quote_name(t.name) + " has " + std::to_string(n_dims) +
+                       " dimensions");
+        }
         std::vector<int64_t> ne;
         for (uint32_t d = 0; d < n_dims; ++d) {
             const int64_t v = c.get<int64_t>();
-            if (v < 0 || v > (int64_t(1) << 48)) return bad("tensor '" + t.name + "' shape");
+            if (v < 0 || v > (int64_t(1) << 48)) {
+                return bad("tensor " + quote_name(t.name) + " has dimension " + std::to_string(v));
+            }
             ne.push_back(v);
         }
         t.ggml_type = c.get<int32_t>();
         rel_offsets.push_back(c.get<uint64_t>());
         if (!c.ok()) break;
         if (t.ggml_type < 0 || t.ggml_type >= GGML_TYPE_COUNT ||
-            ggml_blck_size(static_cast<ggml_type>(t.ggml_type)) <= 0) {
-            return bad("tensor '" + t.name + "' has invalid type " + std::to_string(t.ggml_type));
+            ggml_blck_size(static_cast<ggml_type>(t.ggml_type)) <= 0 ||
+            ggml_type_size(static_cast<ggml_type>(t.ggml_type)) == 0) {
+            return bad("tensor " + quote_name(t.name) + " has invalid type " +
+                       std::to_string(t.ggml_type));
         }
+        int64_t numel = 0;
+        if (!checked_numel(ne, &numel)) return bad("tensor " + quote_name(t.name) + " size");
+        // GGUF writers drop size-1 outer dimensions; some keep them. Read both the same way.
+        while (ne.size() > 1 && ne.back() == 1) ne.pop_back();
         t.dtype = dtype_from_ggml(t.ggml_type);
         t.shape.assign(ne.rbegin(), ne.rend());
         out.tensors.push_back(std::move(t));
     }
-    if (!c.ok()) return bad("truncated");
-    const uint64_t data_start = (c.pos() + alignment - 1) / alignment * alignment;
+    if (!c.ok()) return bad("truncated in the tensor list");
+    GGDIFF_TRY(check_checkpoint_header(out).with_context("GGUF"));
+
+    uint64_t data_start = 0;
+    if (!checked_add(c.pos(), alignment - 1, &data_start)) return bad("data offset");
+    data_start = data_start / alignment * alignment;
     for (size_t i = 0; i < out.tensors.size(); ++i) {
         StoredTensor& t = out.tensors[i];
-        uint64_t nbytes = 0;
         const auto type = static_cast<ggml_type>(t.ggml_type);
         const int64_t ne0 = t.shape.empty() ? 1 : t.shape.back();
-        if (ne0 % ggml_blck_size(type) != 0) return bad("tensor '" + t.name + "' row size");
-        uint64_t rows = 1;
-        for (size_t d = 0; d + 1 < t.shape.size(); ++d) rows *= static_cast<uint64_t>(t.shape[d]);
-        if (__builtin_mul_overflow(rows, ggml_row_size(type, ne0), &nbytes)) return bad("size");
+        if (ne0 % ggml_blck_size(type) != 0) {
+            return bad("tensor " + quote_name(t.name) + ": row length " + std::to_string(ne0) +
+                       " is not a multiple of the " + ggml_type_name(type) + " block size");
+        }
+        uint64_t rows = 1, nbytes = 0;
+        for (size_t d = 0; d + 1 < t.shape.size(); ++d) {
+            if (!checked_mul(rows, static_cast<uint64_t>(t.shape[d]), &rows)) {
+                return bad("tensor " + quote_name(t.name) + " size");
+            }
+        }
+        if (!checked_mul(rows, ggml_row_size(type, ne0), &nbytes)) {
+            return bad("tensor " + quote_name(t.name) + " size");
+        }
         t.nbytes = nbytes;
-        if (rel_offsets[i] % alignment != 0 || rel_offsets[i] > file.size() ||
-            data_start > file.size() - rel_offsets[i] ||
-            nbytes > file.size() - data_start - rel_offsets[i]) {
-            return Status::Error("tensor '" + t.name +
-                                 "': data runs past the end of the file (truncated GGUF?)");
+        if (rel_offsets[i] % alignment != 0 || rel_offsets[i] > size ||
+            data_start > size - rel_offsets[i] || nbytes > size - data_start - rel_offsets[i]) {
+            return Status::Error("tensor " + quote_name(t.name) +
+                                 ": data runs past the end of the file (truncated GGUF?)");
         }
         t.offset = data_start + rel_offsets[i];
     }

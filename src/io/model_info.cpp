@@ -3,6 +3,7 @@
 #include <ggml.h>
 
 #include "core/log.h"
+#include "core/safe_text.h"
 #include "io/name_util.h"
 
 namespace ggdiff {
@@ -82,7 +83,7 @@ ModelInfo summarize(const TensorIndex& index) {
 
 std::string format_model_info(const ModelInfo& info) {
     std::string s;
-    for (const std::string& f : info.files) s += "file:        " + f + "\n";
+    for (const std::string& f : info.files) s += "file:        " + escape_text(f) + "\n";
     s += "family:      " + info.family;
     if (info.context_dim) s += string_format(" (context width %d)", info.context_dim);
     s += "\n";

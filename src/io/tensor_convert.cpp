@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "core/safe_text.h"
 
 namespace ggdiff {
 
@@ -174,12 +175,12 @@ bool stored_nbytes(DType dtype, int ggml_type, const std::vector<int64_t>& shape
 
 Status convert_tensor(const TensorInfo& t, const uint8_t* src, int type, void* dst) {
     auto fail = [&](const std::string& why) {
-        return Status::Error("tensor '" + t.name + "': " + why);
+        return Status::Error("tensor " + quote_name(t.name) + ": " + why);
     };
     const char* type_name =
         type >= 0 && type < GGML_TYPE_COUNT ? ggml_type_name(static_cast<ggml_type>(type)) : "?";
     if (type >= 0 && type == t.ggml_type) {
-        std::memcpy(dst, src, t.nbytes);
+        if (t.nbytes != 0) std::memcpy(dst, src, t.nbytes);  // dst may be null when empty
         return Status::Ok();
     }
     if (!target_encodable(type)) return fail(std::string("cannot convert to type ") + type_name);

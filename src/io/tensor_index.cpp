@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <set>
 
+#include "core/checked_math.h"
 #include "core/log.h"
+#include "core/safe_text.h"
 #include "io/checkpoint_file.h"
 #include "io/diffusers_folder.h"
 #include "io/mapped_file.h"
@@ -15,9 +18,10 @@
 namespace ggdiff {
 
 int64_t TensorInfo::numel() const {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
+    // Readers guarantee that a tensor with no zero dimension has numel * element size ==
+    // nbytes; the saturation only guards hand-built TensorInfos.
+    int64_t n = 0;
+    return checked_numel(shape, &n) ? n : std::numeric_limits<int64_t>::max();
 }
 
 std::vector<int64_t> TensorInfo::ne() const {
@@ -80,10 +84,11 @@ class TensorIndexBuilder {
     explicit TensorIndexBuilder(TensorIndex* index) : index_(index) {}
 
     Status stage_file(const std::string& path, const std::string& prefix) {
+        const std::string shown = escape_text(path);
         auto map = MappedFile::open(path);
-        if (!map.ok()) return map.status().with_context(path);
+        if (!map.ok()) return map.status().with_context(shown);
         auto header = read_checkpoint_header(**map);
-        if (!header.ok()) return header.status().with_context(path);
+        if (!header.ok()) return header.status().with_context(shown);
 
         std::vector<std::string> names;
         names.reserve(header->tensors.size());
@@ -103,19 +108,19 @@ class TensorIndexBuilder {
             t.file = file_index;
             t.offset = s.offset;
             t.nbytes = s.nbytes;
-            if (m.parts > 1) GGDIFF_TRY(slice(&t, m.part, m.parts).with_context(path));
-            auto [it, fresh] = seen_.emplace(t.name, path + ": '" + s.name + "'");
+            if (m.parts > 1) GGDIFF_TRY(slice(&t, m.part, m.parts).with_context(shown));
+            auto [it, fresh] = seen_.emplace(t.name, shown + ": " + quote_name(s.name));
             if (!fresh) {
-                return Status::Error("tensors " + it->second + " and " + path + ": '" + s.name +
-                                     "' both map to '" + t.name + "'");
+                return Status::Error("tensors " + it->second + " and " + shown + ": " +
+                                     quote_name(s.name) + " both map to " + quote_name(t.name));
             }
             staged_.push_back(std::move(t));
         }
         std::string note;
         for (const std::string& n : notes) note += "; " + n;
-        GGDIFF_LOG_INFO("indexed %s: %zu tensors (%s%s%s)", path.c_str(), mapped.size(),
+        GGDIFF_LOG_INFO("indexed %s: %zu tensors (%s%s%s)", shown.c_str(), mapped.size(),
                         header->format.c_str(), prefix.empty() ? "" : ", prefix ",
-                        (prefix + note).c_str());
+                        escape_text(prefix + note).c_str());
         for (auto& [k, v] : header->metadata) metadata_[k] = v;
         staged_paths_.push_back(path);
         staged_maps_.push_back(std::move(*map));
@@ -171,7 +176,7 @@ class TensorIndexBuilder {
     // Part `part` of `parts` equal slices along torch dim 0 (contiguous bytes).
     static Status slice(TensorInfo* t, int part, int parts) {
         if (t->shape.empty() || t->shape[0] % parts != 0) {
-            return Status::Error("tensor '" + t->source_name + "' with shape " +
+            return Status::Error("tensor " + quote_name(t->source_name) + " with shape " +
                                  shape_string(t->shape) + " cannot be split in " +
                                  std::to_string(parts));
         }
@@ -179,7 +184,7 @@ class TensorIndexBuilder {
         uint64_t bytes = 0;
         if (!stored_nbytes(t->dtype, t->ggml_type, t->shape, &bytes) ||
             bytes * parts != t->nbytes) {
-            return Status::Error("tensor '" + t->source_name + "' cannot be split in " +
+            return Status::Error("tensor " + quote_name(t->source_name) + " cannot be split in " +
                                  std::to_string(parts) + " along its first dimension");
         }
         t->nbytes = bytes;
@@ -228,7 +233,9 @@ void TensorIndex::release(const TensorInfo& t) const {
 }
 
 Status TensorIndex::read(const TensorInfo& t, int type, void* dst) const {
-    if (t.file >= maps_.size()) return Status::Error("tensor '" + t.name + "': bad file index");
+    if (t.file >= maps_.size()) {
+        return Status::Error("tensor " + quote_name(t.name) + ": bad file index");
+    }
     return convert_tensor(t, raw(t), type, dst);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cctype>
 
+#include "core/safe_text.h"
 #include "io/name_util.h"
 #include "io/tensor_convert.h"
 
@@ -93,7 +94,7 @@ Result<int> parse_weight_type(const std::string& name) {
     }
     std::string valid;
     for (const std::string& w : weight_type_names()) valid += (valid.empty() ? "" : ", ") + w;
-    return Status::Error("unknown weight type '" + name + "' (valid: " + valid + ")");
+    return Status::Error("unknown weight type " + quote_name(name) + " (valid: " + valid + ")");
 }
 
 std::vector<std::string> weight_type_names() {

@@ -50,6 +50,8 @@ class TextConditioner {
   public:
     virtual ~TextConditioner() = default;
     virtual Result<Conditioning> encode(const TextRequest& request) = 0;
+    // Refuses a prompt the encoder would not take (too many windows), before any compute.
+    virtual Status check(const TextRequest&) const { return Status::Ok(); }
     // The text phase is over for this generation (weights may be released).
     virtual void end_phase() = 0;
 };

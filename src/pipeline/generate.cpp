@@ -11,6 +11,7 @@
 #include "pipeline/engine.h"
 #include "pipeline/latent_image.h"
 #include "sampling/sampling.h"
+#include "tokenizers/prompt_limits.h"
 
 namespace ggdiff {
 namespace {
@@ -78,6 +79,14 @@ Result<Plan> plan_request(const GenerateOptions& o, const Family& f) {
         return Status::Error("this VAE has no encoder weights: reference images need a full VAE");
     }
     if (f.check_request) GGDIFF_TRY(f.check_request(o));
+    GGDIFF_TRY(check_prompt_bytes(o.prompt.size(), "the prompt"));
+    GGDIFF_TRY(check_prompt_bytes(o.negative_prompt.size(), "the negative prompt"));
+    TextRequest tr;
+    tr.prompt = o.prompt;
+    GGDIFF_TRY(f.text->check(tr));
+    tr.prompt = o.negative_prompt;
+    tr.negative = true;
+    GGDIFF_TRY(f.text->check(tr));
 
     p.cfg_scale = std::isnan(o.cfg_scale) ? f.defaults.cfg_scale : o.cfg_scale;
     p.use_uncond = f.uses_cfg && p.cfg_scale != 1.0f;

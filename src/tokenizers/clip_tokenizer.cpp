@@ -3,11 +3,14 @@
 #include <climits>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <queue>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "tokenizers/tokenizer_files.h"
 #include "tokenizers/unicode.h"
 
 namespace ggdiff {
@@ -40,25 +43,6 @@ std::vector<std::pair<int, char32_t>> bytes_to_unicode() {
         }
     }
     return pairs;
-}
-
-Result<std::string> read_file(const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) return Status::Error(path + " is a folder");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status::Error("cannot open " + path);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) return Status::Error("cannot read " + path);
-    return ss.str();
-}
-
-Result<nlohmann::json> read_json(const std::string& path) {
-    auto text = read_file(path);
-    if (!text) return text.status();
-    auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return Status::Error(path + " is not valid JSON");
-    return j;
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -224,7 +208,7 @@ Result<ClipTokenizer> ClipTokenizer::from_merges_text(const std::string& merges_
 }
 
 Result<ClipTokenizer> ClipTokenizer::from_merges_file(const std::string& path) {
-    auto text = read_file(path);
+    auto text = read_tokenizer_text(path);
     if (!text) return text.status().with_context("reading CLIP merges");
     auto merges = parse_merges(*text, /*expect_header=*/true);
     if (!merges) return merges.status().with_context("CLIP merges " + path);
@@ -235,11 +219,11 @@ Result<ClipTokenizer> ClipTokenizer::from_merges_file(const std::string& path) {
 
 Result<ClipTokenizer> ClipTokenizer::from_vocab_and_merges(const std::string& vocab_json_path,
                                                            const std::string& merges_path) {
-    auto j = read_json(vocab_json_path);
+    auto j = read_tokenizer_json(vocab_json_path);
     if (!j) return j.status().with_context("reading CLIP vocabulary");
     auto vocab = vocab_from_json(*j, vocab_json_path);
     if (!vocab) return vocab.status();
-    auto text = read_file(merges_path);
+    auto text = read_tokenizer_text(merges_path);
     if (!text) return text.status().with_context("reading CLIP merges");
     auto merges = parse_merges(*text, /*expect_header=*/true);
     if (!merges) return merges.status().with_context("CLIP merges " + merges_path);
@@ -249,7 +233,7 @@ Result<ClipTokenizer> ClipTokenizer::from_vocab_and_merges(const std::string& vo
 }
 
 Result<ClipTokenizer> ClipTokenizer::from_tokenizer_json(const std::string& path) {
-    auto j = read_json(path);
+    auto j = read_tokenizer_json(path);
     if (!j) return j.status().with_context("reading CLIP tokenizer");
     const std::string what = "CLIP tokenizer " + path;
     if (!j->is_object() || !j->contains("model") || !(*j)["model"].is_object()) {
@@ -381,41 +365,56 @@ std::vector<std::string> ClipTokenizer::pre_tokenize(const std::string& text) {
     return pieces;
 }
 
+// Merges the lowest-ranked adjacent pair first, the leftmost of equal ones, until none is in
+// the merge list: what CLIP's loop of "find the best pair, merge all its occurrences" does, in
+// O(n log n) with a heap over a linked list instead of O(n^2) rescans (a merge only creates
+// pairs that contain its result, which rank after it in a merge list).
 std::vector<std::string> ClipTokenizer::bpe(const std::string& piece) const {
-    std::vector<std::string> word;
-    word.reserve(piece.size());
-    for (unsigned char b : piece) word.push_back(byte_encoder_[b]);
-    if (word.empty()) return word;
-    word.back() += kEndOfWord;
+    std::vector<std::string> sym;
+    sym.reserve(piece.size());
+    for (unsigned char b : piece) sym.push_back(byte_encoder_[b]);
+    if (sym.empty()) return sym;
+    sym.back() += kEndOfWord;
+    const size_t n = sym.size();
+    if (n == 1) return sym;
 
-    std::string key;
-    while (word.size() > 1) {
-        int best_rank = INT_MAX;
-        size_t best = 0;
-        for (size_t i = 0; i + 1 < word.size(); ++i) {
-            key.assign(word[i]).append(" ").append(word[i + 1]);
-            auto it = ranks_.find(key);
-            if (it != ranks_.end() && it->second < best_rank) {
-                best_rank = it->second;
-                best = i;
-            }
-        }
-        if (best_rank == INT_MAX) break;
-        const std::string first = word[best];
-        const std::string second = word[best + 1];
-        std::vector<std::string> merged;
-        merged.reserve(word.size());
-        for (size_t i = 0; i < word.size();) {
-            if (i + 1 < word.size() && word[i] == first && word[i + 1] == second) {
-                merged.push_back(first + second);
-                i += 2;
-            } else {
-                merged.push_back(word[i]);
-                i += 1;
-            }
-        }
-        word = std::move(merged);
+    constexpr size_t kNone = static_cast<size_t>(-1);
+    std::vector<size_t> prev(n), next(n);
+    for (size_t i = 0; i < n; ++i) {
+        prev[i] = i == 0 ? kNone : i - 1;
+        next[i] = i + 1 < n ? i + 1 : kNone;
     }
+    std::vector<bool> alive(n, true);
+    std::string key;
+    auto rank_at = [&](size_t left) {
+        const size_t right = next[left];
+        if (right == kNone) return INT_MAX;
+        key.assign(sym[left]).append(" ").append(sym[right]);
+        const auto it = ranks_.find(key);
+        return it == ranks_.end() ? INT_MAX : it->second;
+    };
+    using Entry = std::pair<int, size_t>;  // rank, position of the pair's left symbol
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+    auto push = [&](size_t left) {
+        const int rank = rank_at(left);
+        if (rank != INT_MAX) heap.emplace(rank, left);
+    };
+    for (size_t i = 0; i + 1 < n; ++i) push(i);
+    while (!heap.empty()) {
+        const auto [rank, left] = heap.top();
+        heap.pop();
+        if (!alive[left] || rank_at(left) != rank) continue;  // stale entry
+        const size_t right = next[left];
+        sym[left] += sym[right];
+        sym[right].clear();
+        alive[right] = false;
+        next[left] = next[right];
+        if (next[right] != kNone) prev[next[right]] = left;
+        if (prev[left] != kNone) push(prev[left]);
+        push(left);
+    }
+    std::vector<std::string> word;
+    for (size_t i = 0; i != kNone; i = next[i]) word.push_back(std::move(sym[i]));
     return word;
 }
 

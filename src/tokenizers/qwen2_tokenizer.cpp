@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/safe_text.h"
+#include "tokenizers/tokenizer_files.h"
 #include "tokenizers/unicode.h"
 
 namespace ggdiff {
@@ -16,23 +18,26 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Result<std::string> read_text(const std::string& path) {
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) return Status::Error(path + " is a folder");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status::Error("cannot open " + path);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) return Status::Error("cannot read " + path);
-    return ss.str();
+// {"content": "<|im_start|>", "id": 151644, ...} as added_tokens lists them.
+bool added_token_entry(const nlohmann::json& t, std::string* content, int* id) {
+    if (!t.is_object() || !t.contains("content") || !t["content"].is_string() ||
+        !t.contains("id") || !t["id"].is_number_integer()) {
+        return false;
+    }
+    const long long v = t["id"].get<long long>();
+    if (v < 0 || v > INT_MAX) return false;
+    *content = t["content"].get<std::string>();
+    *id = static_cast<int>(v);
+    return true;
 }
 
-Result<nlohmann::json> read_json(const std::string& path) {
-    auto text = read_text(path);
-    if (!text.ok()) return text.status();
-    auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return Status::Error(path + " is not valid JSON");
-    return j;
+// A vocabulary id: an integer in [0, INT_MAX].
+bool vocab_id(const nlohmann::json& v, int* id) {
+    if (!v.is_number_integer()) return false;
+    const long long n = v.get<long long>();
+    if (n < 0 || n > INT_MAX) return false;
+    *id = static_cast<int>(n);
+    return true;
 }
 
 bool is_newline(char32_t c) {
@@ -166,19 +171,20 @@ Status Qwen2Tokenizer::finish() {
 Result<Qwen2Tokenizer> Qwen2Tokenizer::from_vocab_and_merges(const std::string& vocab_json_path,
                                                              const std::string& merges_path) {
     Qwen2Tokenizer tok;
-    auto vocab = read_json(vocab_json_path);
+    auto vocab = read_tokenizer_json(vocab_json_path);
     if (!vocab.ok()) return vocab.status();
     if (!vocab->is_object() || vocab->empty()) {
         return Status::Error(vocab_json_path + ": not a token -> id map");
     }
     for (auto it = vocab->begin(); it != vocab->end(); ++it) {
-        if (!it.value().is_number_integer()) {
-            return Status::Error(vocab_json_path + ": the id of \"" + it.key() +
-                                 "\" is not an integer");
+        int id = -1;
+        if (!vocab_id(it.value(), &id)) {
+            return Status::Error(quote_name(vocab_json_path) + ": the id of " +
+                                 quote_name(it.key()) + " is not an integer in [0, 2^31)");
         }
-        tok.encoder_[it.key()] = it.value().get<int>();
+        tok.encoder_[it.key()] = id;
     }
-    auto merges = read_text(merges_path);
+    auto merges = read_tokenizer_text(merges_path);
     if (!merges.ok()) return merges.status();
     std::istringstream in(*merges);
     std::string line;
@@ -198,21 +204,27 @@ Result<Qwen2Tokenizer> Qwen2Tokenizer::from_vocab_and_merges(const std::string& 
     const fs::path dir = fs::path(vocab_json_path).parent_path();
     std::error_code ec;
     if (fs::is_regular_file(dir / "added_tokens.json", ec)) {
-        auto added = read_json((dir / "added_tokens.json").string());
+        auto added = read_tokenizer_json((dir / "added_tokens.json").string());
         if (!added.ok()) return added.status();
         if (added->contains("added_tokens") && (*added)["added_tokens"].is_array()) {
             for (const auto& t : (*added)["added_tokens"]) {
-                GGDIFF_TRY(tok.add_special(t.value("content", ""), t.value("id", -1)));
+                std::string content;
+                int id = -1;
+                if (!added_token_entry(t, &content, &id)) {
+                    return Status::Error(quote_name((dir / "added_tokens.json").string()) +
+                                         ": an added token is not {\"content\": text, \"id\": n}");
+                }
+                GGDIFF_TRY(tok.add_special(content, id));
             }
         } else if (added->is_object()) {
             for (auto it = added->begin(); it != added->end(); ++it) {
-                if (it.value().is_number_integer())
-                    GGDIFF_TRY(tok.add_special(it.key(), it.value().get<int>()));
+                int id = -1;
+                if (vocab_id(it.value(), &id)) GGDIFF_TRY(tok.add_special(it.key(), id));
             }
         }
     }
     if (tok.added_.empty() && fs::is_regular_file(dir / "tokenizer_config.json", ec)) {
-        auto cfg = read_json((dir / "tokenizer_config.json").string());
+        auto cfg = read_tokenizer_json((dir / "tokenizer_config.json").string());
         if (!cfg.ok()) return cfg.status();
         if (cfg->contains("added_tokens_decoder") && (*cfg)["added_tokens_decoder"].is_object()) {
             const auto& dec = (*cfg)["added_tokens_decoder"];
@@ -223,7 +235,12 @@ Result<Qwen2Tokenizer> Qwen2Tokenizer::from_vocab_and_merges(const std::string& 
                 } catch (const std::exception&) {
                     continue;
                 }
-                GGDIFF_TRY(tok.add_special(it.value().value("content", ""), id));
+                const auto& entry = it.value();
+                if (!entry.is_object() || !entry.contains("content") ||
+                    !entry["content"].is_string()) {
+                    continue;
+                }
+                GGDIFF_TRY(tok.add_special(entry["content"].get<std::string>(), id));
             }
         }
     }
@@ -233,16 +250,18 @@ Result<Qwen2Tokenizer> Qwen2Tokenizer::from_vocab_and_merges(const std::string& 
 }
 
 Result<Qwen2Tokenizer> Qwen2Tokenizer::from_tokenizer_json(const std::string& path) {
-    auto j = read_json(path);
+    auto j = read_tokenizer_json(path);
     if (!j.ok()) return j.status();
     Qwen2Tokenizer tok;
-    if (!j->contains("model") || !(*j)["model"].contains("vocab") ||
-        !(*j)["model"].contains("merges")) {
+    if (!j->is_object() || !j->contains("model") || !(*j)["model"].is_object() ||
+        !(*j)["model"].contains("vocab") || !(*j)["model"]["vocab"].is_object() ||
+        !(*j)["model"].contains("merges") || !(*j)["model"]["merges"].is_array()) {
         return Status::Error(path + ": no model.vocab / model.merges (not a BPE tokenizer.json)");
     }
     const auto& model = (*j)["model"];
     for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
-        if (it.value().is_number_integer()) tok.encoder_[it.key()] = it.value().get<int>();
+        int id = -1;
+        if (vocab_id(it.value(), &id)) tok.encoder_[it.key()] = id;
     }
     int rank = 0;
     for (const auto& m : model["merges"]) {
@@ -258,7 +277,13 @@ Result<Qwen2Tokenizer> Qwen2Tokenizer::from_tokenizer_json(const std::string& pa
     }
     if (j->contains("added_tokens") && (*j)["added_tokens"].is_array()) {
         for (const auto& t : (*j)["added_tokens"]) {
-            GGDIFF_TRY(tok.add_special(t.value("content", ""), t.value("id", -1)));
+            std::string content;
+            int id = -1;
+            if (!added_token_entry(t, &content, &id)) {
+                return Status::Error(path +
+                                     ": an added token is not {\"content\": text, \"id\": n}");
+            }
+            GGDIFF_TRY(tok.add_special(content, id));
         }
     }
     if (tok.encoder_.empty() || rank == 0) return Status::Error(path + ": empty vocabulary");

@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "pipeline/parts/module_setup.h"
 #include "tokenizers/find_tokenizer.h"
+#include "tokenizers/prompt_limits.h"
 #include "tokenizers/token_windows.h"
 
 namespace ggdiff {
@@ -77,6 +78,14 @@ Result<HostTensor> ClipTextEncoder::encode(const std::string& prompt, int clip_s
         std::copy(h.data.begin(), h.data.end(), out.data.begin() + w * win * width);
     }
     return out;
+}
+
+Status ClipTextEncoder::check(const std::string& prompt, const std::string& what) const {
+    return check_clip_prompt(*tokenizer_, prompt, what);
+}
+
+Status ClipConditioner::check(const TextRequest& request) const {
+    return encoder_->check(request.prompt, request.negative ? "the negative prompt" : "the prompt");
 }
 
 Result<Conditioning> ClipConditioner::encode(const TextRequest& request) {

@@ -29,6 +29,8 @@ class ClipTextEncoder {
     // end (1 = last), with each token scaled by its prompt weight and each window's mean
     // restored (A1111's emphasis).
     Result<HostTensor> encode(const std::string& prompt, int clip_skip);
+    // The prompt limits (tokenizers/prompt_limits.h) for this encoder's tokenizer.
+    Status check(const std::string& prompt, const std::string& what) const;
 
     const models::ClipTextConfig& config() const { return cfg_; }
     ModuleRunner& runner() { return *runner_; }
@@ -47,6 +49,7 @@ class ClipConditioner : public TextConditioner {
     ClipConditioner(std::unique_ptr<ClipTextEncoder> encoder, int default_clip_skip)
         : encoder_(std::move(encoder)), default_clip_skip_(default_clip_skip) {}
     Result<Conditioning> encode(const TextRequest& request) override;
+    Status check(const TextRequest& request) const override;
     void end_phase() override { encoder_->end_phase(); }
 
   private:
