@@ -14,7 +14,7 @@ namespace ggdiff::server {
 namespace {
 
 // Longer prompts would cost many text-encoder passes (one per 75 tokens).
-constexpr size_t kMaxPromptBytes = 32768;
+constexpr size_t kMaxPromptBytes = 16384;  // the engine's own limit (tokenizers)
 
 std::string number_text(double v) {
     std::ostringstream os;
