@@ -70,7 +70,7 @@ def to_tensor(images):
 # Stage 1: autoencoder
 
 
-def train_vae(work, images, steps, batch, seed, crop):
+def train_vae(work, images, steps, batch, seed, crop, full_steps):
     ckpt = os.path.join(work, "vae.pt")
     vae = AutoencoderKL(**ARCH["vae"])
     start = 0
@@ -85,7 +85,7 @@ def train_vae(work, images, steps, batch, seed, crop):
     for step in range(start, steps):
         idx = torch.randint(0, len(images), (batch,), generator=g)
         x = to_tensor(images[idx.numpy()])
-        if crop:
+        if crop and step < steps - full_steps:
             # Random 8-aligned crops: a quarter of the compute per sample; the convolutions
             # learn the same local maps (the single mid attention sees fewer tokens).
             ox, oy = (int(v) * 8 for v in torch.randint(0, (64 - crop) // 8 + 1, (2,), generator=g))
@@ -129,8 +129,9 @@ def fold_latent_scale(vae, images):
     return vae
 
 
-def encode_latents(work, vae, images):
-    path = os.path.join(work, "latents.npy")
+def encode_latents(work, vae, images, tag):
+    """Latents of the whole dataset, cached per autoencoder (tag names its training)."""
+    path = os.path.join(work, f"latents_{tag}.npy")
     if os.path.exists(path):
         return torch.from_numpy(np.load(path))
     out = []
@@ -152,8 +153,9 @@ def sd_alphas_cumprod():
     return torch.cumprod(1 - betas, 0).float()
 
 
-def train_unet(work, latents, captions, tok, steps, batch, seed, dropout):
-    ckpt = os.path.join(work, "unet.pt")
+def train_unet(work, latents, captions, tok, steps, batch, seed, dropout, tag):
+    # The checkpoint belongs to the latents it was trained on (tag names the autoencoder).
+    ckpt = os.path.join(work, f"unet_{tag}.pt")
     text = ClipTransformer(**ARCH["text"])
     unet = UNet(**ARCH["unet"])
     params = list(text.parameters()) + list(unet.parameters())
@@ -255,6 +257,9 @@ def main():
     ap.add_argument("--vae-steps", type=int, default=3000)
     ap.add_argument("--vae-batch", type=int, default=16)
     ap.add_argument("--vae-crop", type=int, default=32, help="train on CROPxCROP crops (0: whole)")
+    ap.add_argument("--vae-full-steps", type=int, default=1000,
+                    help="the last N autoencoder steps see whole images (the decoder's mid\n"
+                         "attention and borders at the size it will decode)")
     ap.add_argument("--unet-steps", type=int, default=6000)
     ap.add_argument("--unet-batch", type=int, default=64)
     ap.add_argument("--caption-dropout", type=float, default=0.1)
@@ -267,12 +272,14 @@ def main():
     started = time.time()
 
     images, captions = dataset(args.work, args.samples, args.seed)
-    vae = train_vae(args.work, images, args.vae_steps, args.vae_batch, args.seed, args.vae_crop)
+    vae = train_vae(args.work, images, args.vae_steps, args.vae_batch, args.seed, args.vae_crop,
+                    args.vae_full_steps)
     vae = fold_latent_scale(vae, images)
-    latents = encode_latents(args.work, vae, images)
+    tag = f"vae{args.vae_steps}"
+    latents = encode_latents(args.work, vae, images, tag)
     tok = ClipBpe(args.merges)
     text, unet = train_unet(args.work, latents, captions, tok, args.unet_steps, args.unet_batch,
-                            args.seed, args.caption_dropout)
+                            args.seed, args.caption_dropout, tag)
     metadata = {
         "modelspec.title": "ggdiff toy shapes",
         "modelspec.resolution": "64x64",
