@@ -111,6 +111,12 @@ const char* schedule_a1111_name(ScheduleKind kind) {
     return "Uniform";
 }
 
+std::vector<std::string> schedule_aliases(ScheduleKind kind) {
+    for (const auto& e : schedule_table())
+        if (e.kind == kind) return {e.aliases.begin(), e.aliases.end()};
+    return {};
+}
+
 std::vector<std::string> schedule_names() {
     std::vector<std::string> out;
     for (const auto& e : schedule_table()) out.emplace_back(e.cli);

@@ -30,6 +30,8 @@ enum class ScheduleKind {
 Result<ScheduleKind> parse_schedule(const std::string& name);
 const char* schedule_name(ScheduleKind kind);
 const char* schedule_a1111_name(ScheduleKind kind);
+// The other spellings parse_schedule accepts for a schedule ("normal", "align_your_steps").
+std::vector<std::string> schedule_aliases(ScheduleKind kind);
 std::vector<std::string> schedule_names();
 
 struct ScheduleOptions {
