@@ -59,23 +59,42 @@ struct Qkv {
     ggml_tensor *q, *k, *v;  // [hidden, T, N]; q and k normalized per head
 };
 
-// Splits a fused [3*hidden (+ more), T, N] projection into normalized q, k and plain v.
-Qkv split_qkv(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* qkv, const std::string& norm) {
-    const int64_t t = qkv->ne[1], n = qkv->ne[2];
+// q, k, v (each [hidden, T, N], possibly views) -> per-head RMS-normalized q and k, v.
+Qkv norm_heads(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
+               const std::string& norm) {
+    const int64_t t = q->ne[1], n = q->ne[2];
     const int64_t d = cfg.head_dim, h = cfg.heads, hidden = cfg.hidden;
-    const size_t es = ggml_element_size(qkv);
-    auto heads = [&](int k) {
-        return ggml_view_4d(c.ctx, qkv, d, h, t, n, d * es, qkv->nb[1], qkv->nb[2],
-                            k * hidden * es);
+    auto heads = [&](ggml_tensor* x) {
+        return ggml_view_4d(c.ctx, x, d, h, t, n, d * ggml_element_size(x), x->nb[1], x->nb[2], 0);
     };
     Qkv out;
-    out.q = nn::rms_norm(c, heads(0), norm + "query_norm.scale", d, kNormEps);
-    out.k = nn::rms_norm(c, heads(1), norm + "key_norm.scale", d, kNormEps);
+    out.q = nn::rms_norm(c, heads(q), norm + "query_norm.scale", d, kNormEps);
+    out.k = nn::rms_norm(c, heads(k), norm + "key_norm.scale", d, kNormEps);
     out.q = ggml_reshape_3d(c.ctx, out.q, hidden, t, n);
     out.k = ggml_reshape_3d(c.ctx, out.k, hidden, t, n);
-    out.v = ggml_cont(
-        c.ctx, ggml_view_3d(c.ctx, qkv, hidden, t, n, qkv->nb[1], qkv->nb[2], 2 * hidden * es));
+    out.v = ggml_is_contiguous(v) ? v : ggml_cont(c.ctx, v);
     return out;
+}
+
+// Rows [first, first + count) of x [rows, T, N] as a view.
+ggml_tensor* rows(ggml_context* ctx, ggml_tensor* x, int64_t first, int64_t count) {
+    return ggml_view_3d(ctx, x, count, x->ne[1], x->ne[2], x->nb[1], x->nb[2],
+                        first * ggml_element_size(x));
+}
+
+// The attention inputs of one stream: the fused qkv projection `fused` (original layout),
+// or its separate q, k, v linears (diffusers layout: "<split>q", "<split>k", "<split>v").
+Qkv project_qkv(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, const std::string& fused,
+                const std::string& split, const std::string& norm) {
+    const int64_t hd = cfg.hidden;
+    if (cfg.split_qkv) {
+        return norm_heads(c, cfg, nn::linear(c, x, split + "q", hd, hd, cfg.qkv_bias),
+                          nn::linear(c, x, split + "k", hd, hd, cfg.qkv_bias),
+                          nn::linear(c, x, split + "v", hd, hd, cfg.qkv_bias), norm);
+    }
+    ggml_tensor* qkv = nn::linear(c, x, fused, hd, 3 * hd, cfg.qkv_bias);
+    return norm_heads(c, cfg, rows(c.ctx, qkv, 0, hd), rows(c.ctx, qkv, hd, hd),
+                      rows(c.ctx, qkv, 2 * hd, hd), norm);
 }
 
 // Tokens [from, from + count) of x [dim, T, N], contiguous.
@@ -115,10 +134,8 @@ void double_block(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor*& img, ggml_ten
         nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, img, kNormEps), im[0], im[1]);
     ggml_tensor* txt_in =
         nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, txt, kNormEps), tm[0], tm[1]);
-    Qkv iq = split_qkv(c, cfg, nn::linear(c, img_in, p + "img_attn.qkv", hd, 3 * hd, cfg.qkv_bias),
-                       p + "img_attn.norm.");
-    Qkv tq = split_qkv(c, cfg, nn::linear(c, txt_in, p + "txt_attn.qkv", hd, 3 * hd, cfg.qkv_bias),
-                       p + "txt_attn.norm.");
+    Qkv iq = project_qkv(c, cfg, img_in, p + "img_attn.qkv", p + "img_attn.", p + "img_attn.norm.");
+    Qkv tq = project_qkv(c, cfg, txt_in, p + "txt_attn.qkv", p + "txt_attn.", p + "txt_attn.norm.");
     // Text tokens first, as the positions are laid out.
     ggml_tensor* q = ggml_concat(c.ctx, tq.q, iq.q, 1);
     ggml_tensor* k = ggml_concat(c.ctx, tq.k, iq.k, 1);
@@ -142,12 +159,18 @@ ggml_tensor* single_block(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggm
     const int64_t hd = cfg.hidden, mh = cfg.mlp_hidden;
     auto m = nn::modulation(c, vec, p + "modulation.lin", hd, 3);
     ggml_tensor* xm = nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, x, kNormEps), m[0], m[1]);
-    ggml_tensor* fused = nn::linear(c, xm, p + "linear1", hd, 3 * hd + mh);
-    Qkv a = split_qkv(c, cfg, fused, p + "norm.");
-    const size_t es = ggml_element_size(fused);
-    ggml_tensor* act = ggml_view_3d(c.ctx, fused, mh, fused->ne[1], fused->ne[2], fused->nb[1],
-                                    fused->nb[2], 3 * hd * es);
-    act = ggml_gelu(c.ctx, ggml_cont(c.ctx, act));
+    Qkv a;
+    ggml_tensor* act = nullptr;
+    if (cfg.split_qkv) {
+        a = project_qkv(c, cfg, xm, "", p, p + "norm.");
+        act = nn::linear(c, xm, p + "mlp_in", hd, mh);
+    } else {
+        ggml_tensor* fused = nn::linear(c, xm, p + "linear1", hd, 3 * hd + mh);
+        a = norm_heads(c, cfg, rows(c.ctx, fused, 0, hd), rows(c.ctx, fused, hd, hd),
+                       rows(c.ctx, fused, 2 * hd, hd), p + "norm.");
+        act = ggml_cont(c.ctx, rows(c.ctx, fused, 3 * hd, mh));
+    }
+    act = ggml_gelu(c.ctx, act);
     ggml_tensor* attn = joint_attention(c, cfg, a.q, a.k, a.v, pe);
     ggml_tensor* out = nn::linear(c, ggml_concat(c.ctx, attn, act, 0), p + "linear2", hd + mh, hd);
     return gated(c.ctx, x, out, m[2]);
@@ -194,12 +217,18 @@ Result<FluxConfig> detect_flux(const TensorIndex& index, const std::string& pref
         cfg.vec_in_dim = (*vi)[1];
     }
     cfg.guidance_embed = p.has("guidance_in.in_layer.weight");
-    cfg.qkv_bias = p.has("double_blocks.0.img_attn.qkv.bias");
-    cfg.depth = count_blocks(p, "double_blocks.", "img_attn.qkv.weight");
-    cfg.depth_single = count_blocks(p, "single_blocks.", "linear1.weight");
-    if (cfg.depth == 0)
-        return Status::Error("FLUX: missing tensor " + prefix +
-                             "double_blocks.0.img_attn.qkv.weight");
+    // diffusers files keep q, k, v apart (see io/name_map_flux.cpp).
+    cfg.split_qkv = p.has("double_blocks.0.img_attn.q.weight");
+    const std::string qkv = cfg.split_qkv ? "img_attn.q" : "img_attn.qkv";
+    cfg.qkv_bias = p.has("double_blocks.0." + qkv + ".bias");
+    cfg.depth = count_blocks(p, "double_blocks.", qkv + ".weight");
+    cfg.depth_single =
+        count_blocks(p, "single_blocks.", cfg.split_qkv ? "mlp_in.weight" : "linear1.weight");
+    if (cfg.depth == 0) {
+        return Status::Error("FLUX: missing tensor " + prefix + "double_blocks.0." + qkv +
+                             ".weight");
+    }
+    cfg.final_scale_first = p.has("final_layer.adaLN_scale_shift.weight");
     auto fin = p.shape("final_layer.linear.weight", 2);
     if (!fin.ok()) return fin.status();
     cfg.out_channels = (*fin)[0];
@@ -272,8 +301,13 @@ ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_
     }
     img = token_range(c.ctx, joint, lt, li);
 
-    auto m = nn::modulation(c, vec, p + "final_layer.adaLN_modulation.1", cfg.hidden, 2);
-    img = nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, img, kNormEps), m[0], m[1]);
+    // (shift, scale) in the original; diffusers stores (scale, shift).
+    const bool swapped = cfg.final_scale_first;
+    auto m = nn::modulation(
+        c, vec, p + (swapped ? "final_layer.adaLN_scale_shift" : "final_layer.adaLN_modulation.1"),
+        cfg.hidden, 2);
+    img = nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, img, kNormEps), m[swapped ? 1 : 0],
+                       m[swapped ? 0 : 1]);
     img = nn::linear(c, img, p + "final_layer.linear", cfg.hidden, cfg.out_channels);
     ggml_tensor* out = nn::unpatchify(c.ctx, img, w, h, ps);
     if (pad_w || pad_h) {

@@ -45,7 +45,12 @@ ggml_tensor* position_bias(nn::Ctx& c, const T5Config& cfg, const std::string& a
 Result<T5Config> detect_t5(const TensorIndex& index, const std::string& prefix) {
     T5Config cfg;
     cfg.prefix = prefix;
-    auto shared = shape_of(index, prefix + "shared.weight", 2);
+    // The token embedding is "shared" (tied with the decoder's) or the encoder's own copy.
+    cfg.embedding =
+        index.has(prefix + "shared.weight") || !index.has(prefix + "encoder.embed_tokens.weight")
+            ? "shared.weight"
+            : "encoder.embed_tokens.weight";
+    auto shared = shape_of(index, prefix + cfg.embedding, 2);
     if (!shared.ok()) return shared.status();
     cfg.vocab = (*shared)[0];
     cfg.width = (*shared)[1];
@@ -82,7 +87,7 @@ Result<T5Config> detect_t5(const TensorIndex& index, const std::string& prefix) 
 ggml_tensor* build_t5(nn::Ctx& c, const T5Config& cfg, ggml_tensor* tokens, ggml_tensor* buckets) {
     const int64_t t = tokens->ne[0], n = tokens->ne[1];
     const int64_t d = cfg.width;
-    ggml_tensor* emb = c.W(cfg.prefix + "shared.weight", {d, cfg.vocab});
+    ggml_tensor* emb = c.W(cfg.prefix + cfg.embedding, {d, cfg.vocab});
     ggml_tensor* x = ggml_get_rows(c.ctx, emb, ggml_reshape_1d(c.ctx, tokens, t * n));
     x = ggml_reshape_3d(c.ctx, x, d, t, n);
     ggml_tensor* bias = nullptr;

@@ -18,6 +18,7 @@ namespace ggdiff::models {
 
 struct T5Config {
     std::string prefix;  // up to and including the role prefix ("text_encoders.t5xxl.")
+    std::string embedding = "shared.weight";  // or "encoder.embed_tokens.weight"
     int64_t vocab = 32128;
     int64_t width = 4096;  // d_model
     int64_t inner = 4096;  // heads * d_kv

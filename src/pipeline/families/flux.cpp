@@ -23,7 +23,9 @@ constexpr const char* kT5 = "text_encoders.t5xxl.";
 
 bool detect(const TensorIndex& index) {
     const std::string d = kDit;
-    return index.has(d + "double_blocks.0.img_attn.qkv.weight") && index.has(d + "img_in.weight");
+    return index.has(d + "img_in.weight") &&
+           (index.has(d + "double_blocks.0.img_attn.qkv.weight") ||
+            index.has(d + "double_blocks.0.img_attn.q.weight"));
 }
 
 bool has_prefix(const TensorIndex& index, const std::string& p) {
