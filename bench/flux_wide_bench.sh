@@ -6,7 +6,8 @@
 # build/fixtures/): 1 double + 1 single, 2 double + 1 single, 1 double + 2 single blocks;
 # per-block time = the difference of their step times. The T5 is a 1-block stand-in of
 # width 4096 (its cost is not part of a step); CLIP-L and the VAE are flux_tiny's.
-# Runs f16 weights (computed in f32 on the CPU) and --type q8_0.
+# Runs --type f16 (weights kept in f16, widened block by block in the products) and
+# --type q8_0.
 # Prints one JSON object: per run the step times, and per type the double-block,
 # single-block and rest-of-step seconds and the extrapolated 19+38 block step.
 # Environment: BUILD_DIR (default build), STEPS (default 2). Extra flags go to ggdiff-bench.
@@ -102,8 +103,7 @@ run() {
 
 results="{}"
 for type in f16 q8_0; do
-  extra=()
-  [ "$type" = q8_0 ] && extra=(--type q8_0)
+  extra=(--type "$type")
   for dit in "$d1s1" "$d2s1" "$d1s2"; do
     echo "flux_wide_bench: $(basename "$dit") $type" >&2
     r=$(run "$dit" "${extra[@]}" "$@")

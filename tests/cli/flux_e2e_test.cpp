@@ -124,6 +124,39 @@ TEST_F(FluxFiles, QuantizedGgufAndTypeConversion) {
     EXPECT_LE(g.mean_abs, 6.0) << "max " << g.max_abs;
 }
 
+// img2img from the golden image at a size that is no multiple of 16 (the DiT pads to its
+// patches and crops), with real CFG (--cfg-scale > 1 and a negative prompt): the image has
+// the requested size, and its metadata the request's settings with FLUX's distilled guidance.
+TEST_F(FluxFiles, Img2ImgWithRealCfgAtAnOddSize) {
+    std::vector<std::string> args = flux::model_args();
+    args.insert(args.end(), {"-p",          "a red cube on a wooden table",
+                             "-n",          "blurry",
+                             "-W",          "72",
+                             "-H",          "88",
+                             "--steps",     "4",
+                             "--cfg-scale", "2.5",
+                             "-s",          "3",
+                             "-i",          flux::golden("flux_euler.png"),
+                             "--strength",  "0.6",
+                             "-o",          dir_ + "/i2i.png"});
+    RunResult r = e2e::run_ggdiff(args, dir_, 300);
+    ASSERT_TRUE(r.succeeded()) << r.describe();
+    auto img = ggdiff::read_image(dir_ + "/i2i.png");
+    ASSERT_TRUE(img.ok()) << img.status().message();
+    EXPECT_EQ(img->width, 72);
+    EXPECT_EQ(img->height, 88);
+    auto text = ggdiff::read_image_parameters(dir_ + "/i2i.png");
+    ASSERT_TRUE(text.ok());
+    auto info = ggdiff::parse_infotext(*text);
+    ASSERT_TRUE(info.ok()) << *text;
+    EXPECT_EQ(info->negative_prompt, "blurry");
+    EXPECT_FLOAT_EQ(info->cfg_scale, 2.5f);
+    ASSERT_TRUE(info->guidance.has_value()) << *text;
+    EXPECT_FLOAT_EQ(*info->guidance, 3.5f);
+    ASSERT_TRUE(info->denoising_strength.has_value()) << *text;
+    EXPECT_FLOAT_EQ(*info->denoising_strength, 0.6f);
+}
+
 TEST_F(FluxFiles, MissingT5TokenizerIsNamed) {
     expect_error(model_with("--t5xxl-tokenizer", ""),
                  {"no T5 tokenizer found", "--t5xxl-tokenizer", "looked for"});

@@ -170,6 +170,16 @@ TEST_F(FluxTwin, DitLayerSplitOverDoubleAndSingleBlocks) {
     EXPECT_GE(max_splits(log, "FLUX DiT"), 2) << "the DiT ran on one device only\n" << log;
 }
 
+// RPC devices have no split buffer type: --split-mode row says so and splits by layers.
+TEST_F(FluxTwin, RowSplitFallsBackToLayerSplit) {
+    RunResult r =
+        twin({"--backend", "all=RPC0,diffusion=RPC0&RPC1", "--split-mode", "row"}, single_device());
+    const std::string log = log_of(r);
+    EXPECT_TRUE(contains(log, "diffusion: row split is not possible")) << log;
+    EXPECT_TRUE(contains(log, "using layer split")) << log;
+    expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, kDitBlocks);
+}
+
 // T5 takes the split; CLIP-L (pooled vector only) stays on the first device. The fixture's
 // T5 is so narrow that its token embedding (non-block, on the first device) outweighs both
 // blocks: they go to RPC1, and the graph still runs on both devices.
