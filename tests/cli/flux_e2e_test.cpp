@@ -157,6 +157,38 @@ TEST_F(FluxFiles, Img2ImgWithRealCfgAtAnOddSize) {
     EXPECT_FLOAT_EQ(*info->denoising_strength, 0.6f);
 }
 
+// A schnell layout (the dev DiT without guidance_in) runs as FLUX.1-schnell: --guidance has
+// no input to feed (two values give the same image, and the metadata carries none), and the
+// missing guidance vector changes the image against dev's golden.
+TEST_F(FluxFiles, SchnellHasNoGuidanceInput) {
+    const std::string schnell = dir_ + "/schnell.safetensors";
+    ASSERT_TRUE(run_python({"drop", schnell, flux::dit(), "guidance_in."}));
+    const std::vector<std::string> model = model_with("--diffusion-model", schnell);
+    const std::string a = dir_ + "/g35.png", b = dir_ + "/g5.png";
+    std::vector<std::string> args_a = model, args_b = model;
+    args_a.insert(args_a.end(), {"-v"});
+    args_b.insert(args_b.end(), {"--guidance", "5"});
+    RunResult r1 = generate(args_a, a);
+    ASSERT_TRUE(r1.succeeded()) << r1.describe();
+    EXPECT_TRUE(contains(r1.out + r1.err, "FLUX.1-schnell")) << r1.describe();
+    RunResult r2 = generate(args_b, b);
+    ASSERT_TRUE(r2.succeeded()) << r2.describe();
+
+    const e2e::ImageDiff same = e2e::compare_images(a, b);
+    ASSERT_TRUE(same.ok) << same.error;
+    EXPECT_EQ(same.max_abs, 0) << "--guidance changed a schnell image";
+    const e2e::ImageDiff dev = e2e::compare_images(a, flux::golden("flux_euler.png"));
+    ASSERT_TRUE(dev.ok) << dev.error;
+    std::printf("schnell against the dev golden: mean_abs_diff %.3f\n", dev.mean_abs);
+    EXPECT_GT(dev.mean_abs, 1.0) << "the schnell layout gave dev's image";
+
+    auto text = ggdiff::read_image_parameters(b);
+    ASSERT_TRUE(text.ok());
+    auto info = ggdiff::parse_infotext(*text);
+    ASSERT_TRUE(info.ok()) << *text;
+    EXPECT_FALSE(info->guidance.has_value()) << *text;
+}
+
 TEST_F(FluxFiles, MissingT5TokenizerIsNamed) {
     expect_error(model_with("--t5xxl-tokenizer", ""),
                  {"no T5 tokenizer found", "--t5xxl-tokenizer", "looked for"});

@@ -88,10 +88,9 @@ void expect_close(const std::vector<float>& ref, const std::vector<float>& got, 
     EXPECT_LE(mean, mean_rel * scale) << what;
 }
 
-TEST(FluxReference, DitMatchesNumpyWithPaddingAndBatch) {
-    if (!have_numpy()) GTEST_SKIP() << kPython << " with numpy is not available";
-    const std::string file = fixture("flux_tiny_dit", 11);
-    ASSERT_FALSE(file.empty());
+// The DiT in `file` (detected with or without the guidance embedding) on a batch of two at an
+// odd latent size against the numpy forward; `tag` names the scratch folder.
+void check_dit(const std::string& file, bool guidance_embed, const std::string& tag) {
     TensorIndex index;
     ASSERT_TRUE(index.add(file, "model.diffusion_model.").ok());
     auto cfg = models::detect_flux(index);
@@ -99,7 +98,7 @@ TEST(FluxReference, DitMatchesNumpyWithPaddingAndBatch) {
     EXPECT_EQ(cfg->depth, 2);
     EXPECT_EQ(cfg->depth_single, 2);
     EXPECT_EQ(cfg->heads, 2);
-    EXPECT_TRUE(cfg->guidance_embed);
+    EXPECT_EQ(cfg->guidance_embed, guidance_embed);
 
     const int64_t n = 2, w = 7, h = 5, l = 6;
     HostTensor x = random_tensor({w, h, 16, n}, 1);
@@ -113,16 +112,16 @@ TEST(FluxReference, DitMatchesNumpyWithPaddingAndBatch) {
 
     ModuleRunner runner(index, -1, ModuleDevices{}, 2, "dit");
     auto build = [&](GraphBuilder& gb) {
-        return std::vector<ggml_tensor*>{
-            models::build_flux(gb.nn(), *cfg, gb.input(x), gb.input(t), gb.input(context),
-                               gb.input(y), gb.input(g), gb.input(pe.cos), gb.input(pe.sin))};
+        return std::vector<ggml_tensor*>{models::build_flux(
+            gb.nn(), *cfg, gb.input(x), gb.input(t), gb.input(context), gb.input(y),
+            guidance_embed ? gb.input(g) : nullptr, gb.input(pe.cos), gb.input(pe.sin))};
     };
     ASSERT_TRUE(runner.prepare(build).ok());
     auto got = runner.run(build);
     ASSERT_TRUE(got.ok()) << got.status().message();
     ASSERT_EQ((*got)[0].ne, x.ne);
 
-    const fs::path dir = fs::path(GGDIFF_TEST_TMP) / "dit";
+    const fs::path dir = fs::path(GGDIFF_TEST_TMP) / tag;
     fs::create_directories(dir);
     write_raw(dir / "x.f32", x.data);
     write_raw(dir / "t.f32", t.data);
@@ -141,7 +140,27 @@ TEST(FluxReference, DitMatchesNumpyWithPaddingAndBatch) {
         std::string(kPython) + " " GGDIFF_SOURCE_DIR "/tests/tools/flux_reference.py dit " + file +
         " '' " + (dir / "inputs.json").string() + " " + (dir / "ref.f32").string();
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    expect_close(read_floats(dir / "ref.f32"), (*got)[0].data, 2e-3, 2e-4, "FLUX DiT");
+    expect_close(read_floats(dir / "ref.f32"), (*got)[0].data, 2e-3, 2e-4, tag.c_str());
+}
+
+TEST(FluxReference, DitMatchesNumpyWithPaddingAndBatch) {
+    if (!have_numpy()) GTEST_SKIP() << kPython << " with numpy is not available";
+    const std::string file = fixture("flux_tiny_dit", 11);
+    ASSERT_FALSE(file.empty());
+    check_dit(file, true, "dit");
+}
+
+// The schnell layout: the same DiT without guidance_in.* (the guidance input is then unused).
+TEST(FluxReference, SchnellDitMatchesNumpy) {
+    if (!have_numpy()) GTEST_SKIP() << kPython << " with numpy is not available";
+    const std::string file = fixture("flux_tiny_dit", 11);
+    ASSERT_FALSE(file.empty());
+    const std::string schnell = std::string(GGDIFF_TEST_TMP) + "/flux_tiny_schnell.safetensors";
+    const std::string cmd = std::string(kPython) +
+                            " " GGDIFF_SOURCE_DIR "/tests/tools/flux_layouts.py drop " + schnell +
+                            " " + file + " guidance_in.";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    check_dit(schnell, false, "dit_schnell");
 }
 
 TEST(FluxReference, T5MatchesNumpyOverAFullChunk) {

@@ -13,9 +13,12 @@ weights (raw bytes are copied, never converted):
   reshape OUT FILE NAME SHAPE
                            FILE with tensor NAME declared with another shape (comma
                            separated), its data cut or zero-padded to fit: a broken checkpoint
+  drop OUT FILE PREFIX     FILE without the tensors whose names start with PREFIX (the dev
+                           DiT without guidance_in.*: a schnell layout)
 
 usage: flux_layouts.py single|diffusers OUT DIT CLIP_L T5 VAE CLIP_MERGES T5_TOKENIZER
        flux_layouts.py reshape OUT FILE NAME SHAPE
+       flux_layouts.py drop OUT FILE PREFIX
 """
 import json
 import os
@@ -186,9 +189,20 @@ def reshape(out, path, name, shape):
     write(out, tensors)
 
 
+def drop(out, path, prefix):
+    tensors = read(path)
+    kept = {n: t for n, t in tensors.items() if not n.startswith(prefix)}
+    if len(kept) == len(tensors):
+        sys.exit("no tensor of %s starts with %s" % (path, prefix))
+    write(out, kept)
+
+
 def main():
     if sys.argv[1] == "reshape":
         reshape(*sys.argv[2:6])
+        return
+    if sys.argv[1] == "drop":
+        drop(*sys.argv[2:5])
         return
     mode, out, dit_p, clip_p, t5_p, vae_p, merges, t5_tok = sys.argv[1:9]
     dit, clip, t5, vae = read(dit_p), read(clip_p), read(t5_p), read(vae_p)

@@ -218,6 +218,10 @@ TEST_F(FluxTwin, AutoFitSplitsTheDit) {
     const nlohmann::json sizes = dry_run({});
     const nlohmann::json dit = component(sizes, "diffusion");
     ASSERT_TRUE(dit.contains("params_bytes")) << sizes.dump(1);
+    // The DiT and the text encoders (T5 takes their split) are splittable, the VAE is not.
+    EXPECT_TRUE(dit.value("splittable", false)) << sizes.dump(1);
+    EXPECT_TRUE(component(sizes, "te").value("splittable", false)) << sizes.dump(1);
+    EXPECT_FALSE(component(sizes, "vae").value("splittable", true)) << sizes.dump(1);
     const uint64_t params = dit["params_bytes"].get<uint64_t>();
     const uint64_t reserve = dit["reserve_bytes"].get<uint64_t>();
     ASSERT_GT(params, 0u);
