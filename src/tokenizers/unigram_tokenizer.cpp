@@ -1,10 +1,11 @@
 #include "tokenizers/unigram_tokenizer.h"
 
 #include <algorithm>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "core/read_file.h"
+#include "tokenizers/tokenizer_files.h"
 
 namespace ggdiff {
 namespace {
@@ -39,6 +40,8 @@ const nlohmann::json* find_metaspace(const nlohmann::json& pt) {
 
 Result<UnigramTokenizer> UnigramTokenizer::from_json_text(const std::string& text,
                                                           const std::string& source) {
+    Status depth = check_json_nesting(text, kMaxTokenizerJsonDepth);
+    if (!depth.ok()) return Status::Error(source + ": " + depth.message());
     nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
         return Status::Error(source + ": not a tokenizer.json (invalid JSON)");
@@ -98,11 +101,10 @@ Result<UnigramTokenizer> UnigramTokenizer::from_json_text(const std::string& tex
 }
 
 Result<UnigramTokenizer> UnigramTokenizer::from_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status::Error(path + ": cannot open the tokenizer file");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return from_json_text(ss.str(), path);
+    // Bounded like every tokenizer file (a FIFO or /dev/zero stops at the limit).
+    auto text = read_tokenizer_text(path);
+    if (!text.ok()) return text.status();
+    return from_json_text(*text, path);
 }
 
 void UnigramTokenizer::encode_word(const std::string& word, std::vector<int>& out) const {

@@ -189,6 +189,21 @@ TEST_F(FluxFiles, SchnellHasNoGuidanceInput) {
     EXPECT_FALSE(info->guidance.has_value()) << *text;
 }
 
+// FLUX prompts have the CLIP window limit too (T5 would otherwise encode one chunk per 255
+// tokens without end): refused before anything is sampled.
+TEST_F(FluxFiles, PromptOverTheWindowLimitIsRefused) {
+    std::string prompt;
+    for (int i = 0; i < 40; ++i) prompt += "a cat BREAK ";
+    std::vector<std::string> args = flux::model_args();
+    args.insert(args.end(),
+                {"-p", prompt, "-W", "64", "-H", "64", "--steps", "1", "-o", dir_ + "/never.png"});
+    RunResult r = e2e::run_ggdiff(args, dir_, 120);
+    EXPECT_TRUE(r.failed_cleanly()) << r.describe();
+    EXPECT_TRUE(contains(r.err, "the prompt is too long: 80 tokens in 40 windows")) << r.err;
+    EXPECT_FALSE(contains(r.err, "sampling")) << r.err;
+    EXPECT_FALSE(fs::exists(dir_ + "/never.png"));
+}
+
 TEST_F(FluxFiles, MissingT5TokenizerIsNamed) {
     expect_error(model_with("--t5xxl-tokenizer", ""),
                  {"no T5 tokenizer found", "--t5xxl-tokenizer", "looked for"});

@@ -51,6 +51,12 @@ class FluxConditioner : public TextConditioner {
         c.context = std::move(*context);
         return c;
     }
+    // The CLIP window limit bounds T5's 256-token chunks as well (both count about one token
+    // per word piece), so a huge prompt is refused before either encoder runs.
+    Status check(const TextRequest& request) const override {
+        return clip_->check(request.prompt,
+                            request.negative ? "the negative prompt" : "the prompt");
+    }
     void end_phase() override {
         clip_->end_phase();
         t5_->end_phase();
