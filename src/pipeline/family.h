@@ -25,6 +25,7 @@
 #include "pipeline/placement_setup.h"
 #include "sampling/parameterization.h"
 #include "sampling/rng.h"
+#include "sampling/schedules.h"
 
 namespace ggdiff {
 
@@ -95,6 +96,9 @@ struct FamilyDefaults {
     float cfg_scale = 7.0f;
     int width = 512, height = 512;
     int clip_skip = 1;
+    // The schedule when neither --scheduler nor the sampler asks for one (lcm for lcm/tcd,
+    // simple for ddim_trailing, exponential for EDM); unset: discrete.
+    std::optional<sampling::ScheduleKind> schedule;
 };
 
 // A loaded family: its parts and what the generate path needs to know about them.
@@ -109,6 +113,9 @@ struct Family {
     // Whether the family's denoiser uses classifier-free guidance at all (distilled models
     // may ignore --cfg-scale and take --guidance instead).
     bool uses_cfg = true;
+    // Whether the denoiser takes a distilled guidance value (DenoiseBatch::guidance, from
+    // --guidance; FLUX.1-dev). Shown in the infotext when set.
+    bool uses_guidance = false;
     std::unique_ptr<TextConditioner> text;
     std::unique_ptr<Denoiser> denoiser;
     std::unique_ptr<Autoencoder> vae;

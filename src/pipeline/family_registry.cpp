@@ -9,6 +9,7 @@ const std::vector<const FamilyRecipe*>& family_recipes() {
         &kSdRecipe,
         &kQwenImageLayeredRecipe,
         &kQwenImageRecipe,
+        &kFluxRecipe,
     };
     return recipes;
 }

@@ -229,6 +229,7 @@ const std::map<std::string, std::optional<std::string>>& samples() {
         // ggdiff additions
         {"--tokenizer", "merges.txt"},
         {"--llm-tokenizer", "qwen_tokenizer"},
+        {"--t5xxl-tokenizer", "tokenizer.json"},
         {"--fit-dry-run", std::nullopt},
         {"--version", std::nullopt},
     };
@@ -237,7 +238,7 @@ const std::map<std::string, std::optional<std::string>>& samples() {
 
 // ggdiff's own flags, which CLI_FLAGS.md (sd-cli's set) does not list.
 const std::set<std::string> kGgdiffAdditions = {"--tokenizer", "--fit-dry-run", "--version",
-                                                "--llm-tokenizer"};
+                                                "--llm-tokenizer", "--t5xxl-tokenizer"};
 
 // The arguments for one flag with its sample value ("@name" = a temporary file).
 std::vector<std::string> flag_args(const std::string& flag, const std::string& spelled) {

@@ -8,5 +8,6 @@ namespace ggdiff {
 extern const FamilyRecipe kSdRecipe;                // SD1.x, SD2.x
 extern const FamilyRecipe kQwenImageLayeredRecipe;  // Qwen Image Layered (before Qwen Image)
 extern const FamilyRecipe kQwenImageRecipe;         // Qwen Image
+extern const FamilyRecipe kFluxRecipe;              // FLUX.1 dev, schnell
 
 }  // namespace ggdiff

@@ -3,35 +3,14 @@
 #include <algorithm>
 
 #include "core/log.h"
+#include "nn/layers.h"
 #include "pipeline/parts/module_setup.h"
+#include "pipeline/parts/token_weights.h"
 #include "tokenizers/find_tokenizer.h"
 #include "tokenizers/prompt_limits.h"
 #include "tokenizers/token_windows.h"
 
 namespace ggdiff {
-namespace {
-
-// Multiplies each token's hidden state by its prompt weight, then rescales the whole
-// window so that its mean is what it was (A1111's emphasis rule).
-void apply_token_weights(float* h, int64_t width, int64_t tokens, const float* weights) {
-    const int64_t n = width * tokens;
-    double before = 0.0;
-    for (int64_t i = 0; i < n; ++i) before += h[i];
-    before /= static_cast<double>(n);
-    double after = 0.0;
-    for (int64_t t = 0; t < tokens; ++t) {
-        for (int64_t i = 0; i < width; ++i) {
-            h[t * width + i] *= weights[t];
-            after += h[t * width + i];
-        }
-    }
-    after /= static_cast<double>(n);
-    if (after == 0.0) return;
-    const float s = static_cast<float>(before / after);
-    for (int64_t i = 0; i < n; ++i) h[i] *= s;
-}
-
-}  // namespace
 
 Result<std::shared_ptr<const ClipTokenizer>> load_clip_tokenizer(const FamilyContext& ctx) {
     const auto& meta = ctx.index.metadata();
@@ -46,15 +25,27 @@ Result<std::shared_ptr<const ClipTokenizer>> load_clip_tokenizer(const FamilyCon
 
 Result<std::unique_ptr<ClipTextEncoder>> ClipTextEncoder::create(
     const FamilyContext& ctx, const ModuleDevices& where, const models::ClipTextConfig& cfg,
-    std::shared_ptr<const ClipTokenizer> tokenizer, int pad_token, const char* label) {
+    std::shared_ptr<const ClipTokenizer> tokenizer, int pad_token, const char* label,
+    bool pooled_only) {
     auto enc = std::unique_ptr<ClipTextEncoder>(new ClipTextEncoder());
     enc->cfg_ = cfg;
     enc->tokenizer_ = std::move(tokenizer);
     enc->pad_token_ = pad_token;
-    auto runner = make_module(ctx, where, label, [&cfg](GraphBuilder& gb) {
+    // "<te>.text_model." -> "<te>.text_projection.weight"
+    const std::string te =
+        cfg.prefix.substr(0, cfg.prefix.size() - std::string("text_model.").size());
+    if (const TensorInfo* p = ctx.index.find(te + "text_projection.weight")) {
+        if (p->shape.size() == 2 && p->shape[1] == cfg.width) {
+            enc->projection_ = p->name;
+            enc->projection_dim_ = p->shape[0];
+        }
+    }
+    ClipTextEncoder* e = enc.get();
+    auto runner = make_module(ctx, where, label, [e, pooled_only](GraphBuilder& gb) {
         std::vector<int32_t> ids(kClipWindowLength, 0);
         ggml_tensor* t = gb.input_i32(ids, {kClipWindowLength, 1});
-        return std::vector<ggml_tensor*>{models::build_clip_text(gb.nn(), cfg, t, 1)};
+        if (pooled_only) return std::vector<ggml_tensor*>{e->pooled_graph(gb, t, 1)};
+        return std::vector<ggml_tensor*>{models::build_clip_text(gb.nn(), e->cfg_, t, 1)};
     });
     if (!runner.ok()) return runner.status();
     enc->runner_ = std::move(*runner);
@@ -86,6 +77,37 @@ Status ClipTextEncoder::check(const std::string& prompt, const std::string& what
 
 Status ClipConditioner::check(const TextRequest& request) const {
     return encoder_->check(request.prompt, request.negative ? "the negative prompt" : "the prompt");
+}
+
+ggml_tensor* ClipTextEncoder::pooled_graph(GraphBuilder& gb, ggml_tensor* tokens, int64_t index) {
+    ggml_tensor* h = models::build_clip_text(gb.nn(), cfg_, tokens, 1);
+    ggml_tensor* pooled =
+        ggml_view_1d(gb.ctx(), h, cfg_.width, static_cast<size_t>(index) * h->nb[1]);
+    if (!projection_.empty()) {
+        pooled = nn::linear(gb.nn(), ggml_cont(gb.ctx(), pooled),
+                            projection_.substr(0, projection_.size() - 7), cfg_.width,
+                            projection_dim_, false);
+    }
+    return ggml_cont(gb.ctx(), pooled);
+}
+
+Result<HostTensor> ClipTextEncoder::encode_pooled(const std::string& prompt) {
+    const TokenWindows tw = tokenize_weighted(*tokenizer_, prompt, pad_token_);
+    std::vector<int32_t> ids(tw.tokens.begin(), tw.tokens.begin() + kClipWindowLength);
+    // The first EOS of the window (the pooled position of a causal CLIP).
+    int64_t eos = kClipWindowLength - 1;
+    for (int64_t i = 1; i < kClipWindowLength; ++i) {
+        if (ids[static_cast<size_t>(i)] == tokenizer_->eos()) {
+            eos = i;
+            break;
+        }
+    }
+    auto r = runner_->run([&](GraphBuilder& gb) {
+        ggml_tensor* t = gb.input_i32(ids, {kClipWindowLength, 1});
+        return std::vector<ggml_tensor*>{pooled_graph(gb, t, eos)};
+    });
+    if (!r.ok()) return r.status();
+    return std::move((*r)[0]);
 }
 
 Result<Conditioning> ClipConditioner::encode(const TextRequest& request) {

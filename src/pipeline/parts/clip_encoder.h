@@ -23,7 +23,8 @@ class ClipTextEncoder {
     // window (49407 for OpenAI CLIP, 0 for OpenCLIP).
     static Result<std::unique_ptr<ClipTextEncoder>> create(
         const FamilyContext& ctx, const ModuleDevices& where, const models::ClipTextConfig& cfg,
-        std::shared_ptr<const ClipTokenizer> tokenizer, int pad_token, const char* label);
+        std::shared_ptr<const ClipTokenizer> tokenizer, int pad_token, const char* label,
+        bool pooled_only = false);
 
     // Hidden states [width, 77 * windows, 1] after the layer clip_skip counts back from the
     // end (1 = last), with each token scaled by its prompt weight and each window's mean
@@ -32,14 +33,24 @@ class ClipTextEncoder {
     // The prompt limits (tokenizers/prompt_limits.h) for this encoder's tokenizer.
     Status check(const std::string& prompt, const std::string& what) const;
 
+    // The pooled vector [width] (or [projection] when the weights have text_projection.weight
+    // next to text_model.): the final-norm hidden state at the first EOS of the prompt's
+    // first window, after every layer (FLUX's and SDXL's pooled CLIP output).
+    Result<HostTensor> encode_pooled(const std::string& prompt);
+
+    int64_t pooled_width() const { return projection_.empty() ? cfg_.width : projection_dim_; }
     const models::ClipTextConfig& config() const { return cfg_; }
     ModuleRunner& runner() { return *runner_; }
     void end_phase() { runner_->end_phase(); }
 
   private:
+    ggml_tensor* pooled_graph(GraphBuilder& gb, ggml_tensor* tokens, int64_t index);
+
     models::ClipTextConfig cfg_;
     std::shared_ptr<const ClipTokenizer> tokenizer_;
     int pad_token_ = 49407;
+    std::string projection_;  // text_projection.weight, or empty
+    int64_t projection_dim_ = 0;
     std::unique_ptr<ModuleRunner> runner_;
 };
 
