@@ -117,8 +117,9 @@ TEST(CApiMemory, SamplerAndSchedulerNamesAndParametersJson) {
     text = nullptr;
     ASSERT_EQ(ggdiff_list_schedulers(&text), 0);
     nlohmann::json schedulers = take_json(text);
-    ASSERT_EQ(schedulers.size(), 9u);
+    ASSERT_EQ(schedulers.size(), 10u);  // FLUX's "flux" schedule is the tenth
     EXPECT_EQ(schedulers[0]["name"], "discrete");
+    EXPECT_NE(schedulers.dump().find("\"flux\""), std::string::npos);
 
     text = nullptr;
     ASSERT_EQ(ggdiff_parameters_to_json(
