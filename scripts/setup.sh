@@ -68,22 +68,13 @@ PIN
     libgtest-dev libgmock-dev nlohmann-json3-dev libcpp-httplib-dev libcli11-dev \
     libpng-dev libjpeg-dev libwebp-dev zlib1g-dev \
     libopenblas0-pthread python3 python3-numpy python3-pil \
-    chromium nodejs clang libclang-rt-dev
-  # npm comes with some nodejs builds (NodeSource); Debian packages it apart.
-  if ! command -v npm >/dev/null 2>&1; then
-    $SUDO apt-get install -y -q --no-install-recommends npm
-  fi
+    chromium chromium-driver python3-selenium clang libclang-rt-dev
   $SUDO apt-get install -y -q --no-install-recommends -t sid \
     libggml-dev libggml0-backend-rpc libggml0-backend-blas
 }
 
 if [ "${GGDIFF_SKIP_APT:-0}" != 1 ]; then
   install_packages
-fi
-
-# The web page test drives Debian's chromium with playwright-core (pinned in tests/web).
-if command -v npm >/dev/null 2>&1; then
-  npm ci --prefix "$here/tests/web" --no-audit --no-fund
 fi
 
 cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type"
