@@ -51,6 +51,10 @@ void add_model_options(std::vector<OptionSpec>& out) {
          "vocab.json + merges.txt (+ added_tokens.json), a tokenizer.json, or a folder holding "
          "tokenizer/",
          GGDIFF_FIELD(model.llm_tokenizer));
+    file("t5xxl-tokenizer",
+         "T5 tokenizer (FLUX, SD3): a Hugging Face tokenizer.json, or a folder holding it (or "
+         "tokenizer_2/); default: one found next to the T5 weights or the model",
+         GGDIFF_FIELD(model.t5xxl_tokenizer));
     planned("control-net", "ControlNet model");
     planned("photo-maker", "PhotoMaker model");
     planned("pulid-weights", "PuLID model");
@@ -83,7 +87,9 @@ void add_model_options(std::vector<OptionSpec>& out) {
         .bind(to_text(GGDIFF_FIELD(model.lora_apply_mode)));
     opt(out, g, "prediction", OptType::Enum, kModel)
         .values(sampling::prediction_names)
-        .help("Override the prediction type detected from the checkpoint")
+        .help(
+            "Override the prediction type detected from the checkpoint (SD1/SD2 take eps or v; "
+            "a prediction the model cannot use is an error)")
         .bind([](ApiOptions& o, OptionValue& v) -> Status {
             for (const std::string& name : sampling::prediction_names()) {
                 if (name == v.text) {

@@ -13,6 +13,11 @@
 //                         slices. open_clip's text_projection is kept as "text_projection"
 //                         (open_clip orientation [width, proj], applied as x @ P), unlike HF's
 //                         "text_projection.weight" ([proj, width], x @ W^T).
+//   FLUX.1 DiT            model.diffusion_model.{img_in,double_blocks,single_blocks,...} (the
+//                         original names; diffusers files renamed, see DiffusersFluxMap)
+//   Text encoders of DiT  text_encoders.<clip_l|clip_g|t5xxl>.<HF names>: a full checkpoint's
+//   checkpoints           "text_encoders.X.transformer." wrapper is dropped; its "vae." VAE
+//                         becomes first_stage_model.
 //   Anything else         kept as stored, under the role prefix.
 #pragma once
 
@@ -60,6 +65,14 @@ class DiffusersVaeMap {
 
   private:
     int up_levels_ = 4;
+};
+
+// diffusers FluxTransformer2DModel -> FLUX.1 original names (split q/k/v kept apart; see
+// name_map_flux.cpp).
+class DiffusersFluxMap {
+  public:
+    static bool detect(const std::vector<std::string>& names);
+    static bool map(const std::string& name, std::string* out);
 };
 
 // open_clip text tower name (without the "model." wrapper) -> HF CLIP name(s). A fused

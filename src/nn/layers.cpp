@@ -142,6 +142,23 @@ ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_t
     return ggml_reshape_3d(ctx, out, dim, tq, n);
 }
 
+ggml_tensor* attention_biased(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
+                              int heads, ggml_tensor* bias, float scale) {
+    const int64_t dim = q->ne[0];
+    const int64_t d = dim / heads;
+    const int64_t tq = q->ne[1], tk = k->ne[1];
+    const int64_t n = q->ne[2];
+    q = ggml_permute(ctx, ggml_reshape_4d(ctx, q, d, heads, tq, n), 0, 2, 1, 3);
+    k = ggml_permute(ctx, ggml_reshape_4d(ctx, k, d, heads, tk, n), 0, 2, 1, 3);
+    v = ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_4d(ctx, v, d, heads, tk, n), 1, 2, 0, 3));
+    ggml_tensor* kq = ggml_mul_mat(ctx, k, q);  // [Tk, Tq, H, N]
+    if (scale != 1.0f) kq = ggml_scale(ctx, kq, scale);
+    kq = ggml_soft_max(ctx, ggml_add(ctx, kq, bias));
+    ggml_tensor* out = ggml_mul_mat(ctx, v, kq);               // [d, Tq, H, N]
+    out = ggml_cont(ctx, ggml_permute(ctx, out, 0, 2, 1, 3));  // [d, H, Tq, N]
+    return ggml_reshape_3d(ctx, out, dim, tq, n);
+}
+
 ggml_tensor* image_to_tokens(ggml_context* ctx, ggml_tensor* x) {
     const int64_t w = x->ne[0], h = x->ne[1], ch = x->ne[2], n = x->ne[3];
     x = ggml_cont(ctx, ggml_permute(ctx, x, 1, 2, 0, 3));  // [C, W, H, N]

@@ -40,6 +40,11 @@ ggml_tensor* layer_norm(Ctx& c, ggml_tensor* x, const std::string& prefix, int64
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int heads,
                        bool causal = false);
 
+// Attention with an additive bias on the logits (T5's relative position bias): logits are
+// q.k * scale + bias, bias [Tk, Tq, heads, 1] (broadcast over the batch).
+ggml_tensor* attention_biased(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
+                              int heads, ggml_tensor* bias, float scale);
+
 // [W, H, C, N] <-> [C, W*H, N] token layout.
 ggml_tensor* image_to_tokens(ggml_context* ctx, ggml_tensor* x);
 ggml_tensor* tokens_to_image(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h);

@@ -30,6 +30,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options) {
         }
         return Status::Error(family + " models are not supported yet");
     }
+    // A part file no part reads would be silently unused: say so before loading.
+    GGDIFF_TRY(check_part_files(*recipe, options));
 
     std::unique_ptr<Engine> engine(new Engine());
     engine->index_ = std::move(*index);

@@ -35,6 +35,10 @@ class Engine {
                                                  const ProgressFn& progress,
                                                  const ImageFn& on_image = nullptr);
 
+    // How many images generate() makes for these options: one per batch item, times the
+    // frames each latent decodes to (Qwen Image Layered: one per layer).
+    int image_count(const GenerateOptions& options) const;
+
     std::string family() const { return family_.name; }
     std::string model_name() const { return model_name_; }  // base name of the main file
     const Family& family_parts() const { return family_; }

@@ -26,6 +26,7 @@
 #include "pipeline/placement_setup.h"
 #include "sampling/parameterization.h"
 #include "sampling/rng.h"
+#include "sampling/schedules.h"
 
 namespace ggdiff {
 
@@ -96,6 +97,9 @@ struct FamilyDefaults {
     float cfg_scale = 7.0f;
     int width = 512, height = 512;
     int clip_skip = 1;
+    // The schedule when neither --scheduler nor the sampler asks for one (lcm for lcm/tcd,
+    // simple for ddim_trailing, exponential for EDM); unset: discrete.
+    std::optional<sampling::ScheduleKind> schedule;
 };
 
 // A module LoRA files can patch: its runner and, per weight (canonical name), the keys it
@@ -119,6 +123,9 @@ struct Family {
     // Whether the family's denoiser uses classifier-free guidance at all (distilled models
     // may ignore --cfg-scale and take --guidance instead).
     bool uses_cfg = true;
+    // Whether the denoiser takes a distilled guidance value (DenoiseBatch::guidance, from
+    // --guidance; FLUX.1-dev). Shown in the infotext when set.
+    bool uses_guidance = false;
     std::unique_ptr<TextConditioner> text;
     std::unique_ptr<Denoiser> denoiser;
     std::unique_ptr<Autoencoder> vae;
@@ -155,6 +162,10 @@ struct FamilyRecipe {
     bool (*detect)(const TensorIndex& index);
     // Reads the configuration from the weights and builds the parts (loads weights).
     Result<Family> (*load)(const FamilyContext& context);
+    // The stand-alone part files its parts read, as their flags spell them without "--"
+    // ("vae,taesd,clip_l"); a part file given for any other part (--clip_g, --t5xxl, --llm,
+    // --clip_l, --taesd) is an error rather than silently unused. nullptr: not checked.
+    const char* part_files = nullptr;
 };
 
 }  // namespace ggdiff

@@ -111,10 +111,18 @@ Result<Plan> plan_request(const GenerateOptions& o, const Family& f) {
     } else {
         // No --scheduler: the sampler's and the model's own default (lcm for lcm/tcd,
         // simple for ddim_trailing, exponential for EDM-v models, else discrete).
-        const sampling::ScheduleKind kind =
-            o.scheduler.value_or(sampling::default_schedule(p.sampler, p.param));
+        sampling::ScheduleKind kind = sampling::default_schedule(p.sampler, p.param);
+        if (kind == sampling::ScheduleKind::Discrete && f.defaults.schedule) {
+            kind = *f.defaults.schedule;
+        }
+        kind = o.scheduler.value_or(kind);
         p.schedule = kind;
-        auto s = sampling::make_sigmas(kind, o.steps, p.param);
+        // Resolution-dependent schedules count the latent's pixels.
+        sampling::ScheduleOptions so;
+        so.image_seq_len =
+            static_cast<int64_t>(p.width / f.vae->downscale()) * (p.height / f.vae->downscale());
+        if (o.flow_shift) so.flux_mu = *o.flow_shift;
+        auto s = sampling::make_sigmas(kind, o.steps, p.param, so);
         if (!s.ok()) return s.status();
         p.sigmas = std::move(*s);
     }
@@ -142,6 +150,11 @@ std::vector<float> slice(const std::vector<float>& v, size_t offset, size_t n) {
 }
 
 }  // namespace
+
+int Engine::image_count(const GenerateOptions& o) const {
+    const int frames = family_.latent_frames ? std::max(1, family_.latent_frames(o)) : 1;
+    return std::max(1, o.batch) * frames;
+}
 
 Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
                                                      const ProgressFn& progress,
@@ -379,6 +392,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
             info.sampler = sampling::sampler_a1111_name(sampler);
             if (p.schedule) info.schedule = sampling::schedule_a1111_name(*p.schedule);
             info.cfg_scale = p.cfg_scale;
+            if (f.uses_guidance) info.guidance = o.guidance;
             info.seed = seed;
             info.width = p.width;
             info.height = p.height;

@@ -16,6 +16,8 @@ namespace {
 
 constexpr const char* kUnet = "model.diffusion_model.";
 constexpr const char* kClip = "cond_stage_model.transformer.text_model.";
+// Where a stand-alone --clip_l file's encoder is indexed; it replaces the checkpoint's.
+constexpr const char* kClipFile = "text_encoders.clip_l.text_model.";
 
 // Width of the UNet's cross-attention context (attn2.to_k takes [dim, context]).
 int64_t context_width(const TensorIndex& index) {
@@ -52,7 +54,7 @@ void read_default_size(const TensorIndex& index, FamilyDefaults& d) {
 Result<Family> load(const FamilyContext& ctx) {
     auto unet = models::detect_unet(ctx.index);
     if (!unet.ok()) return unet.status();
-    auto clip = models::detect_clip_text(ctx.index, kClip);
+    auto clip = models::detect_clip_text(ctx.index, ctx.options.clip_l.empty() ? kClip : kClipFile);
     if (!clip.ok()) return clip.status().with_context("text encoder");
     auto vae = models::detect_vae(ctx.index);
     if (!vae.ok()) return vae.status();
@@ -95,6 +97,7 @@ Result<Family> load(const FamilyContext& ctx) {
 
 }  // namespace
 
-const FamilyRecipe kSdRecipe = {"sd", "SD1.x / SD2.x", detect, load};
+const FamilyRecipe kSdRecipe = {"sd", "SD1.x / SD2.x", detect, load,
+                                "diffusion-model,clip_l,vae,taesd"};
 
 }  // namespace ggdiff

@@ -101,7 +101,7 @@ Result<Family> load(const FamilyContext& ctx) {
                                          *tokenizer, 49407, "CLIP-L");
     if (!enc_l.ok()) return enc_l.status();
     auto enc_g = ClipTextEncoder::create(ctx, ctx.placement.te, *clip_g, *tokenizer, 49407,
-                                         "OpenCLIP bigG", /*pooled=*/true);
+                                         "OpenCLIP bigG", ClipPooled::Also);
     if (!enc_g.ok()) return enc_g.status();
     f.lora_targets.push_back(clip_lora_target(**enc_l, "CLIP-L", {"te1", "text_encoder"}));
     f.lora_targets.push_back(clip_lora_target(**enc_g, "OpenCLIP bigG", {"te2", "text_encoder_2"}));

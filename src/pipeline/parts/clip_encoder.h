@@ -17,19 +17,18 @@ namespace ggdiff {
 // tokenizer/ folder next to the model, else the built-in list (tokenizers/find_tokenizer.h).
 Result<std::shared_ptr<const ClipTokenizer>> load_clip_tokenizer(const FamilyContext& ctx);
 
-// Multiplies each token's hidden state [width, tokens] by its prompt weight, then rescales
-// the whole window so that its mean is what it was (A1111's emphasis rule).
-void apply_token_weights(float* h, int64_t width, int64_t tokens, const float* weights);
+enum class ClipPooled { No, Also, Only };
 
 class ClipTextEncoder {
   public:
     // Builds the encoder over the weights under cfg.prefix; `pad_token` fills the last
-    // window (49407 for OpenAI CLIP, 0 for OpenCLIP). With `pooled`, the pooled output
-    // (and its projection) is declared too.
+    // window (49407 for OpenAI CLIP, 0 for OpenCLIP). `pooled` says which outputs the
+    // encoder's graphs have: the hidden states, both, or only the pooled output (and its
+    // projection, when cfg has one).
     static Result<std::unique_ptr<ClipTextEncoder>> create(
         const FamilyContext& ctx, const ModuleDevices& where, const models::ClipTextConfig& cfg,
         std::shared_ptr<const ClipTokenizer> tokenizer, int pad_token, const char* label,
-        bool pooled = false);
+        ClipPooled pooled = ClipPooled::No);
 
     // Hidden states [width, 77 * windows, 1] after the layer clip_skip counts back from the
     // end (1 = last), with each token scaled by its prompt weight and each window's mean
@@ -43,6 +42,15 @@ class ClipTextEncoder {
     Result<HostTensor> hidden(const std::vector<int32_t>& ids, int clip_skip, bool final_norm,
                               int64_t pooled_index = -1, HostTensor* pooled = nullptr);
 
+    // The pooled vector [width] (or [projection_dim] when the config has a projection): the
+    // final-norm hidden state at the first EOS of the prompt's first window, after every
+    // layer (FLUX's pooled CLIP output).
+    Result<HostTensor> encode_pooled(const std::string& prompt);
+
+    int64_t pooled_width() const {
+        return cfg_.projection == models::ClipTextConfig::Projection::None ? cfg_.width
+                                                                          : cfg_.projection_dim;
+    }
     const models::ClipTextConfig& config() const { return cfg_; }
     ModuleRunner& runner() { return *runner_; }
     void end_phase() { runner_->end_phase(); }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/log.h"
+#include "pipeline/parts/token_weights.h"
 #include "tokenizers/token_windows.h"
 
 namespace ggdiff {
