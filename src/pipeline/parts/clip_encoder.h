@@ -49,7 +49,7 @@ class ClipTextEncoder {
 
     int64_t pooled_width() const {
         return cfg_.projection == models::ClipTextConfig::Projection::None ? cfg_.width
-                                                                          : cfg_.projection_dim;
+                                                                           : cfg_.projection_dim;
     }
     const models::ClipTextConfig& config() const { return cfg_; }
     ModuleRunner& runner() { return *runner_; }
