@@ -142,6 +142,11 @@ void ggdiff_images_free(ggdiff_image* images, int count);
  * call (copy what you keep). */
 typedef void (*ggdiff_image_fn)(const ggdiff_image* image, int index, void* user);
 
+/* How many images ggdiff_generate makes for these options with this model: the batch count
+ * times the images of one batch item (Qwen Image Layered: one per layer). Front ends use it
+ * to check every output file before generating. */
+int ggdiff_image_count(const ggdiff_model* model, const ggdiff_options* options, int* out_count);
+
 /* Like ggdiff_generate, but hands over each image as it is finished, so a failure or a
  * cancel later in a batch loses nothing that was done. */
 int ggdiff_generate_each(ggdiff_model* model, const ggdiff_options* options,
@@ -185,6 +190,64 @@ int ggdiff_image_save(const ggdiff_image* image, const char* path, int with_para
  * regular file is replaced and a symbolic link to one is followed; a folder, device, FIFO or
  * socket (or a link to one, or a dangling link) is refused. Nothing is written. */
 int ggdiff_image_check_path(const char* path);
+
+/* ---- For front ends that keep images in memory (the HTTP server, bindings) ---- */
+
+/* Copies an option set (e.g. a server's defaults, before one request's values). */
+ggdiff_options* ggdiff_options_clone(const ggdiff_options* options);
+
+/* Sets an image option from pixels in memory instead of a file path: "init-img" (img2img).
+ * The pixels are copied; a NULL image clears the option. Names of image inputs the engine
+ * does not have yet (e.g. "mask") are errors saying so. */
+int ggdiff_options_set_image(ggdiff_options* options, const char* name, const ggdiff_image* image);
+
+/* Encodes an image as "png", "jpeg" (or "jpg") or "webp" into a malloc'd buffer (free()).
+ * quality 1..100 applies to JPEG and WebP (WebP at 100 is lossless); PNG ignores it. The
+ * image's parameters text, when non-empty, is embedded as A1111 "parameters" metadata
+ * (PNG text chunk, JPEG/WebP EXIF UserComment). The in-memory counterpart of
+ * ggdiff_image_save. */
+int ggdiff_image_encode(const ggdiff_image* image, const char* format, int quality,
+                        unsigned char** out_bytes, size_t* out_size);
+
+/* Decodes PNG, JPEG or WebP bytes (recognised by content, not by any name) into one image
+ * with 3 (RGB) or 4 (RGBA) channels; free with ggdiff_images_free(image, 1). Its parameters
+ * are the embedded A1111 text, or NULL. Images with more than max_pixels pixels (0: the
+ * library's own limit of 16384 per side and 256 Mpixel) are refused from their header,
+ * before any pixel memory is allocated. */
+int ggdiff_image_decode(const void* data, size_t size, int64_t max_pixels,
+                        ggdiff_image** out_image);
+
+/* The loaded model as JSON (malloc'd, free()): {"name": main file base name without
+ * extension, "family": "SD1", "files": {"model": path, "vae": path, ...} (the files given,
+ * or the built-in model's path as "model"), "vae": VAE file base name or null, "version":
+ * library version}. (ggdiff_model_info describes model files before any loading.) */
+int ggdiff_loaded_model_info(const ggdiff_model* model, char** out_json);
+
+/* The built-in model that ggdiff_model_load uses when the options name neither "model" nor
+ * "diffusion-model": $GGDIFF_DEFAULT_MODEL, else models/ggdiff-toy-shapes.safetensors found
+ * next to the executable's folder or in the source tree. The path of an existing file (valid
+ * until the next call on this thread), or NULL when there is none (ggdiff_last_error() says
+ * where it was looked for). */
+const char* ggdiff_default_model(void);
+
+/* Samplers and schedulers as JSON arrays (malloc'd, free()), in the order the CLI lists
+ * them: [{"name": "dpm++2m_sde", "a1111": "DPM++ 2M SDE", "aliases": ["k_dpmpp_2m_sde",
+ * ...]}, ...]. */
+int ggdiff_list_samplers(char** out_json);
+int ggdiff_list_schedulers(char** out_json);
+
+/* The CLI name of a sampler or scheduler given in any accepted spelling (CLI, A1111,
+ * k-diffusion alias; case-insensitive): "DPM++ 2M SDE" -> "dpm++2m_sde". NULL for unknown
+ * names (ggdiff_last_error() lists the known ones). */
+const char* ggdiff_sampler_name(const char* any_name);
+const char* ggdiff_scheduler_name(const char* any_name);
+
+/* An image's A1111 parameters text parsed into JSON (malloc'd, free()) with the keys of the
+ * A1111 API's info object: prompt, negative_prompt, steps, sampler_name, cfg_scale, seed,
+ * width, height, and when present sd_model_name, denoising_strength, clip_skip,
+ * extra_generation_params ("Schedule type", ...), version: what ggdiff_image_metadata's
+ * "json" format gives for a file, less its "infotext" key. */
+int ggdiff_parameters_to_json(const char* parameters, char** out_json);
 
 #ifdef __cplusplus
 }

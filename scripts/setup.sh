@@ -68,7 +68,7 @@ PIN
     libgtest-dev libgmock-dev nlohmann-json3-dev libcpp-httplib-dev libcli11-dev \
     libpng-dev libjpeg-dev libwebp-dev zlib1g-dev \
     libopenblas0-pthread python3 python3-numpy python3-pil \
-    clang libclang-rt-dev
+    chromium chromium-driver python3-selenium clang libclang-rt-dev
   $SUDO apt-get install -y -q --no-install-recommends -t sid \
     libggml-dev libggml0-backend-rpc libggml0-backend-blas
 }

@@ -52,10 +52,14 @@ int main(int argc, char** argv) {
         {"-m,--model", "model"},
         {"--diffusion-model", "diffusion-model"},
         {"--vae", "vae"},
+        {"--clip_l", "clip_l"},
+        {"--t5xxl", "t5xxl"},
         {"--tokenizer", "tokenizer"},
         {"--llm", "llm"},
         {"--llm-tokenizer", "llm-tokenizer"},
         {"--qwen-image-layers", "qwen-image-layers"},
+        {"--t5xxl-tokenizer", "t5xxl-tokenizer"},
+        {"--guidance", "guidance"},
         {"-p,--prompt", "prompt"},
         {"-n,--negative-prompt", "negative-prompt"},
         {"-W,--width", "width"},
@@ -71,6 +75,8 @@ int main(int argc, char** argv) {
         {"--params-backend", "params-backend"},
         {"--rpc-servers", "rpc-servers"},
         {"-b,--batch-count", "batch-count"},
+        {"--lora-model-dir", "lora-model-dir"},
+        {"--lora-apply-mode", "lora-apply-mode"},
     };
     for (const auto& [flag, name] : flags) {
         app.add_option_function<std::string>(
@@ -139,10 +145,10 @@ int main(int argc, char** argv) {
     std::printf(
         "{\"load_seconds\": %.3f, \"text_seconds\": %.3f, \"encode_seconds\": %.3f, "
         "\"sampling_seconds\": %.3f, \"step_seconds\": %s, \"mean_step_seconds\": %.3f, "
-        "\"min_step_seconds\": %.3f, \"vae_decode_seconds\": %.3f, \"generate_seconds\": %.3f, "
-        "\"images\": %d, \"peak_rss_mib\": %.1f}\n",
+        "\"min_step_seconds\": %.3f, \"vae_decode_seconds\": %.3f, \"lora_seconds\": %.3f, "
+        "\"generate_seconds\": %.3f, \"images\": %d, \"peak_rss_mib\": %.1f}\n",
         load, phases.last_secs["text"], phases.last_secs["encode"], sum, steps.c_str(), mean,
-        fastest, phases.last_secs["decode"], total, n, peak_rss_mib());
+        fastest, phases.last_secs["decode"], phases.last_secs["lora"], total, n, peak_rss_mib());
     ggdiff_images_free(images, n);
     ggdiff_model_free(model);
     ggdiff_options_free(o);

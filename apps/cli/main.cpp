@@ -81,6 +81,15 @@ int generate(const CliRun& cli) {
         ggdiff::cli::print_error(ggdiff_last_error());
         return 1;
     }
+    // A model may make several images per batch item (Qwen Image Layered): their files are
+    // checked too, still before any compute.
+    int count = 0;
+    if (ggdiff_image_count(model, o, &count) != 0 ||
+        !outputs_ok(output, count, cli.integer("output-begin-idx"))) {
+        if (count == 0) ggdiff::cli::print_error(ggdiff_last_error());
+        ggdiff_model_free(model);
+        return 1;
+    }
     // Each image is written as soon as it is finished: a later failure keeps the rest.
     SaveState state{output, cli.integer("output-begin-idx"), !cli.flag("disable-image-metadata"),
                     0};

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "api/c_api_internal.h"
+#include "api/api_handles.h"
 #include "core/log.h"
 #include "core/safe_text.h"
 #include "devices/devices.h"
@@ -16,10 +16,6 @@
 #include "pipeline/model_files.h"
 #include "pipeline/placement_setup.h"
 #include "placement/auto_fit_report.h"
-
-struct ggdiff_model {
-    std::unique_ptr<ggdiff::Engine> engine;
-};
 
 namespace ggdiff::api {
 
@@ -72,6 +68,11 @@ const char* ggdiff_last_error(void) {
 
 ggdiff_options* ggdiff_options_new(void) {
     return new (std::nothrow) ggdiff_options();
+}
+
+ggdiff_options* ggdiff_options_clone(const ggdiff_options* options) {
+    if (!options) return nullptr;
+    return new (std::nothrow) ggdiff_options(*options);
 }
 
 void ggdiff_options_free(ggdiff_options* options) {
@@ -218,7 +219,7 @@ int ggdiff_model_load(const ggdiff_options* options, ggdiff_model** out_model) {
         }
         auto engine = ggdiff::Engine::load(ggdiff::effective_model_options(options->opts));
         if (!engine.ok()) return fail(engine.status());
-        *out_model = new ggdiff_model{std::move(*engine)};
+        *out_model = new ggdiff_model{std::move(*engine), options->opts.model};
         return 0;
     } catch (const std::exception& e) {
         return fail(std::string("loading failed: ") + e.what());
@@ -267,6 +268,12 @@ int ggdiff_generate(ggdiff_model* model, const ggdiff_options* options, ggdiff_p
     std::copy(c.images.begin(), c.images.end(), out);
     *out_images = out;
     *out_count = n;
+    return 0;
+}
+
+int ggdiff_image_count(const ggdiff_model* model, const ggdiff_options* options, int* out_count) {
+    if (!model || !options || !out_count) return fail("ggdiff_image_count: null argument");
+    *out_count = model->engine->image_count(options->opts.gen);
     return 0;
 }
 

@@ -163,12 +163,18 @@ void add_generation_options(std::vector<OptionSpec>& out) {
             "Classifier-free guidance scale; 1 skips the negative prompt; default: the model's "
             "(7 for SD1/SD2)")
         .bind(to_float(GGDIFF_FIELD(gen.cfg_scale)));
+    // Only instruct-pix2pix style models (an image condition with its own guidance) read
+    // it, and no such family is supported: accepted so sd-cli lines parse, said in --help.
     opt(out, g, "img-cfg-scale", OptType::Float, kGenerate)
-        .help("Image guidance scale of instruct / inpainting models (default: --cfg-scale)")
-        .bind(to_float(GGDIFF_FIELD(gen.img_cfg_scale)));
+        .no_effect(
+            "only instruct-pix2pix models take an image guidance scale, and none is supported "
+            "yet")
+        .help("Image guidance scale of instruct-pix2pix models; default: the CFG scale");
     opt(out, g, "guidance", OptType::Float, kGenerate)
         .def("3.5")
-        .help("Distilled guidance of models with a guidance input (FLUX)")
+        .help(
+            "Distilled guidance of models with a guidance input (FLUX); models without one "
+            "(SD1, SD2, SDXL, Qwen Image) have none")
         .bind(to_float(GGDIFF_FIELD(gen.guidance)));
     opt(out, g, "eta", OptType::Float, kGenerate)
         .range(0)

@@ -51,6 +51,10 @@ void add_model_options(std::vector<OptionSpec>& out) {
          "vocab.json + merges.txt (+ added_tokens.json), a tokenizer.json, or a folder holding "
          "tokenizer/",
          GGDIFF_FIELD(model.llm_tokenizer));
+    file("t5xxl-tokenizer",
+         "T5 tokenizer (FLUX, SD3): a Hugging Face tokenizer.json, or a folder holding it (or "
+         "tokenizer_2/); default: one found next to the T5 weights or the model",
+         GGDIFF_FIELD(model.t5xxl_tokenizer));
     file("control-net",
          "ControlNet for the model (original layout, with or without control_model., or "
          "diffusers); used with --control-image",
@@ -58,7 +62,10 @@ void add_model_options(std::vector<OptionSpec>& out) {
     planned("photo-maker", "PhotoMaker model");
     planned("pulid-weights", "PuLID model");
     planned("upscale-model", "ESRGAN upscaler model");
-    planned("lora-model-dir", "Folder searched for <lora:NAME:WEIGHT> prompt tags");
+    file("lora-model-dir",
+         "Folder of LoRA files: a prompt tag <lora:NAME:WEIGHT> applies NAME.safetensors (or "
+         ".gguf) from it with multiplier WEIGHT",
+         GGDIFF_FIELD(model.lora_model_dir));
     planned("embd-dir", "Folder of textual inversion embeddings");
 
     opt(out, g, "type", OptType::Enum, kModel)
@@ -77,11 +84,15 @@ void add_model_options(std::vector<OptionSpec>& out) {
     opt(out, g, "lora-apply-mode", OptType::Enum, kModel)
         .values({"auto", "immediately", "at_runtime"})
         .def("auto")
-        .not_yet("LoRA")
-        .help("How LoRAs are applied");
+        .help(
+            "How LoRAs are applied: immediately merges them into the weights, at_runtime adds "
+            "them in each layer, auto merges unless a weight is quantized or row-split")
+        .bind(to_text(GGDIFF_FIELD(model.lora_apply_mode)));
     opt(out, g, "prediction", OptType::Enum, kModel)
         .values(sampling::prediction_names)
-        .help("Override the prediction type detected from the checkpoint")
+        .help(
+            "Override the prediction type detected from the checkpoint (SD1/SD2 take eps or v; "
+            "a prediction the model cannot use is an error)")
         .bind([](ApiOptions& o, OptionValue& v) -> Status {
             for (const std::string& name : sampling::prediction_names()) {
                 if (name == v.text) {

@@ -97,23 +97,31 @@ Result<std::vector<FolderPart>> diffusers_folder_parts(const std::string& dir,
     }
 
     const bool sdxl = is_directory(join(dir, "text_encoder_2"));
+    // Transformer pipelines (FLUX, SD3): text_encoder is CLIP-L; text_encoder_2 is T5-XXL,
+    // or CLIP-G when a text_encoder_3 (T5) follows.
+    const bool dit = !is_directory(join(dir, "unet")) && is_directory(join(dir, "transformer"));
+    const bool three = is_directory(join(dir, "text_encoder_3"));
+    const char* denoiser = dit ? "transformer" : "unet";
     std::vector<std::pair<std::string, std::string>> wanted;  // (subfolder, prefix)
     if (prefix.empty()) {
-        if (!is_directory(join(dir, "unet"))) {
-            return Status::Error(
-                dir +
-                ": diffusers pipelines without a unet/ folder (transformer models) are "
-                "not supported; use the original single-file checkpoint");
+        if (!is_directory(join(dir, "unet")) && !dit) {
+            return Status::Error(dir +
+                                 ": diffusers pipeline without a unet/ or transformer/ folder");
         }
-        wanted = {{"unet", kDiffusion}, {"vae", kVae}};
-        if (sdxl) {
+        wanted = {{denoiser, kDiffusion}, {"vae", kVae}};
+        if (dit) {
+            wanted.push_back({"text_encoder", "text_encoders.clip_l."});
+            wanted.push_back(
+                {"text_encoder_2", three ? "text_encoders.clip_g." : "text_encoders.t5xxl."});
+            if (three) wanted.push_back({"text_encoder_3", "text_encoders.t5xxl."});
+        } else if (sdxl) {
             wanted.push_back({"text_encoder", "conditioner.embedders.0.transformer."});
             wanted.push_back({"text_encoder_2", "conditioner.embedders.1.transformer."});
         } else {
             wanted.push_back({"text_encoder", "cond_stage_model.transformer."});
         }
     } else if (prefix == kDiffusion) {
-        wanted = {{"unet", prefix}};
+        wanted = {{denoiser, prefix}};
     } else if (prefix == kVae) {
         wanted = {{"vae", prefix}};
     } else if (prefix == "text_encoders.clip_l.") {
@@ -131,7 +139,7 @@ Result<std::vector<FolderPart>> diffusers_folder_parts(const std::string& dir,
     for (const auto& [sub, p] : wanted) {
         const std::string subdir = join(dir, sub);
         if (!is_directory(subdir)) {
-            if (prefix.empty() && sub != "unet") {
+            if (prefix.empty() && sub != denoiser) {
                 GGDIFF_LOG_WARN("%s: no %s/ folder, skipping", dir.c_str(), sub.c_str());
                 continue;
             }

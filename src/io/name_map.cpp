@@ -112,6 +112,18 @@ std::vector<NameMapping> map_full(const std::vector<std::string>& names,
             te = "conditioner.embedders." + std::to_string(idx) + ".";
             rest = rest.substr(6);
         }
+        // DiT checkpoints (ComfyUI's single files): "text_encoders.X.transformer.Y" and
+        // "vae.Y" under the names every other file role uses.
+        const size_t tr = n.find(".transformer.");
+        if (starts_with(n, "text_encoders.") && tr != std::string::npos &&
+            n.find('.', std::string("text_encoders.").size()) == tr) {
+            out.push_back({i, n.substr(0, tr + 1) + n.substr(tr + 13), 0, 1});
+            continue;
+        }
+        if (starts_with(n, "vae.")) {
+            out.push_back({i, std::string(kVaePrefix) + n.substr(4), 0, 1});
+            continue;
+        }
         std::vector<std::string> parts;
         if (!te.empty() && openclip_to_hf(rest, &parts)) {
             ++renamed;
@@ -139,8 +151,9 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
     if (kind == RoleKind::Full) {
         if (is_full_checkpoint(names)) return map_full(names, notes);
         // A single component given as the main model: file it under its component.
-        if (DiffusersUnetMap::detect(names) || any_starts_with(names, "input_blocks.") ||
-            any_starts_with(names, "double_blocks.") || any_starts_with(names, "joint_blocks.") ||
+        if (DiffusersUnetMap::detect(names) || DiffusersFluxMap::detect(names) ||
+            any_starts_with(names, "input_blocks.") || any_starts_with(names, "double_blocks.") ||
+            any_starts_with(names, "joint_blocks.") ||
             (any_starts_with(names, "transformer_blocks.") && any_starts_with(names, "img_in."))) {
             if (notes)
                 notes->push_back("bare diffusion model: filed under " +
@@ -188,6 +201,10 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
         DiffusersUnetMap m(w.names);
         convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });
         if (notes) notes->push_back("diffusers UNet layout renamed to LDM");
+    } else if (kind == RoleKind::Diffusion && DiffusersFluxMap::detect(w.names)) {
+        convert_all(
+            &w, [](const std::string& n, std::string* o) { return DiffusersFluxMap::map(n, o); });
+        if (notes) notes->push_back("diffusers FLUX transformer layout renamed to the original");
     } else if (kind == RoleKind::Vae && DiffusersVaeMap::detect(w.names)) {
         DiffusersVaeMap m(w.names);
         convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });

@@ -16,6 +16,11 @@
 //   ControlNet            control_model.{time_embed,input_blocks,middle_block,input_hint_block,
 //                         zero_convs,middle_block_out}: original layout, with or without its own
 //                         "control_model." prefix; diffusers ControlNetModel files are renamed.
+//   FLUX.1 DiT            model.diffusion_model.{img_in,double_blocks,single_blocks,...} (the
+//                         original names; diffusers files renamed, see DiffusersFluxMap)
+//   Text encoders of DiT  text_encoders.<clip_l|clip_g|t5xxl>.<HF names>: a full checkpoint's
+//   checkpoints           "text_encoders.X.transformer." wrapper is dropped; its "vae." VAE
+//                         becomes first_stage_model.
 //   Anything else         kept as stored, under the role prefix.
 #pragma once
 
@@ -63,6 +68,14 @@ class DiffusersVaeMap {
 
   private:
     int up_levels_ = 4;
+};
+
+// diffusers FluxTransformer2DModel -> FLUX.1 original names (split q/k/v kept apart; see
+// name_map_flux.cpp).
+class DiffusersFluxMap {
+  public:
+    static bool detect(const std::vector<std::string>& names);
+    static bool map(const std::string& name, std::string* out);
 };
 
 // open_clip text tower name (without the "model." wrapper) -> HF CLIP name(s). A fused

@@ -61,7 +61,10 @@ class TensorIndex {
     // A diffusers pipeline folder (model_index.json) added with prefix "" contributes
     // unet/ (model.diffusion_model.), vae/ (first_stage_model.) and text_encoder/
     // (cond_stage_model.transformer., or conditioner.embedders.0/1.transformer. when a
-    // text_encoder_2/ exists); with a role prefix only the matching subfolder is used.
+    // text_encoder_2/ exists); a transformer pipeline (FLUX, SD3) contributes transformer/
+    // (model.diffusion_model.), vae/, text_encoder/ (text_encoders.clip_l.) and
+    // text_encoder_2/ (text_encoders.t5xxl., or clip_g. when text_encoder_3/ holds the T5);
+    // with a role prefix only the matching subfolder is used.
     // A component folder (diffusion_pytorch_model.safetensors or model.safetensors,
     // optionally .fp16 or sharded with an .index.json) is added like a single file.
     Status add(const std::string& path, const std::string& prefix = "");

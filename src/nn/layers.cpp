@@ -7,9 +7,69 @@
 
 namespace ggdiff::nn {
 
+namespace {
+
+// w [kw, kh, in, out] applied to x [W, H, in, N], plus b [out] if given.
+ggml_tensor* conv(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, ggml_tensor* b, int stride,
+                  int pad) {
+    if (cpu::enabled(ctx) && w->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 &&
+        (!b || b->type == GGML_TYPE_F32) && x->ne[2] == w->ne[2]) {
+        return cpu::conv2d(ctx, w, x, b, stride, pad);
+    }
+    ggml_tensor* y = kernel_choices(ctx).conv_direct
+                         ? ggml_conv_2d_direct(ctx, w, x, stride, stride, pad, pad, 1, 1)
+                         : ggml_conv_2d(ctx, w, x, stride, stride, pad, pad, 1, 1);
+    if (b) y = ggml_add(ctx, y, ggml_reshape_4d(ctx, b, 1, 1, w->ne[3], 1));
+    return y;
+}
+
+ggml_tensor* as_matrix(ggml_context* ctx, ggml_tensor* t) {
+    return ggml_reshape_2d(ctx, t, t->ne[0] * t->ne[1] * t->ne[2], t->ne[3]);
+}
+
+ggml_tensor* add_scaled(ggml_context* ctx, ggml_tensor* sum, ggml_tensor* d, float scale) {
+    if (scale != 1.0f) d = ggml_scale(ctx, d, scale);
+    return sum ? ggml_add(ctx, sum, d) : d;
+}
+
+// The adapters of a convolution weight: x [W, H, in, N] -> [OW, OH, out, N] or nullptr.
+ggml_tensor* conv_adapters(Ctx& c, ggml_tensor* x, const std::string& weight, int stride, int pad) {
+    const std::vector<WeightAdapter>* list = c.w->adapters(weight);
+    if (!list) return nullptr;
+    ggml_tensor* sum = nullptr;
+    for (const WeightAdapter& a : *list) {
+        if (a.dense) {
+            sum = add_scaled(c.ctx, sum, conv(c.ctx, a.dense, x, nullptr, stride, pad), a.scale);
+        } else {
+            ggml_tensor* h = conv(c.ctx, a.down, x, nullptr, stride, pad);
+            sum = add_scaled(c.ctx, sum, conv(c.ctx, a.up, h, nullptr, 1, 0), a.scale);
+        }
+    }
+    return sum;
+}
+
+}  // namespace
+
+ggml_tensor* linear_adapters(Ctx& c, ggml_tensor* x, const std::string& weight) {
+    const std::vector<WeightAdapter>* list = c.w->adapters(weight);
+    if (!list) return nullptr;
+    ggml_tensor* sum = nullptr;
+    for (const WeightAdapter& a : *list) {
+        if (a.dense) {
+            sum =
+                add_scaled(c.ctx, sum, ggml_mul_mat(c.ctx, as_matrix(c.ctx, a.dense), x), a.scale);
+        } else {
+            ggml_tensor* h = ggml_mul_mat(c.ctx, as_matrix(c.ctx, a.down), x);
+            sum = add_scaled(c.ctx, sum, ggml_mul_mat(c.ctx, as_matrix(c.ctx, a.up), h), a.scale);
+        }
+    }
+    return sum;
+}
+
 ggml_tensor* linear(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t in, int64_t out,
                     bool bias) {
     ggml_tensor* y = ggml_mul_mat(c.ctx, c.W(prefix + ".weight", {in, out}), x);
+    if (ggml_tensor* d = linear_adapters(c, x, prefix + ".weight")) y = ggml_add(c.ctx, y, d);
     if (bias) y = ggml_add(c.ctx, y, c.W(prefix + ".bias", {out}));
     return y;
 }
@@ -18,14 +78,10 @@ ggml_tensor* conv2d(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t i
                     int k, int stride, int pad, bool bias) {
     ggml_tensor* w = c.W(prefix + ".weight", {k, k, in, out});
     ggml_tensor* b = bias ? c.W(prefix + ".bias", {out}) : nullptr;
-    if (cpu::enabled(c.ctx) && w->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 &&
-        (!b || b->type == GGML_TYPE_F32) && x->ne[2] == in) {
-        return cpu::conv2d(c.ctx, w, x, b, stride, pad);
+    ggml_tensor* y = conv(c.ctx, w, x, b, stride, pad);
+    if (ggml_tensor* d = conv_adapters(c, x, prefix + ".weight", stride, pad)) {
+        y = ggml_add(c.ctx, y, d);
     }
-    ggml_tensor* y = kernel_choices(c.ctx).conv_direct
-                         ? ggml_conv_2d_direct(c.ctx, w, x, stride, stride, pad, pad, 1, 1)
-                         : ggml_conv_2d(c.ctx, w, x, stride, stride, pad, pad, 1, 1);
-    if (b) y = ggml_add(c.ctx, y, ggml_reshape_4d(c.ctx, b, 1, 1, out, 1));
     return y;
 }
 
@@ -81,6 +137,23 @@ ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_t
     } else {
         kq = ggml_soft_max_ext(ctx, kq, nullptr, scale, 0.0f);
     }
+    ggml_tensor* out = ggml_mul_mat(ctx, v, kq);               // [d, Tq, H, N]
+    out = ggml_cont(ctx, ggml_permute(ctx, out, 0, 2, 1, 3));  // [d, H, Tq, N]
+    return ggml_reshape_3d(ctx, out, dim, tq, n);
+}
+
+ggml_tensor* attention_biased(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
+                              int heads, ggml_tensor* bias, float scale) {
+    const int64_t dim = q->ne[0];
+    const int64_t d = dim / heads;
+    const int64_t tq = q->ne[1], tk = k->ne[1];
+    const int64_t n = q->ne[2];
+    q = ggml_permute(ctx, ggml_reshape_4d(ctx, q, d, heads, tq, n), 0, 2, 1, 3);
+    k = ggml_permute(ctx, ggml_reshape_4d(ctx, k, d, heads, tk, n), 0, 2, 1, 3);
+    v = ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_4d(ctx, v, d, heads, tk, n), 1, 2, 0, 3));
+    ggml_tensor* kq = ggml_mul_mat(ctx, k, q);  // [Tk, Tq, H, N]
+    if (scale != 1.0f) kq = ggml_scale(ctx, kq, scale);
+    kq = ggml_soft_max(ctx, ggml_add(ctx, kq, bias));
     ggml_tensor* out = ggml_mul_mat(ctx, v, kq);               // [d, Tq, H, N]
     out = ggml_cont(ctx, ggml_permute(ctx, out, 0, 2, 1, 3));  // [d, H, Tq, N]
     return ggml_reshape_3d(ctx, out, dim, tq, n);

@@ -19,6 +19,12 @@ ggml_tensor* linear(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t i
 ggml_tensor* conv2d(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t in, int64_t out,
                     int k, int stride = 1, int pad = 0, bool bias = true);
 
+// The run-time adapters' contribution (see WeightAdapter) to a linear layer's output for
+// weight `weight` (full name, "....weight") and input x [in, ...]; nullptr when it has none.
+// Layers that use a weight through views (a fused projection split in halves) add it
+// themselves.
+ggml_tensor* linear_adapters(Ctx& c, ggml_tensor* x, const std::string& weight);
+
 // GroupNorm over channels (ne[2]) with affine weight/bias; input [W, H, C, N].
 ggml_tensor* group_norm(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t channels,
                         int groups = 32, float eps = 1e-6f);
@@ -33,6 +39,11 @@ ggml_tensor* layer_norm(Ctx& c, ggml_tensor* x, const std::string& prefix, int64
 // plain products and softmax.
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int heads,
                        bool causal = false);
+
+// Attention with an additive bias on the logits (T5's relative position bias): logits are
+// q.k * scale + bias, bias [Tk, Tq, heads, 1] (broadcast over the batch).
+ggml_tensor* attention_biased(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
+                              int heads, ggml_tensor* bias, float scale);
 
 // [W, H, C, N] <-> [C, W*H, N] token layout.
 ggml_tensor* image_to_tokens(ggml_context* ctx, ggml_tensor* x);

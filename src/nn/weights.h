@@ -13,6 +13,18 @@
 
 namespace ggdiff::nn {
 
+// An update a weight gets at run time instead of being merged into it (LoRA applied
+// "at_runtime"): the layer adds scale * up(down(x)), or the product with the dense
+// difference, to its output. Tensors are f32 on the weight's device; down and dense keep
+// the weight's kernel layout ([kw, kh, in, rank] / the weight's own shape), up is
+// [1, 1, rank, out].
+struct WeightAdapter {
+    ggml_tensor* down = nullptr;
+    ggml_tensor* up = nullptr;
+    ggml_tensor* dense = nullptr;
+    float scale = 1.0f;
+};
+
 class Weights {
   public:
     virtual ~Weights() = default;
@@ -22,6 +34,11 @@ class Weights {
     virtual ggml_tensor* get(const std::string& name, const std::vector<int64_t>& ne) = 0;
     // Whether an optional weight exists in the checkpoint.
     virtual bool has(const std::string& name) const = 0;
+    // The run-time updates of weight `name` (nullptr: none).
+    virtual const std::vector<WeightAdapter>* adapters(const std::string& name) const {
+        (void)name;
+        return nullptr;
+    }
 };
 
 // Everything a graph builder needs: the compute context and the weights.

@@ -35,6 +35,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options) {
         }
         return Status::Error(family + " models are not supported yet");
     }
+    // A part file no part reads would be silently unused: say so before loading.
+    GGDIFF_TRY(check_part_files(*recipe, options));
 
     std::unique_ptr<Engine> engine(new Engine());
     engine->index_ = std::move(*index);
@@ -43,6 +45,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options) {
                                                                      : default_model_path();
     engine->model_name_ = std::filesystem::path(main_file).stem().string();
 
+    auto lora_mode = parse_lora_apply_mode(options.lora_apply_mode);
+    if (!lora_mode.ok()) return lora_mode.status();
     auto placement = resolve_placement(options, engine->index_, wtype);
     if (!placement.ok()) return placement.status();
     engine->auto_fit_ = placement->auto_fit;
@@ -59,6 +63,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options) {
                              " models do not take a ControlNet here");
     }
     engine->family_ = std::move(*family);
+    engine->lora_ = std::make_unique<LoraManager>(options.lora_model_dir, *lora_mode, ctx.threads);
     return engine;
 }
 

@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "io/tensor_index.h"
 #include "pipeline/family.h"
+#include "pipeline/lora_manager.h"
 #include "pipeline/options.h"
 
 namespace ggdiff {
@@ -19,6 +20,7 @@ namespace ggdiff {
 struct PhaseTimings {
     double text = 0, encode = 0, decode = 0;
     std::vector<double> steps;  // mean seconds per step, per batch image
+    double lora = 0;            // applying the prompt's LoRAs (0 when unchanged)
 };
 
 class Engine {
@@ -33,6 +35,10 @@ class Engine {
                                                  const ProgressFn& progress,
                                                  const ImageFn& on_image = nullptr);
 
+    // How many images generate() makes for these options: one per batch item, times the
+    // frames each latent decodes to (Qwen Image Layered: one per layer).
+    int image_count(const GenerateOptions& options) const;
+
     std::string family() const { return family_.name; }
     std::string model_name() const { return model_name_; }  // base name of the main file
     const Family& family_parts() const { return family_; }
@@ -44,6 +50,7 @@ class Engine {
     // Declared first so that it outlives the family's parts, which read from it.
     TensorIndex index_;
     Family family_;
+    std::unique_ptr<LoraManager> lora_;
     std::string model_name_;
     bool auto_fit_ = false;
     PhaseTimings timings_;

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,7 @@
 #include "pipeline/placement_setup.h"
 #include "sampling/parameterization.h"
 #include "sampling/rng.h"
+#include "sampling/schedules.h"
 
 namespace ggdiff {
 
@@ -102,6 +104,18 @@ struct FamilyDefaults {
     float cfg_scale = 7.0f;
     int width = 512, height = 512;
     int clip_skip = 1;
+    // The schedule when neither --scheduler nor the sampler asks for one (lcm for lcm/tcd,
+    // simple for ddim_trailing, exponential for EDM); unset: discrete.
+    std::optional<sampling::ScheduleKind> schedule;
+};
+
+// A module LoRA files can patch: its runner and, per weight (canonical name), the keys it
+// answers to in LoRA files (see io/lora_names.h; the canonical name itself always counts).
+struct LoraTarget {
+    std::string label;  // "UNet", "CLIP-L", ... (logs)
+    ModuleRunner* runner = nullptr;
+    bool text_encoder = false;  // takes a tag's text-encoder weight, else its denoiser weight
+    std::function<std::vector<std::string>(const std::string& weight)> keys;
 };
 
 // A loaded family: its parts and what the generate path needs to know about them.
@@ -122,6 +136,9 @@ struct Family {
     // 1 = repaint) and the latent of the init image with the repaint area mid grey
     // (latent_channels) as DenoiseBatch::concat.
     bool inpaint_inputs = false;
+    // Whether the denoiser takes a distilled guidance value (DenoiseBatch::guidance, from
+    // --guidance; FLUX.1-dev). Shown in the infotext when set.
+    bool uses_guidance = false;
     std::unique_ptr<TextConditioner> text;
     std::unique_ptr<Denoiser> denoiser;
     std::unique_ptr<Autoencoder> vae;
@@ -137,6 +154,8 @@ struct Family {
     // pixel count (at most 1024x1024) in multiples of this, then encoded by the VAE (through
     // image_input). 0: the family takes none.
     int ref_image_multiple = 0;
+    // The modules <lora:...> prompt tags can patch (none: LoRA tags are an error).
+    std::vector<LoraTarget> lora_targets;
 };
 
 // Everything a recipe gets when it builds a family.
@@ -156,6 +175,10 @@ struct FamilyRecipe {
     bool (*detect)(const TensorIndex& index);
     // Reads the configuration from the weights and builds the parts (loads weights).
     Result<Family> (*load)(const FamilyContext& context);
+    // The stand-alone part files its parts read, as their flags spell them without "--"
+    // ("vae,taesd,clip_l"); a part file given for any other part (--clip_g, --t5xxl, --llm,
+    // --clip_l, --taesd) is an error rather than silently unused. nullptr: not checked.
+    const char* part_files = nullptr;
 };
 
 }  // namespace ggdiff

@@ -92,8 +92,12 @@ Result<Plan> plan_request(const GenerateOptions& o, const Family& f) {
     if (f.check_request) GGDIFF_TRY(f.check_request(o));
     GGDIFF_TRY(check_prompt_bytes(o.prompt.size(), "the prompt"));
     GGDIFF_TRY(check_prompt_bytes(o.negative_prompt.size(), "the negative prompt"));
+    // The prompt's limits apply to what is tokenized: without its <lora:...> tags.
+    std::vector<LoraRequest> tags;
+    auto untagged = extract_lora_tags(o.prompt, &tags);
+    if (!untagged.ok()) return untagged.status();
     TextRequest tr;
-    tr.prompt = o.prompt;
+    tr.prompt = *untagged;
     GGDIFF_TRY(f.text->check(tr));
     tr.prompt = o.negative_prompt;
     tr.negative = true;
@@ -118,10 +122,18 @@ Result<Plan> plan_request(const GenerateOptions& o, const Family& f) {
     } else {
         // No --scheduler: the sampler's and the model's own default (lcm for lcm/tcd,
         // simple for ddim_trailing, exponential for EDM-v models, else discrete).
-        const sampling::ScheduleKind kind =
-            o.scheduler.value_or(sampling::default_schedule(p.sampler, p.param));
+        sampling::ScheduleKind kind = sampling::default_schedule(p.sampler, p.param);
+        if (kind == sampling::ScheduleKind::Discrete && f.defaults.schedule) {
+            kind = *f.defaults.schedule;
+        }
+        kind = o.scheduler.value_or(kind);
         p.schedule = kind;
-        auto s = sampling::make_sigmas(kind, o.steps, p.param);
+        // Resolution-dependent schedules count the latent's pixels.
+        sampling::ScheduleOptions so;
+        so.image_seq_len =
+            static_cast<int64_t>(p.width / f.vae->downscale()) * (p.height / f.vae->downscale());
+        if (o.flow_shift) so.flux_mu = *o.flow_shift;
+        auto s = sampling::make_sigmas(kind, o.steps, p.param, so);
         if (!s.ok()) return s.status();
         p.sigmas = std::move(*s);
     }
@@ -150,6 +162,11 @@ std::vector<float> slice(const std::vector<float>& v, size_t offset, size_t n) {
 
 }  // namespace
 
+int Engine::image_count(const GenerateOptions& o) const {
+    const int frames = family_.latent_frames ? std::max(1, family_.latent_frames(o)) : 1;
+    return std::max(1, o.batch) * frames;
+}
+
 Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
                                                      const ProgressFn& progress,
                                                      const ImageFn& on_image) {
@@ -160,10 +177,21 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
     const Plan& p = *planned;
     std::vector<float> sigmas = p.sigmas;
 
+    // LoRA tags leave the prompt before it is tokenized (the saved prompt keeps them).
+    std::vector<LoraRequest> loras;
+    auto prompt = extract_lora_tags(o.prompt, &loras);
+    if (!prompt.ok()) return prompt.status();
+    auto tl = Clock::now();
+    GGDIFF_TRY(lora_->apply(f, loras));
+    timings_.lora = seconds_since(tl);
+    if (!loras.empty() && progress && !progress("lora", 1, 1, timings_.lora)) {
+        return Status::Error("cancelled");
+    }
+
     // Text conditioning.
     auto t0 = Clock::now();
     TextRequest tr;
-    tr.prompt = o.prompt;
+    tr.prompt = *prompt;
     tr.clip_skip = o.clip_skip;
     tr.width = p.width;
     tr.height = p.height;
@@ -427,6 +455,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
             info.sampler = sampling::sampler_a1111_name(sampler);
             if (p.schedule) info.schedule = sampling::schedule_a1111_name(*p.schedule);
             info.cfg_scale = p.cfg_scale;
+            if (f.uses_guidance) info.guidance = o.guidance;
             info.seed = seed;
             info.width = p.width;
             info.height = p.height;
@@ -434,6 +463,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
             if (o.clip_skip > 0) info.clip_skip = o.clip_skip;
             if (o.init_image) info.denoising_strength = o.strength;
             info.rng = sampling::rng_name(p.rng);
+            if (!lora_->hashes().empty()) info.extra.emplace_back("Lora hashes", lora_->hashes());
             g.infotext = format_infotext(info);
             if (on_image) on_image(g);
             results.push_back(std::move(g));

@@ -23,13 +23,14 @@ struct ModelOptions {
     std::string diffusion_model;  // --diffusion-model
     std::string vae;              // --vae
     std::string clip_l, clip_g, t5xxl, llm;
-    std::string taesd;          // --taesd
-    std::string control_net;    // --control-net: a ControlNet for the model
-    std::string tokenizer;      // --tokenizer: CLIP merges.txt / folder
-    std::string llm_tokenizer;  // --llm-tokenizer: Qwen2 BPE vocab folder / tokenizer.json
-    int weight_type = -1;       // --type: a ggml_type, or -1 to keep the stored types
-    std::string prediction;     // --prediction override (a prediction_names() value; "" = detect)
-    int threads = -1;           // -1: all hardware threads
+    std::string taesd;            // --taesd
+    std::string control_net;      // --control-net: a ControlNet for the model
+    std::string tokenizer;        // --tokenizer: CLIP merges.txt / folder
+    std::string llm_tokenizer;    // --llm-tokenizer: Qwen2 BPE vocab folder / tokenizer.json
+    std::string t5xxl_tokenizer;  // --t5xxl-tokenizer: T5 tokenizer.json / folder
+    int weight_type = -1;         // --type: a ggml_type, or -1 to keep the stored types
+    std::string prediction;       // --prediction override (a prediction_names() value; "" = detect)
+    int threads = -1;             // -1: all hardware threads
     // Placement (validated by the placement layer before any weight is read).
     std::string backend;
     std::string params_backend;
@@ -43,6 +44,11 @@ struct ModelOptions {
     bool flash_attn = false, diffusion_flash_attn = false;
     bool diffusion_conv_direct = false, vae_conv_direct = false;
     bool control_net_cpu = false;  // --control-net-cpu: = --backend controlnet=CPU
+    // LoRA: the folder <lora:NAME:WEIGHT> prompt tags load NAME from, and how they are
+    // applied: "auto" (merged into the weights unless quantized or row-split, then at run
+    // time), "immediately" (merged) or "at_runtime".
+    std::string lora_model_dir;
+    std::string lora_apply_mode = "auto";
 };
 
 struct TilingOptions {

@@ -120,6 +120,12 @@ Result<EnginePlacement> resolve_placement(const ModelOptions& o, const TensorInd
     ep.diffusion = module_devices(effective, placement::Module::Diffusion, devices);
     ep.vae = module_devices(effective, placement::Module::Vae, devices);
     ep.control = module_devices(effective, placement::Module::ControlNet, devices);
+    // The auto-fit plan places the three big modules; a ControlNet runs beside the denoiser
+    // (its outputs feed every UNet block), unless --control-net-cpu says otherwise.
+    if (ep.auto_fit && !o.control_net_cpu && ep.control.devices.empty() &&
+        !ep.diffusion.devices.empty()) {
+        ep.control.devices = {ep.diffusion.devices.front()};
+    }
     return ep;
 }
 

@@ -172,7 +172,10 @@ Status ModuleRunner::plan_split(std::vector<ggml_backend_t>& backends) {
                 acc += static_cast<float>(row.proportions[i]);
             }
             ggml_backend_buffer_type_t sb = fn(0, split.data());
-            for (size_t i : row.split_tensors) buft_of_[records[i].name] = sb;
+            for (size_t i : row.split_tensors) {
+                buft_of_[records[i].name] = sb;
+                split_weights_.push_back(records[i].name);
+            }
             note(placement::row_split_log_line(row));
             backends.resize(1);
             return Status::Ok();
@@ -213,7 +216,18 @@ Status ModuleRunner::load() {
     Status st = placement_.params == ModuleDevices::Params::Device
                     ? weights_->stage(buft_for)
                     : weights_->load_placed(buft_for);
+    if (st.ok() && on_loaded_) st = on_loaded_();
     return st.with_context(label_);
+}
+
+bool ModuleRunner::in_split_buffer(const std::string& name) const {
+    return std::find(split_weights_.begin(), split_weights_.end(), name) != split_weights_.end();
+}
+
+ggml_backend_buffer_type_t ModuleRunner::buffer_type_for(const std::string& name) const {
+    if (in_split_buffer(name)) return default_buft_;
+    auto it = buft_of_.find(name);
+    return it == buft_of_.end() ? default_buft_ : it->second;
 }
 
 Status ModuleRunner::begin_phase() {

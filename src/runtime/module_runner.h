@@ -49,6 +49,17 @@ class ModuleRunner {
     void set_kernel_choices(const KernelChoices& choices) { choices_ = choices; }
 
     WeightStore& weights() { return *weights_; }
+
+    // Called each time the weights are read onto their devices after prepare() (every
+    // phase with disk or params-device weights): e.g. to merge LoRAs into them again.
+    void set_on_loaded(std::function<Status()> fn) { on_loaded_ = std::move(fn); }
+    // Whether the weights stay loaded between phases.
+    bool resident() const { return placement_.params == ModuleDevices::Params::Compute; }
+    // Whether a weight lives in a row-split buffer (cannot be patched in place).
+    bool in_split_buffer(const std::string& name) const;
+    // The buffer type a weight is (or will be) loaded into; for split-buffer weights, the
+    // main device's.
+    ggml_backend_buffer_type_t buffer_type_for(const std::string& name) const;
     const std::optional<placement::LayerSplitPlan>& split_plan() const { return split_; }
     const ModuleDevices& placement() const { return placement_; }
     // The lines logged about where this module runs (for tests and -v).
@@ -72,6 +83,8 @@ class ModuleRunner {
     ggml_backend_buffer_type_t default_buft_ = nullptr;
     ggml_backend_buffer_type_t params_buft_ = nullptr;
     std::vector<std::string> log_;
+    std::function<Status()> on_loaded_;
+    std::vector<std::string> split_weights_;
     // Per weight: the op that consumes it and the split devices that cannot run that op.
     std::map<std::string, std::string> consumer_op_;
     std::map<std::string, std::vector<size_t>> unsupported_;

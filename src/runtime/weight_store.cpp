@@ -3,6 +3,7 @@
 #include <ggml-alloc.h>
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include "core/log.h"
@@ -58,6 +59,12 @@ WeightStore::~WeightStore() {
 
 bool WeightStore::has(const std::string& name) const {
     return index_.has(name);
+}
+
+const std::vector<nn::WeightAdapter>* WeightStore::adapters(const std::string& name) const {
+    if (!adapters_) return nullptr;
+    auto it = adapters_->find(name);
+    return it == adapters_->end() || it->second.empty() ? nullptr : &it->second;
 }
 
 int WeightStore::choose_type(const TensorInfo& info, size_t n_dims) const {
@@ -267,6 +274,7 @@ Status WeightStore::load_placed(const BufferTypeFn& buft_for) {
             ggml_backend_cpu_buffer_from_ptr(const_cast<uint8_t*>(base), size);
         if (!buf) return Status::Error("cannot map the checkpoint's weights");
         buffers_.push_back(buf);
+        mapped_buffers_.push_back(buf);
         mapped[base] = buf;
     }
     for (const InPlace& w : in_place) {
@@ -316,11 +324,49 @@ Status WeightStore::stage(const BufferTypeFn& buft_for) {
 void WeightStore::release() {
     for (ggml_backend_buffer_t b : buffers_) ggml_backend_buffer_free(b);
     buffers_.clear();
+    mapped_buffers_.clear();
     // Tensors keep their shapes and types; only the memory behind them is gone.
     for (auto& kv : order_) {
         kv.second->data = nullptr;
         kv.second->buffer = nullptr;
     }
+}
+
+const TensorInfo* WeightStore::source(const std::string& name) const {
+    auto it = infos_.find(name);
+    return it == infos_.end() ? nullptr : it->second;
+}
+
+bool WeightStore::in_mapped_file(const std::string& name) const {
+    const ggml_tensor* t = tensor(name);
+    return t && t->buffer &&
+           std::find(mapped_buffers_.begin(), mapped_buffers_.end(), t->buffer) !=
+               mapped_buffers_.end();
+}
+
+Status WeightStore::detach(const std::vector<std::string>& names) {
+    TensorList list;
+    for (const std::string& n : names) {
+        if (in_mapped_file(n)) list.emplace_back(n, tensor(n));
+    }
+    if (list.empty()) return Status::Ok();
+    // Keep the current contents, re-point the tensors at a new host buffer, copy back.
+    std::vector<std::vector<uint8_t>> saved;
+    for (auto& [name, t] : list) {
+        saved.emplace_back(static_cast<const uint8_t*>(t->data),
+                           static_cast<const uint8_t*>(t->data) + ggml_nbytes(t));
+        t->data = nullptr;
+        t->buffer = nullptr;
+    }
+    const ggml_backend_buffer_type_t cpu_buft =
+        ggml_backend_dev_buffer_type(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+    Status st = allocate(
+        list, [cpu_buft](const std::string&) { return cpu_buft; }, buffers_);
+    if (!st.ok()) return st.with_context("giving patched weights their own memory");
+    for (size_t i = 0; i < list.size(); ++i) {
+        std::memcpy(list[i].second->data, saved[i].data(), saved[i].size());
+    }
+    return Status::Ok();
 }
 
 size_t WeightStore::bytes() const {

@@ -27,6 +27,12 @@ class WeightStore : public nn::Weights {
 
     ggml_tensor* get(const std::string& name, const std::vector<int64_t>& ne) override;
     bool has(const std::string& name) const override;
+    const std::vector<nn::WeightAdapter>* adapters(const std::string& name) const override;
+
+    // Run-time updates per weight name (see nn::WeightAdapter), owned by the caller; null
+    // for none.
+    using AdapterTable = std::map<std::string, std::vector<nn::WeightAdapter>>;
+    void set_adapters(const AdapterTable* table) { adapters_ = table; }
 
     // Types for the CPU kernels (runtime/cpu_kernels.h): float weights in f32 whatever
     // their stored float type, unless --type asked for a float type (kept) or a quantized
@@ -60,6 +66,15 @@ class WeightStore : public nn::Weights {
 
     size_t bytes() const;
     size_t count() const { return tensors_.size(); }
+
+    // For weight patching (runtime/weight_patch.h):
+    const TensorIndex& index() const { return index_; }
+    // The checkpoint tensor a declared weight is read from (nullptr if none).
+    const TensorInfo* source(const std::string& name) const;
+    // Whether the weight is used in place from the read-only mapped checkpoint.
+    bool in_mapped_file(const std::string& name) const;
+    // Gives mapped weights their own (writable) host memory, with the same contents.
+    Status detach(const std::vector<std::string>& names);
     // Declared tensors in declaration order: (canonical name, ggml tensor).
     const std::vector<std::pair<std::string, ggml_tensor*>>& declared() const { return order_; }
 
@@ -72,6 +87,7 @@ class WeightStore : public nn::Weights {
     ggml_context* wctx_ = nullptr;
     ggml_context* compute_ctx_ = nullptr;
     std::vector<ggml_backend_buffer_t> buffers_;
+    std::vector<ggml_backend_buffer_t> mapped_buffers_;  // the subset of buffers_ over the file
     using TensorList = std::vector<std::pair<std::string, ggml_tensor*>>;
     Status allocate(const TensorList& list, const BufferTypeFn& buft_for,
                     std::vector<ggml_backend_buffer_t>& out);
@@ -83,6 +99,7 @@ class WeightStore : public nn::Weights {
     std::vector<std::pair<std::string, ggml_tensor*>> order_;
     std::map<std::string, const TensorInfo*> infos_;
     Status status_;
+    const AdapterTable* adapters_ = nullptr;
 };
 
 }  // namespace ggdiff

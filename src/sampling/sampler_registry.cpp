@@ -124,6 +124,10 @@ const char* sampler_a1111_name(SamplerKind kind) {
     return info(kind).a1111;
 }
 
+std::vector<std::string> sampler_aliases(SamplerKind kind) {
+    return {info(kind).aliases.begin(), info(kind).aliases.end()};
+}
+
 std::vector<std::string> sampler_names() {
     std::vector<std::string> out;
     for (const auto& e : sampler_table()) out.emplace_back(e.cli);

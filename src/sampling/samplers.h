@@ -55,6 +55,8 @@ enum class SamplerKind {
 Result<SamplerKind> parse_sampler(const std::string& name);
 const char* sampler_cli_name(SamplerKind kind);
 const char* sampler_a1111_name(SamplerKind kind);
+// The other spellings parse_sampler accepts for a sampler (k-diffusion names, ...).
+std::vector<std::string> sampler_aliases(SamplerKind kind);
 std::vector<std::string> sampler_names();  // CLI names, in enum order
 std::vector<SamplerKind> all_samplers();
 

@@ -27,6 +27,7 @@ const std::vector<ScheduleName>& schedule_table() {
         {ScheduleKind::Simple, "simple", "Simple", {}},
         {ScheduleKind::Smoothstep, "smoothstep", "Smoothstep", {"smooth_step"}},
         {ScheduleKind::Lcm, "lcm", "LCM", {}},
+        {ScheduleKind::Flux, "flux", "Flux", {"flux_shift"}},
     };
     return table;
 }
@@ -111,10 +112,24 @@ const char* schedule_a1111_name(ScheduleKind kind) {
     return "Uniform";
 }
 
+std::vector<std::string> schedule_aliases(ScheduleKind kind) {
+    for (const auto& e : schedule_table())
+        if (e.kind == kind) return {e.aliases.begin(), e.aliases.end()};
+    return {};
+}
+
 std::vector<std::string> schedule_names() {
     std::vector<std::string> out;
     for (const auto& e : schedule_table()) out.emplace_back(e.cli);
     return out;
+}
+
+float flux_schedule_mu(const ScheduleOptions& o) {
+    if (std::isfinite(o.flux_mu)) return o.flux_mu;
+    constexpr float kBaseLen = 256.0f, kMaxLen = 4096.0f;
+    const float m = (o.flux_max_shift - o.flux_base_shift) / (kMaxLen - kBaseLen);
+    const float b = o.flux_base_shift - m * kBaseLen;
+    return static_cast<float>(o.image_seq_len) * m + b;
 }
 
 Result<std::vector<float>> make_sigmas(ScheduleKind kind, int steps, const Parameterization& model,
@@ -189,6 +204,20 @@ Result<std::vector<float>> make_sigmas(ScheduleKind kind, int steps, const Param
                     return static_cast<float>((kOriginalSteps - index) * k - 1);
                 },
                 model);
+        }
+        case ScheduleKind::Flux: {
+            if (!model.is_flow()) {
+                return Status::Error("the flux schedule is for flow models (FLUX, SD3, ...)");
+            }
+            const float mu = flux_schedule_mu(options);
+            const float e = std::exp(mu);
+            std::vector<float> out;
+            for (int i = 0; i < n; ++i) {
+                const float t = 1.0f - static_cast<float>(i) / static_cast<float>(n);
+                out.push_back(e / (e + std::pow(1.0f / t - 1.0f, 1.0f)));
+            }
+            out.push_back(0.0f);
+            return out;
         }
     }
     return Status::Error("unknown schedule");

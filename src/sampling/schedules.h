@@ -3,6 +3,8 @@
 // stable-diffusion.cpp computes them for the same model so the trajectories match.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,7 +23,8 @@ enum class ScheduleKind {
     SgmUniform,
     Simple,
     Smoothstep,
-    Lcm
+    Lcm,
+    Flux  // FLUX.1's resolution-dependent exponential shift of evenly spaced levels
 };
 
 // CLI names ("discrete", "karras", ..., "sgm_uniform") and A1111 "Schedule type" names
@@ -30,6 +33,8 @@ enum class ScheduleKind {
 Result<ScheduleKind> parse_schedule(const std::string& name);
 const char* schedule_name(ScheduleKind kind);
 const char* schedule_a1111_name(ScheduleKind kind);
+// The other spellings parse_schedule accepts for a schedule ("normal", "align_your_steps").
+std::vector<std::string> schedule_aliases(ScheduleKind kind);
 std::vector<std::string> schedule_names();
 
 struct ScheduleOptions {
@@ -37,11 +42,22 @@ struct ScheduleOptions {
     AysModel ays = AysModel::Sd1;
     // Karras' rho.
     float karras_rho = 7.0f;
+    // flux: mu = base_shift + (max_shift - base_shift) * (image_seq_len - 256) / (4096 - 256),
+    // image_seq_len being the latent's pixel count (as stable-diffusion.cpp counts it); a
+    // finite flux_mu (from --flow-shift) replaces it.
+    int64_t image_seq_len = 4096;
+    float flux_base_shift = 0.5f;
+    float flux_max_shift = 1.15f;
+    float flux_mu = NAN;
 };
+
+// The mu of the flux schedule for these options.
+float flux_schedule_mu(const ScheduleOptions& options);
 
 // `steps` in [1, 10000]. discrete/sgm_uniform/simple/smoothstep/lcm walk the model's
 // timesteps; karras/exponential span [sigma_min, sigma_max] of the model; ays/gits use
-// their published tables (in SD sigma space) regardless of the model.
+// their published tables (in SD sigma space) regardless of the model; flux is
+// e^mu / (e^mu + 1/t - 1) at t = 1, 1 - 1/steps, ..., 1/steps (flow models).
 Result<std::vector<float>> make_sigmas(ScheduleKind kind, int steps, const Parameterization& model,
                                        const ScheduleOptions& options = {});
 

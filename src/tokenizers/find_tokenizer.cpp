@@ -1,5 +1,6 @@
 #include "tokenizers/find_tokenizer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <vector>
 
@@ -125,6 +126,48 @@ Result<ClipTokenizer> open_clip_tokenizer(const std::string& model_path,
     }
     say(*path);
     return t;
+}
+
+Result<std::string> find_t5_tokenizer(const std::vector<std::string>& near,
+                                      const std::string& flag) {
+    std::error_code ec;
+    const char* kSub[] = {"tokenizer_2", "tokenizer_3"};
+    if (!flag.empty()) {
+        const fs::path p(flag);
+        if (!fs::exists(p, ec)) {
+            return Status::Error("--t5xxl-tokenizer " + flag + ": no such file or folder");
+        }
+        if (!fs::is_directory(p, ec)) return flag;
+        if (fs::is_regular_file(p / "tokenizer.json", ec)) return (p / "tokenizer.json").string();
+        for (const char* sub : kSub) {
+            if (fs::is_regular_file(p / sub / "tokenizer.json", ec))
+                return (p / sub / "tokenizer.json").string();
+        }
+        return Status::Error("--t5xxl-tokenizer " + flag +
+                             ": the folder holds no tokenizer.json (nor tokenizer_2/ or "
+                             "tokenizer_3/ with one); pass the T5 tokenizer.json itself");
+    }
+    std::vector<fs::path> looked;
+    for (const std::string& path : near) {
+        if (path.empty()) continue;
+        fs::path dir = fs::is_directory(path, ec) ? fs::path(path) : fs::path(path).parent_path();
+        if (dir.empty()) dir = ".";
+        const fs::path parent = fs::absolute(dir, ec).parent_path();
+        std::vector<fs::path> candidates = {dir / "tokenizer.json"};
+        for (const char* sub : kSub) candidates.push_back(dir / sub / "tokenizer.json");
+        for (const char* sub : kSub) candidates.push_back(parent / sub / "tokenizer.json");
+        for (const fs::path& c : candidates) {
+            if (std::find(looked.begin(), looked.end(), c) != looked.end()) continue;
+            if (fs::is_regular_file(c, ec)) return c.string();
+            looked.push_back(c);
+        }
+    }
+    std::string places;
+    for (const fs::path& c : looked) places += (places.empty() ? "" : ", ") + c.string();
+    return Status::Error(
+        "no T5 tokenizer found: pass --t5xxl-tokenizer /path/to/tokenizer.json (the Hugging Face "
+        "tokenizer.json of T5 v1.1, e.g. from a FLUX diffusers folder's tokenizer_2/)" +
+        (places.empty() ? std::string() : "; looked for " + places));
 }
 
 }  // namespace ggdiff

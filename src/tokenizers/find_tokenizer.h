@@ -37,4 +37,14 @@ Result<ClipTokenizer> open_clip_tokenizer(const std::string& model_path,
 Result<std::string> find_llm_tokenizer(const std::vector<std::string>& model_paths,
                                        const std::string& tokenizer_flag);
 
+// The T5 tokenizer.json, searching in this order:
+//  1. `flag` (--t5xxl-tokenizer) when not empty: the file itself, or a folder holding
+//     tokenizer.json, tokenizer_2/tokenizer.json or tokenizer_3/tokenizer.json;
+//  2. beside each path in `near` (the T5 weights, the main model; a file's folder, or the
+//     folder itself): tokenizer.json, then tokenizer_2/ and tokenizer_3/ in that folder
+//     and in its parent (a diffusers text_encoder_2/ sits next to tokenizer_2/).
+// Otherwise the error says what to pass and where it looked.
+Result<std::string> find_t5_tokenizer(const std::vector<std::string>& near,
+                                      const std::string& flag);
+
 }  // namespace ggdiff

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,29 @@ TEST(CApi, LoadErrorsNameTheProblem) {
     EXPECT_NE(ggdiff_model_load(bad_spec.o, &m), 0);
     EXPECT_NE(std::string(ggdiff_last_error()).find("NOSUCHDEV"), std::string::npos)
         << ggdiff_last_error();
+}
+
+// Output files are checked before any image exists, and a model says how many images a
+// request makes (one per batch item on SD1).
+TEST(CApi, OutputChecksBeforeGenerating) {
+    std::filesystem::create_directories(GGDIFF_TEST_TMP);
+    EXPECT_EQ(ggdiff_image_check_path(GGDIFF_TEST_TMP "/new.png"), 0) << ggdiff_last_error();
+    EXPECT_NE(ggdiff_image_check_path(GGDIFF_TEST_TMP "/new.xyz"), 0);
+    EXPECT_NE(std::string(ggdiff_last_error()).find("'.xyz'"), std::string::npos)
+        << ggdiff_last_error();
+    EXPECT_NE(ggdiff_image_check_path("/dev/full"), 0);
+    EXPECT_NE(ggdiff_image_check_path("/nonexistent/out.png"), 0);
+    EXPECT_NE(ggdiff_image_check_path(nullptr), 0);
+
+    ggdiff_model* model = load_fixture();
+    ASSERT_NE(model, nullptr);
+    Options gen;
+    tiny_request(gen, "x", "1", "3");
+    int count = 0;
+    EXPECT_EQ(ggdiff_image_count(model, gen.o, &count), 0) << ggdiff_last_error();
+    EXPECT_EQ(count, 3);
+    EXPECT_NE(ggdiff_image_count(model, gen.o, nullptr), 0);
+    ggdiff_model_free(model);
 }
 
 int count_calls(const char* phase, int step, int total, double, void* user) {

@@ -43,6 +43,16 @@ TEST_F(QwenCli, NegativeLayerCountIsAnError) {
     EXPECT_FALSE(fs::exists(dir_ + "/out.png"));
 }
 
+TEST_F(QwenCli, PredictionOtherThanFlowIsAnError) {
+    std::vector<std::string> args = qwen_model_args(false);
+    args.insert(args.end(), {"-p", "x", "--prediction", "v"});
+    RunResult r = run(args);
+    EXPECT_TRUE(r.failed_cleanly()) << r.describe();
+    EXPECT_TRUE(contains(r.err, "--prediction v does not apply to Qwen Image")) << r.describe();
+    EXPECT_FALSE(read_weights(r)) << r.describe();
+    EXPECT_FALSE(fs::exists(dir_ + "/out.png"));
+}
+
 TEST_F(QwenCli, LayeredDitWithRgbVaeIsAnError) {
     RunResult r = run({"--diffusion-model", qwen_fixture("qwen_layered_tiny_dit"), "--llm",
                        qwen_fixture("qwen_tiny_llm"), "--vae", qwen_fixture("qwen_vae"),

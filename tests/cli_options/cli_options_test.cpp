@@ -230,6 +230,7 @@ const std::map<std::string, std::optional<std::string>>& samples() {
         // ggdiff additions
         {"--tokenizer", "merges.txt"},
         {"--llm-tokenizer", "qwen_tokenizer"},
+        {"--t5xxl-tokenizer", "tokenizer.json"},
         {"--fit-dry-run", std::nullopt},
         {"--version", std::nullopt},
     };
@@ -238,7 +239,7 @@ const std::map<std::string, std::optional<std::string>>& samples() {
 
 // ggdiff's own flags, which CLI_FLAGS.md (sd-cli's set) does not list.
 const std::set<std::string> kGgdiffAdditions = {"--tokenizer", "--fit-dry-run", "--version",
-                                                "--llm-tokenizer"};
+                                                "--llm-tokenizer", "--t5xxl-tokenizer"};
 
 // The arguments for one flag with its sample value ("@name" = a temporary file).
 std::vector<std::string> flag_args(const std::string& flag, const std::string& spelled) {
@@ -384,6 +385,8 @@ TEST(FlagCoverage, EveryDocumentedFlagIsWorkingNoEffectOrNotSupportedYet) {
         {"--color", GGDIFF_SUPPORT_WORKS},
         {"--mmap", GGDIFF_SUPPORT_NO_EFFECT},
         {"--eager-load", GGDIFF_SUPPORT_NO_EFFECT},
+        {"--img-cfg-scale", GGDIFF_SUPPORT_NO_EFFECT},  // no instruct-pix2pix family yet
+        {"--guidance", GGDIFF_SUPPORT_WORKS},
         {"--control-net-cpu", GGDIFF_SUPPORT_WORKS},
         {"--metadata-brief", GGDIFF_SUPPORT_NOT_YET},
         {"--metadata-all", GGDIFF_SUPPORT_NOT_YET},
@@ -711,6 +714,12 @@ TEST(CliOptions, NoEffectFlagsSayWhy) {
     ASSERT_EQ(o.no_effect_notes.size(), 2u);
     EXPECT_TRUE(contains(o.no_effect_notes[0] + o.no_effect_notes[1],
                          "--mmap has no effect here: model files are always memory-mapped"));
+    o = parse_ok({"-m", "m.gguf", "--img-cfg-scale", "1.5"});
+    ASSERT_EQ(o.no_effect_notes.size(), 1u);
+    EXPECT_TRUE(contains(o.no_effect_notes[0],
+                         "--img-cfg-scale has no effect here: "
+                         "only instruct-pix2pix models"))
+        << o.no_effect_notes[0];
 }
 
 TEST(CliOptions, EverySamplerAndScheduleFromTheLibraryParses) {

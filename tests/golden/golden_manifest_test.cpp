@@ -217,8 +217,10 @@ TEST_P(Golden, MatchesReference) {
     std::vector<std::string> args = c.args;
     args.push_back("-o");
     args.push_back(dir + "/out.png");
+    // Generous: SDXL cases on a shared 2-core machine take minutes (ctest stops it at its
+    // own TIMEOUT anyway).
     const BigModelLock lock(args);
-    const RunResult r = run_ggdiff(args, dir);
+    const RunResult r = run_ggdiff(args, dir, 1100);
     ASSERT_TRUE(r.succeeded()) << r.describe();
     std::printf("[ golden   ] %s/%s: ggdiff ran %.1f s\n", c.suite.c_str(), c.id.c_str(),
                 r.seconds);

@@ -305,6 +305,43 @@ TEST(Hardening, BadOutputTargetsAreRefusedUpFront) {
     EXPECT_FALSE(fs::exists(dir + "/b.png"));
 }
 
+// Qwen Image Layered writes one file per layer: each is checked once the model is known,
+// before any compute.
+TEST(Hardening, EveryLayerOutputIsCheckedBeforeGenerating) {
+    const std::string dit =
+        std::string(GGDIFF_BINARY_DIR) + "/fixtures/qwen_layered_tiny_dit.safetensors";
+    if (!fs::is_regular_file(dit)) GTEST_SKIP() << "the Qwen fixtures are made by ctest";
+    const std::string dir = fresh_dir();
+    fs::create_directories(dir + "/l_2.png");
+    std::vector<std::string> args = {
+        "--diffusion-model",
+        dit,
+        "--llm",
+        std::string(GGDIFF_BINARY_DIR) + "/fixtures/qwen_tiny_llm.safetensors",
+        "--vae",
+        std::string(GGDIFF_BINARY_DIR) + "/fixtures/qwen_layered_vae.safetensors",
+        "--llm-tokenizer",
+        shared_dir() + "/data/qwen2_synthetic",
+        "-p",
+        "x",
+        "-W",
+        "64",
+        "-H",
+        "64",
+        "--steps",
+        "1",
+        "--qwen-image-layers",
+        "2",
+        "-o",
+        dir + "/l.png"};
+    const Timed t = run_timed(args, dir);
+    EXPECT_TRUE(t.run.failed_cleanly()) << t.run.describe();
+    EXPECT_TRUE(contains(t.run.err, "l_2.png' is a folder")) << t.run.err;
+    EXPECT_FALSE(contains(t.run.err, "sampling")) << t.run.err;
+    EXPECT_FALSE(fs::exists(dir + "/l.png"));
+    EXPECT_FALSE(fs::exists(dir + "/l_1.png"));
+}
+
 TEST(Hardening, MessagesNameOtherFilesAndEscapeControlBytes) {
     const std::string dir = fresh_dir();
     write_file(dir + "/image.png", png_with(""));

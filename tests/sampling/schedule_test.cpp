@@ -175,6 +175,10 @@ TEST(Schedules, EveryScheduleIsWellFormedForEveryFamily) {
     for (const auto& [model_name, model] : models) {
         for (const auto& name : schedule_names()) {
             const ScheduleKind kind = *parse_schedule(name);
+            if (kind == ScheduleKind::Flux && !model.is_flow()) {
+                EXPECT_FALSE(make_sigmas(kind, 4, model).ok()) << model_name;
+                continue;
+            }
             for (int steps : {1, 2, 3, 4, 5, 6, 10, 20, 21, 30, 50, 150}) {
                 auto s = make_sigmas(kind, steps, model);
                 ASSERT_TRUE(s.ok()) << name << " " << s.status().message();
@@ -296,7 +300,29 @@ TEST(Schedules, Names) {
     EXPECT_EQ(*parse_schedule("Align Your Steps"), ScheduleKind::Ays);
     EXPECT_EQ(*parse_schedule("normal"), ScheduleKind::Discrete);
     EXPECT_FALSE(parse_schedule("cosine").ok());
-    EXPECT_EQ(schedule_names().size(), 9u);
+    EXPECT_EQ(*parse_schedule("flux"), ScheduleKind::Flux);
+    EXPECT_EQ(schedule_names().size(), 10u);
+}
+
+// stable-diffusion.cpp's flux schedule: mu from the latent's pixel count (64 for a 64x64
+// image), e^mu / (e^mu + 1/t - 1) at t = 1, 3/4, 1/2, 1/4, then 0.
+TEST(Schedules, FluxShiftsByLatentSize) {
+    const auto m = Parameterization::flux_flow(1.15f);
+    ScheduleOptions o;
+    o.image_seq_len = 64;
+    EXPECT_NEAR(flux_schedule_mu(o), 0.4675f, 1e-6f);
+    auto s = make_sigmas(ScheduleKind::Flux, 4, m, o);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    const std::vector<float> want = {1.0f, 0.827229f, 0.614792f, 0.347258f, 0.0f};
+    ASSERT_EQ(s->size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR((*s)[i], want[i], 1e-5f) << i;
+    o.image_seq_len = 4096;  // a 512x512 image
+    EXPECT_NEAR(flux_schedule_mu(o), 1.15f, 1e-6f);
+    o.image_seq_len = 256;
+    EXPECT_NEAR(flux_schedule_mu(o), 0.5f, 1e-6f);
+    o.flux_mu = 3.0f;  // --flow-shift
+    EXPECT_EQ(flux_schedule_mu(o), 3.0f);
+    EXPECT_FALSE(make_sigmas(ScheduleKind::Flux, 4, Parameterization::discrete(), o).ok());
 }
 
 TEST(Schedules, ParseSigmas) {

@@ -297,8 +297,18 @@ ggml_tensor* feed_forward(nn::Ctx& c, ggml_tensor* x, const std::string& p, int6
     ggml_tensor* w_gate = ggml_view_2d(c.ctx, w, dim, inner, w->nb[1], inner * w->nb[1]);
     ggml_tensor* b_val = ggml_view_1d(c.ctx, b, inner, 0);
     ggml_tensor* b_gate = ggml_view_1d(c.ctx, b, inner, inner * b->nb[0]);
-    ggml_tensor* val = ggml_add(c.ctx, ggml_mul_mat(c.ctx, w_val, x), b_val);
-    ggml_tensor* gate = ggml_add(c.ctx, ggml_mul_mat(c.ctx, w_gate, x), b_gate);
+    ggml_tensor* val = ggml_mul_mat(c.ctx, w_val, x);
+    ggml_tensor* gate = ggml_mul_mat(c.ctx, w_gate, x);
+    // Run-time LoRA updates of the fused projection, split like the weight.
+    if (ggml_tensor* d = nn::linear_adapters(c, x, p + "net.0.proj.weight")) {
+        val = ggml_add(c.ctx, val,
+                       ggml_view_3d(c.ctx, d, inner, d->ne[1], d->ne[2], d->nb[1], d->nb[2], 0));
+        gate = ggml_add(c.ctx, gate,
+                        ggml_view_3d(c.ctx, d, inner, d->ne[1], d->ne[2], d->nb[1], d->nb[2],
+                                     inner * d->nb[0]));
+    }
+    val = ggml_add(c.ctx, val, b_val);
+    gate = ggml_add(c.ctx, gate, b_gate);
     ggml_tensor* h = ggml_mul(c.ctx, val, ggml_gelu(c.ctx, gate));
     return nn::linear(c, h, p + "net.2", inner, dim);
 }

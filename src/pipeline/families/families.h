@@ -6,7 +6,13 @@
 namespace ggdiff {
 
 extern const FamilyRecipe kSdRecipe;                // SD1.x, SD2.x
+extern const FamilyRecipe kSdxlRecipe;              // SDXL (base)
 extern const FamilyRecipe kQwenImageLayeredRecipe;  // Qwen Image Layered (before Qwen Image)
 extern const FamilyRecipe kQwenImageRecipe;         // Qwen Image
+extern const FamilyRecipe kFluxRecipe;              // FLUX.1 dev, schnell
+
+// The UNet families' noise prediction: eps unless --prediction or the checkpoint's
+// metadata says v. `family` names the family in the error for other --prediction values.
+Result<sampling::Prediction> family_prediction(const FamilyContext& ctx, const std::string& family);
 
 }  // namespace ggdiff

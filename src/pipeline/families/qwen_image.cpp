@@ -69,6 +69,12 @@ Result<Family> load(const FamilyContext& ctx) {
     // tokenizer.
     auto dit = models::detect_qwen_image(ctx.index, kDit);
     if (!dit.ok()) return dit.status();
+    // Qwen Image predicts flow with SD3's time map; no other prediction can drive its DiT.
+    const std::string& pred = ctx.options.prediction;
+    if (!pred.empty() && pred != "sd3_flow") {
+        return Status::Error("--prediction " + pred + " does not apply to " + name +
+                             " models (they predict sd3_flow)");
+    }
     if (ctx.options.llm.empty() && !models::detect_qwen_llm(ctx.index, kLlm).ok()) {
         return Status::Error(name +
                              " needs its text encoder: pass --llm qwen_2.5_vl_7b.safetensors");
@@ -134,7 +140,8 @@ Result<Family> load(const FamilyContext& ctx) {
 }  // namespace
 
 const FamilyRecipe kQwenImageLayeredRecipe = {"qwen_image_layered", "Qwen Image Layered",
-                                              detect_layered, load};
-const FamilyRecipe kQwenImageRecipe = {"qwen_image", "Qwen Image", detect_plain, load};
+                                              detect_layered, load, "diffusion-model,llm,vae"};
+const FamilyRecipe kQwenImageRecipe = {"qwen_image", "Qwen Image", detect_plain, load,
+                                       "diffusion-model,llm,vae"};
 
 }  // namespace ggdiff

@@ -8,6 +8,7 @@
 #include "pipeline/families/families.h"
 #include "pipeline/parts/clip_encoder.h"
 #include "pipeline/parts/kl_autoencoder.h"
+#include "pipeline/parts/lora_targets.h"
 #include "pipeline/parts/unet_denoiser.h"
 
 namespace ggdiff {
@@ -15,6 +16,8 @@ namespace {
 
 constexpr const char* kUnet = "model.diffusion_model.";
 constexpr const char* kClip = "cond_stage_model.transformer.text_model.";
+// Where a stand-alone --clip_l file's encoder is indexed; it replaces the checkpoint's.
+constexpr const char* kClipFile = "text_encoders.clip_l.text_model.";
 
 // Width of the UNet's cross-attention context (attn2.to_k takes [dim, context]).
 int64_t context_width(const TensorIndex& index) {
@@ -48,28 +51,10 @@ void read_default_size(const TensorIndex& index, FamilyDefaults& d) {
     }
 }
 
-// eps unless --prediction or the checkpoint's metadata says v.
-Result<sampling::Prediction> prediction(const FamilyContext& ctx, const std::string& family) {
-    std::string p = ctx.options.prediction;
-    if (p.empty()) {
-        for (const auto& [k, v] : ctx.index.metadata()) {
-            if ((k.find("prediction_type") != std::string::npos && v.rfind("v", 0) == 0) ||
-                k == "v_pred") {
-                p = "v";
-            }
-        }
-        if (ctx.index.has("v_pred")) p = "v";
-    }
-    if (p == "v") return sampling::Prediction::V;
-    if (p.empty() || p == "eps") return sampling::Prediction::Eps;
-    return Status::Error("--prediction " + p + " does not apply to " + family +
-                         " models (use eps or v)");
-}
-
 Result<Family> load(const FamilyContext& ctx) {
     auto unet = models::detect_unet(ctx.index);
     if (!unet.ok()) return unet.status();
-    auto clip = models::detect_clip_text(ctx.index, kClip);
+    auto clip = models::detect_clip_text(ctx.index, ctx.options.clip_l.empty() ? kClip : kClipFile);
     if (!clip.ok()) return clip.status().with_context("text encoder");
     auto vae = models::detect_vae(ctx.index);
     if (!vae.ok()) return vae.status();
@@ -82,7 +67,7 @@ Result<Family> load(const FamilyContext& ctx) {
             string_format("text encoder width %lld does not match the UNet's context width %d",
                           static_cast<long long>(clip->width), unet->context_dim));
     }
-    auto pred = prediction(ctx, f.name);
+    auto pred = family_prediction(ctx, f.name);
     if (!pred.ok()) return pred.status();
     f.param = sampling::Parameterization::discrete(*pred);
     f.defaults.sampler = "euler_a";
@@ -106,6 +91,7 @@ Result<Family> load(const FamilyContext& ctx) {
     auto encoder = ClipTextEncoder::create(ctx, ctx.placement.te, *clip, *tokenizer,
                                            sd2 ? 0 : 49407, "text encoder");
     if (!encoder.ok()) return encoder.status();
+    f.lora_targets.push_back(clip_lora_target(**encoder, "text encoder", {"te", "text_encoder"}));
     f.text = std::make_unique<ClipConditioner>(std::move(*encoder), f.defaults.clip_skip);
 
     auto denoiser = UNetDenoiser::create(ctx, ctx.placement.diffusion, *unet);
@@ -120,6 +106,7 @@ Result<Family> load(const FamilyContext& ctx) {
         (*denoiser)->attach_control(std::move(*part));
         f.takes_control = true;
     }
+    f.lora_targets.push_back(unet_lora_target(**denoiser));
     f.denoiser = std::move(*denoiser);
 
     auto ae = make_sd_autoencoder(ctx, *vae);
@@ -130,6 +117,7 @@ Result<Family> load(const FamilyContext& ctx) {
 
 }  // namespace
 
-const FamilyRecipe kSdRecipe = {"sd", "SD1.x / SD2.x", detect, load};
+const FamilyRecipe kSdRecipe = {"sd", "SD1.x / SD2.x", detect, load,
+                                "diffusion-model,clip_l,vae,taesd"};
 
 }  // namespace ggdiff

@@ -4,34 +4,12 @@
 
 #include "core/log.h"
 #include "pipeline/parts/module_setup.h"
+#include "pipeline/parts/token_weights.h"
 #include "tokenizers/find_tokenizer.h"
 #include "tokenizers/prompt_limits.h"
 #include "tokenizers/token_windows.h"
 
 namespace ggdiff {
-namespace {
-
-// Multiplies each token's hidden state by its prompt weight, then rescales the whole
-// window so that its mean is what it was (A1111's emphasis rule).
-void apply_token_weights(float* h, int64_t width, int64_t tokens, const float* weights) {
-    const int64_t n = width * tokens;
-    double before = 0.0;
-    for (int64_t i = 0; i < n; ++i) before += h[i];
-    before /= static_cast<double>(n);
-    double after = 0.0;
-    for (int64_t t = 0; t < tokens; ++t) {
-        for (int64_t i = 0; i < width; ++i) {
-            h[t * width + i] *= weights[t];
-            after += h[t * width + i];
-        }
-    }
-    after /= static_cast<double>(n);
-    if (after == 0.0) return;
-    const float s = static_cast<float>(before / after);
-    for (int64_t i = 0; i < n; ++i) h[i] *= s;
-}
-
-}  // namespace
 
 Result<std::shared_ptr<const ClipTokenizer>> load_clip_tokenizer(const FamilyContext& ctx) {
     const auto& meta = ctx.index.metadata();
@@ -46,15 +24,21 @@ Result<std::shared_ptr<const ClipTokenizer>> load_clip_tokenizer(const FamilyCon
 
 Result<std::unique_ptr<ClipTextEncoder>> ClipTextEncoder::create(
     const FamilyContext& ctx, const ModuleDevices& where, const models::ClipTextConfig& cfg,
-    std::shared_ptr<const ClipTokenizer> tokenizer, int pad_token, const char* label) {
+    std::shared_ptr<const ClipTokenizer> tokenizer, int pad_token, const char* label,
+    ClipPooled pooled) {
     auto enc = std::unique_ptr<ClipTextEncoder>(new ClipTextEncoder());
     enc->cfg_ = cfg;
     enc->tokenizer_ = std::move(tokenizer);
     enc->pad_token_ = pad_token;
-    auto runner = make_module(ctx, where, label, [&cfg](GraphBuilder& gb) {
+    auto runner = make_module(ctx, where, label, [&cfg, pooled](GraphBuilder& gb) {
         std::vector<int32_t> ids(kClipWindowLength, 0);
         ggml_tensor* t = gb.input_i32(ids, {kClipWindowLength, 1});
-        return std::vector<ggml_tensor*>{models::build_clip_text(gb.nn(), cfg, t, 1)};
+        const models::ClipOutputs o =
+            models::build_clip(gb.nn(), cfg, t, 1, true, pooled == ClipPooled::No ? -1 : 1);
+        if (pooled == ClipPooled::Only) return std::vector<ggml_tensor*>{o.pooled};
+        std::vector<ggml_tensor*> outs{o.hidden};
+        if (pooled == ClipPooled::Also) outs.push_back(o.pooled);
+        return outs;
     });
     if (!runner.ok()) return runner.status();
     enc->runner_ = std::move(*runner);
@@ -80,12 +64,48 @@ Result<HostTensor> ClipTextEncoder::encode(const std::string& prompt, int clip_s
     return out;
 }
 
+Result<HostTensor> ClipTextEncoder::hidden(const std::vector<int32_t>& ids, int clip_skip,
+                                           bool final_norm, int64_t pooled_index,
+                                           HostTensor* pooled) {
+    const bool want_pooled = pooled && pooled_index >= 0;
+    auto r = runner_->run([&](GraphBuilder& gb) {
+        ggml_tensor* t = gb.input_i32(ids, {static_cast<int64_t>(ids.size()), 1});
+        const models::ClipOutputs o = models::build_clip(gb.nn(), cfg_, t, clip_skip, final_norm,
+                                                         want_pooled ? pooled_index : -1);
+        std::vector<ggml_tensor*> outs{o.hidden};
+        if (want_pooled) outs.push_back(o.pooled);
+        return outs;
+    });
+    if (!r.ok()) return r.status();
+    if (want_pooled) *pooled = std::move((*r)[1]);
+    return std::move((*r)[0]);
+}
+
 Status ClipTextEncoder::check(const std::string& prompt, const std::string& what) const {
     return check_clip_prompt(*tokenizer_, prompt, what);
 }
 
 Status ClipConditioner::check(const TextRequest& request) const {
     return encoder_->check(request.prompt, request.negative ? "the negative prompt" : "the prompt");
+}
+
+Result<HostTensor> ClipTextEncoder::encode_pooled(const std::string& prompt) {
+    const TokenWindows tw = tokenize_weighted(*tokenizer_, prompt, pad_token_);
+    std::vector<int32_t> ids(tw.tokens.begin(), tw.tokens.begin() + kClipWindowLength);
+    // The first EOS of the window (the pooled position of a causal CLIP).
+    int64_t eos = kClipWindowLength - 1;
+    for (int64_t i = 1; i < kClipWindowLength; ++i) {
+        if (ids[static_cast<size_t>(i)] == tokenizer_->eos()) {
+            eos = i;
+            break;
+        }
+    }
+    auto r = runner_->run([&](GraphBuilder& gb) {
+        ggml_tensor* t = gb.input_i32(ids, {kClipWindowLength, 1});
+        return std::vector<ggml_tensor*>{models::build_clip(gb.nn(), cfg_, t, 1, true, eos).pooled};
+    });
+    if (!r.ok()) return r.status();
+    return std::move((*r)[0]);
 }
 
 Result<Conditioning> ClipConditioner::encode(const TextRequest& request) {

@@ -17,13 +17,18 @@ namespace ggdiff {
 // tokenizer/ folder next to the model, else the built-in list (tokenizers/find_tokenizer.h).
 Result<std::shared_ptr<const ClipTokenizer>> load_clip_tokenizer(const FamilyContext& ctx);
 
+enum class ClipPooled { No, Also, Only };
+
 class ClipTextEncoder {
   public:
     // Builds the encoder over the weights under cfg.prefix; `pad_token` fills the last
-    // window (49407 for OpenAI CLIP, 0 for OpenCLIP).
+    // window (49407 for OpenAI CLIP, 0 for OpenCLIP). `pooled` says which outputs the
+    // encoder's graphs have: the hidden states, both, or only the pooled output (and its
+    // projection, when cfg has one).
     static Result<std::unique_ptr<ClipTextEncoder>> create(
         const FamilyContext& ctx, const ModuleDevices& where, const models::ClipTextConfig& cfg,
-        std::shared_ptr<const ClipTokenizer> tokenizer, int pad_token, const char* label);
+        std::shared_ptr<const ClipTokenizer> tokenizer, int pad_token, const char* label,
+        ClipPooled pooled = ClipPooled::No);
 
     // Hidden states [width, 77 * windows, 1] after the layer clip_skip counts back from the
     // end (1 = last), with each token scaled by its prompt weight and each window's mean
@@ -32,6 +37,20 @@ class ClipTextEncoder {
     // The prompt limits (tokenizers/prompt_limits.h) for this encoder's tokenizer.
     Status check(const std::string& prompt, const std::string& what) const;
 
+    // One 77-token window: hidden states [width, 77, 1] and, with pooled_index >= 0 and a
+    // non-null `pooled`, the pooled (projected) output there (see models::build_clip).
+    Result<HostTensor> hidden(const std::vector<int32_t>& ids, int clip_skip, bool final_norm,
+                              int64_t pooled_index = -1, HostTensor* pooled = nullptr);
+
+    // The pooled vector [width] (or [projection_dim] when the config has a projection): the
+    // final-norm hidden state at the first EOS of the prompt's first window, after every
+    // layer (FLUX's pooled CLIP output).
+    Result<HostTensor> encode_pooled(const std::string& prompt);
+
+    int64_t pooled_width() const {
+        return cfg_.projection == models::ClipTextConfig::Projection::None ? cfg_.width
+                                                                           : cfg_.projection_dim;
+    }
     const models::ClipTextConfig& config() const { return cfg_; }
     ModuleRunner& runner() { return *runner_; }
     void end_phase() { runner_->end_phase(); }

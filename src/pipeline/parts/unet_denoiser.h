@@ -27,6 +27,7 @@ class UNetDenoiser : public Denoiser {
     void end_phase() override;
 
     const models::UNetConfig& config() const { return cfg_; }
+    ModuleRunner& runner() { return *runner_; }
 
   private:
     models::UNetConfig cfg_;

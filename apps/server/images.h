@@ -1,0 +1,44 @@
+// Images crossing HTTP: uploads (base64 or multipart bytes) decoded through the C API with
+// the server's size limits, and results encoded to PNG/JPEG/WebP bytes with their A1111
+// parameters.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ggdiff.h"
+
+namespace ggdiff::server {
+
+struct ImageDeleter {
+    void operator()(ggdiff_image* image) const { ggdiff_images_free(image, 1); }
+};
+using ImagePtr = std::unique_ptr<ggdiff_image, ImageDeleter>;
+
+// Decodes uploaded image bytes; errors are RequestErrors naming `field`: 400 for data that
+// is no PNG/JPEG/WebP, 413 past `max_pixels`.
+ImagePtr decode_upload(const uint8_t* data, size_t size, int64_t max_pixels,
+                       const std::string& field);
+// The same for a base64 string (raw or a data URL).
+ImagePtr decode_base64_upload(const std::string& text, int64_t max_pixels,
+                              const std::string& field);
+
+struct EncodedImage {
+    std::vector<uint8_t> bytes;
+    std::string format;  // png | jpeg | webp
+    int width = 0;
+    int height = 0;
+    int64_t seed = 0;
+    std::string parameters;  // A1111 infotext (also embedded unless metadata is off)
+};
+
+// Encodes with `quality` (JPEG/WebP, 1..100). Throws std::runtime_error on failure.
+EncodedImage encode_result(const ggdiff_image& image, const std::string& format, int quality,
+                           bool embed_parameters);
+
+std::string to_base64(const EncodedImage& image);
+const char* mime_type(const std::string& format);
+
+}  // namespace ggdiff::server

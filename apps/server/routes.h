@@ -1,0 +1,40 @@
+// The server's shared state and the route families registered on it.
+#pragma once
+
+#include <httplib.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "a1111.h"
+#include "jobs.h"
+#include "lora_dir.h"
+#include "model_host.h"
+#include "server_config.h"
+
+namespace ggdiff::server {
+
+struct ServerContext {
+    const ServerConfig& config;
+    ModelHost& host;
+    JobManager& jobs;
+    LoraDir& loras;
+    A1111Settings& settings;
+    std::atomic<int> event_streams{0};
+};
+
+// Builds the job for a request (checks it against the limits and the model) and queues it:
+// 503 while the model loads, 429 with Retry-After when the queue is full.
+std::shared_ptr<Job> submit_request(ServerContext& ctx, GenRequest request, const std::string& api);
+
+// The job as sd-server's API shows it; `images` adds result.images (base64).
+nlohmann::json job_json(const JobView& view, bool images);
+
+void register_health_routes(httplib::Server& server, ServerContext& ctx);
+void register_openai_routes(httplib::Server& server, ServerContext& ctx);
+void register_sdapi_routes(httplib::Server& server, ServerContext& ctx);
+void register_sdcpp_routes(httplib::Server& server, ServerContext& ctx);
+void register_web_routes(httplib::Server& server, ServerContext& ctx);
+
+}  // namespace ggdiff::server

@@ -1,0 +1,95 @@
+// What the route families share: queuing a request as a job, the job's JSON, and /health.
+#include <cstdio>
+
+#include "http_util.h"
+#include "routes.h"
+
+namespace ggdiff::server {
+
+std::shared_ptr<Job> submit_request(ServerContext& ctx, GenRequest request,
+                                    const std::string& api) {
+    if (ctx.host.state() != ModelHost::State::ready) {
+        RequestError e(503, "", "the model is still loading; try again shortly");
+        e.retry_after_s = 5;
+        throw e;
+    }
+    auto job = std::make_shared<Job>();
+    job->options = build_options(request, ctx.host, ctx.loras, ctx.config);
+    job->request = std::move(request);
+    job->id = new_job_id();
+    job->api = api;
+    auto submitted = ctx.jobs.submit(job);
+    if (!submitted.job) {
+        RequestError e(429, "",
+                       "the queue is full (" + std::to_string(ctx.jobs.max_queue()) +
+                           " jobs wait); retry later");
+        e.retry_after_s = submitted.retry_after_s;
+        throw e;
+    }
+    return job;
+}
+
+nlohmann::json job_json(const JobView& v, bool images) {
+    auto time_or_null = [](int64_t t) { return t ? nlohmann::json(t) : nlohmann::json(nullptr); };
+    nlohmann::json j;
+    j["id"] = v.id;
+    j["kind"] = v.kind;
+    j["status"] = job_status_name(v.status);
+    j["created"] = v.created;
+    j["started"] = time_or_null(v.started);
+    j["completed"] = time_or_null(v.finished);
+    j["queue_position"] = v.queue_position;
+    j["cancel_requested"] = v.cancel_requested;
+    j["progress"] = {{"phase", v.progress.phase},
+                     {"step", v.progress.step},
+                     {"total", v.progress.total},
+                     {"images_done", v.progress.images_done},
+                     {"batch", v.progress.batch},
+                     {"fraction", v.progress.fraction},
+                     {"eta_seconds", v.progress.eta_s >= 0 ? nlohmann::json(v.progress.eta_s)
+                                                           : nlohmann::json(nullptr)}};
+    if (images && !v.images.empty()) {
+        nlohmann::json list = nlohmann::json::array();
+        for (size_t i = 0; i < v.images.size(); ++i) {
+            const EncodedImage& img = v.images[i];
+            list.push_back({{"index", i},
+                            {"b64_json", to_base64(img)},
+                            {"seed", img.seed},
+                            {"width", img.width},
+                            {"height", img.height},
+                            {"parameters", img.parameters}});
+        }
+        j["result"] = {{"output_format", v.output_format}, {"images", list}};
+    } else {
+        j["result"] = nullptr;
+    }
+    if (v.error_code.empty()) {
+        j["error"] = nullptr;
+    } else {
+        j["error"] = {{"code", v.error_code}, {"message", v.error_message}};
+    }
+    return j;
+}
+
+void register_health_routes(httplib::Server& server, ServerContext& ctx) {
+    server.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) {
+        switch (ctx.host.state()) {
+            case ModelHost::State::ready:
+                send_json(res, 200,
+                          {{"status", "ok"},
+                           {"model", ctx.host.model_info().value("name", "")},
+                           {"queued", ctx.jobs.queued_count()},
+                           {"busy", ctx.jobs.running().has_value()}});
+                break;
+            case ModelHost::State::loading:
+                res.set_header("Retry-After", "5");
+                send_json(res, 503, {{"status", "loading"}});
+                break;
+            case ModelHost::State::failed:
+                send_json(res, 503, {{"status", "failed"}, {"error", ctx.host.load_error()}});
+                break;
+        }
+    });
+}
+
+}  // namespace ggdiff::server

@@ -1,0 +1,274 @@
+// The AUTOMATIC1111 API (/sdapi/v1/...): txt2img and img2img answered when done, with
+// `images` as base64 PNG carrying the parameters chunk and `info` as a JSON string; the
+// lists A1111 clients read; /options; /progress and /interrupt.
+#include <ctime>
+
+#include "engine_options.h"
+#include "http_util.h"
+#include "json_fields.h"
+#include "routes.h"
+
+namespace ggdiff::server {
+
+namespace {
+
+constexpr int64_t kMaxSeed = INT64_MAX - (1 << 20);
+
+// A1111 fields that switch on something ggdiff has no engine option for: refused by name.
+void refuse_unsupported(const Fields& f) {
+    if (f.flag("restore_faces").value_or(false))
+        throw not_supported("restore_faces", "face restoration");
+    if (f.number("subseed_strength", -1e9, 1e9).value_or(0.0) != 0.0) {
+        throw not_supported("subseed_strength", "variation seeds");
+    }
+    for (const char* k : {"seed_resize_from_w", "seed_resize_from_h"}) {
+        if (f.integer(k, -1, 1 << 20).value_or(0) > 0) throw not_supported(k, "seed resize");
+    }
+    if (!f.string("script_name", 4096).value_or("").empty())
+        throw not_supported("script_name", "scripts");
+    if (f.has("alwayson_scripts")) {
+        auto scripts = f.object("alwayson_scripts");
+        if (scripts && !scripts->json().empty()) throw not_supported("alwayson_scripts", "scripts");
+    }
+    if (!f.array("styles", 64).empty()) throw not_supported("styles", "styles");
+    if (!f.string("refiner_checkpoint", 4096).value_or("").empty()) {
+        throw not_supported("refiner_checkpoint", "a refiner");
+    }
+    // k-diffusion's sampler knobs at values other than A1111's neutral ones.
+    if (f.number("s_churn", -1e9, 1e9).value_or(0.0) != 0.0)
+        throw not_supported("s_churn", "stochastic churn");
+    if (f.number("s_noise", -1e9, 1e9).value_or(1.0) != 1.0)
+        throw not_supported("s_noise", "a noise multiplier for ancestral steps");
+    if (f.number("s_min_uncond", -1e9, 1e9).value_or(0.0) != 0.0)
+        throw not_supported("s_min_uncond", "skipping the negative prompt at low noise");
+    if (!f.string("infotext", 1 << 20).value_or("").empty())
+        throw not_supported("infotext", "settings read from an infotext");
+    if (!f.string("firstpass_image", 64 << 20).value_or("").empty())
+        throw not_supported("firstpass_image", "a hires pass from a given first-pass image");
+    if (f.number("initial_noise_multiplier", -1e9, 1e9).value_or(1.0) != 1.0)
+        throw not_supported("initial_noise_multiplier", "an initial noise multiplier");
+    if (!f.string("latent_mask", 64 << 20).value_or("").empty())
+        throw not_supported("latent_mask", "inpainting");
+}
+
+struct A1111Request {
+    GenRequest gen;
+    bool send_images = true;
+};
+
+A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx) {
+    Fields f(body);
+    refuse_unsupported(f);
+    A1111Request out;
+    GenRequest& r = out.gen;
+    r.kind = img2img ? "img2img" : "txt2img";
+    r.embed_metadata = ctx.config.embed_metadata;
+    r.set_text("prompt", f.string("prompt"), "prompt");
+    r.set_text("negative-prompt", f.string("negative_prompt"), "negative_prompt");
+    r.set_int("width", f.integer("width", -(1 << 20), 1 << 20), "width");
+    r.set_int("height", f.integer("height", -(1 << 20), 1 << 20), "height");
+    r.set_int("steps", f.integer("steps", -(1 << 20), 1 << 20), "steps");
+    r.set_number("cfg-scale", f.number("cfg_scale", -1000, 1000), "cfg_scale");
+    r.set_int("seed", f.integer("seed", INT64_MIN, kMaxSeed), "seed");
+    r.set_number("eta", f.number("eta", 0, 100), "eta");
+    if (f.has("sampler_name")) {
+        r.set_text("sampling-method", f.string("sampler_name", 256), "sampler_name");
+    } else {
+        r.set_text("sampling-method", f.string("sampler_index", 256), "sampler_index");
+    }
+    // "Automatic" is A1111's way of saying: the sampler's own default.
+    const auto scheduler = f.string("scheduler", 256);
+    if (scheduler && *scheduler != "Automatic" && *scheduler != "automatic") {
+        r.set("scheduler", *scheduler, "scheduler");
+    }
+    const int64_t batch_size = f.integer("batch_size", 1, 1 << 20).value_or(1);
+    const int64_t n_iter = f.integer("n_iter", 1, 1 << 20).value_or(1);
+    if (batch_size * n_iter > ctx.config.max_batch) {
+        throw bad_field(f.has("n_iter") ? "n_iter" : "batch_size",
+                        "batch_size x n_iter is " + std::to_string(batch_size * n_iter) +
+                            "; at most " + std::to_string(ctx.config.max_batch) +
+                            " images per request (the server's --max-batch)");
+    }
+    if (batch_size * n_iter > 1) {
+        r.set("batch-count", std::to_string(batch_size * n_iter),
+              f.has("n_iter") ? "n_iter" : "batch_size");
+    }
+    // Switches the engine has options for (the schema says whether they work yet).
+    if (f.flag("enable_hr").value_or(false)) r.set("hires", "true", "enable_hr");
+    if (f.flag("tiling").value_or(false)) r.set("circular", "true", "tiling");
+    // <lora:...> tags stay out of the way (removed from the prompts, not applied).
+    r.strip_prompt_loras = f.flag("disable_extra_networks").value_or(false);
+    out.send_images = f.boolean("send_images").value_or(true);
+
+    // Settings, then this request's override_settings.
+    std::string format = ctx.settings.samples_format();
+    bool pnginfo = ctx.settings.enable_pnginfo();
+    if (ctx.settings.clip_skip() > 0) {
+        r.set("clip-skip", std::to_string(ctx.settings.clip_skip()), "CLIP_stop_at_last_layers");
+    }
+    r.set("rng", ctx.settings.rng(), "randn_source");
+    if (f.has("override_settings")) {
+        ctx.settings.apply_overrides(body["override_settings"], r, &format, &pnginfo);
+    }
+    r.output_format = format;
+    r.embed_metadata = pnginfo;
+
+    if (img2img) {
+        auto inits = f.array("init_images", 1);
+        if (inits.empty()) throw bad_field("init_images", "img2img needs one init image");
+        if (!inits[0].is_string()) {
+            throw bad_field("init_images[0]",
+                            "expected a base64 string, got " + json_type_phrase(inits[0]));
+        }
+        r.add_image("init-img",
+                    decode_base64_upload(inits[0].get<std::string>(), ctx.config.max_upload_pixels,
+                                         "init_images[0]"),
+                    "init_images[0]");
+        r.set_number("strength", f.number("denoising_strength", -1e9, 1e9), "denoising_strength");
+        if (!r.get("strength")) r.set("strength", "0.75", "denoising_strength");
+        r.set_number("img-cfg-scale", f.number("image_cfg_scale", -1000, 1000), "image_cfg_scale");
+        if (auto mask = f.string("mask", ctx.config.max_body_bytes)) {
+            require_supported("mask", "mask");
+            r.add_image("mask", decode_base64_upload(*mask, ctx.config.max_upload_pixels, "mask"),
+                        "mask");
+        }
+        const int64_t resize = f.integer("resize_mode", 0, 3).value_or(0);
+        if (resize != 0)
+            throw not_supported("resize_mode", "resize modes other than 0 (just resize)");
+        if (f.flag("include_init_images").value_or(false)) {
+            throw not_supported("include_init_images", "returning the init images");
+        }
+    }
+    // Any other per-request engine option, by its schema name.
+    read_engine_options(f, "ggdiff", r);
+    return out;
+}
+
+void generate(const httplib::Request& req, httplib::Response& res, ServerContext& ctx,
+              bool img2img) {
+    guarded(res, ApiStyle::a1111, [&] {
+        const nlohmann::json body = parse_json_object(req.body);
+        A1111Request a = parse(body, img2img, ctx);
+        auto job = submit_request(ctx, a.gen, img2img ? "img2img" : "txt2img");
+        const JobView done = ctx.jobs.wait_done(*job);
+        if (done.status == JobStatus::failed) {
+            throw RequestError(500, "", "generation failed: " + done.error_message);
+        }
+        // Interrupted jobs answer like A1111: with the images finished before the stop.
+        nlohmann::json images = nlohmann::json::array();
+        if (a.send_images) {
+            for (const EncodedImage& img : done.images) images.push_back(to_base64(img));
+        }
+        nlohmann::json params = body;
+        if (img2img) {
+            params["init_images"] = nullptr;
+            params["mask"] = nullptr;
+        }
+        send_json(res, 200,
+                  {{"images", images},
+                   {"parameters", params},
+                   {"info", a1111_info(done, job->request, ctx.host.model_info(),
+                                       job->request.get("scheduler") ||
+                                           !ctx.host.default_value("scheduler").empty())}});
+    });
+}
+
+std::string job_timestamp(int64_t t) {
+    if (t == 0) return "0";
+    std::time_t tt = static_cast<std::time_t>(t);
+    std::tm tm{};
+    localtime_r(&tt, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y%m%d%H%M%S", &tm);
+    return buf;
+}
+
+}  // namespace
+
+void register_sdapi_routes(httplib::Server& server, ServerContext& ctx) {
+    server.Post("/sdapi/v1/txt2img", [&ctx](const httplib::Request& req, httplib::Response& res) {
+        generate(req, res, ctx, false);
+    });
+    server.Post("/sdapi/v1/img2img", [&ctx](const httplib::Request& req, httplib::Response& res) {
+        generate(req, res, ctx, true);
+    });
+    server.Get("/sdapi/v1/samplers", [&ctx](const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200, a1111_samplers(ctx.host.samplers()));
+    });
+    server.Get("/sdapi/v1/schedulers", [&ctx](const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200, a1111_schedulers(ctx.host.schedulers()));
+    });
+    server.Get("/sdapi/v1/sd-models", [&ctx](const httplib::Request&, httplib::Response& res) {
+        const nlohmann::json info = ctx.host.model_info();
+        send_json(res, 200,
+                  nlohmann::json::array({{{"title", info.value("file", "")},
+                                          {"model_name", info.value("name", "")},
+                                          {"hash", nullptr},
+                                          {"sha256", nullptr},
+                                          {"filename", info.value("file", "")},
+                                          {"config", nullptr}}}));
+    });
+    server.Get("/sdapi/v1/options", [&ctx](const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200, ctx.settings.get());
+    });
+    server.Post("/sdapi/v1/options", [&ctx](const httplib::Request& req, httplib::Response& res) {
+        guarded(res, ApiStyle::a1111, [&] {
+            ctx.settings.set(parse_json_object(req.body));
+            send_json(res, 200, ctx.settings.get());
+        });
+    });
+    server.Get("/sdapi/v1/loras", [&ctx](const httplib::Request&, httplib::Response& res) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const LoraEntry& e : ctx.loras.list()) {
+            list.push_back({{"name", e.name},
+                            {"alias", e.name},
+                            {"path", e.path},
+                            {"metadata", nlohmann::json::object()}});
+        }
+        send_json(res, 200, list);
+    });
+    server.Get("/sdapi/v1/upscalers", [](const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200,
+                  nlohmann::json::array({{{"name", "None"},
+                                          {"model_name", nullptr},
+                                          {"model_path", nullptr},
+                                          {"model_url", nullptr},
+                                          {"scale", 1}}}));
+    });
+    server.Get("/sdapi/v1/latent-upscale-modes",
+               [](const httplib::Request&, httplib::Response& res) {
+                   // Hires fix is not built yet, so there are no latent upscale modes.
+                   send_json(res, 200, nlohmann::json::array());
+               });
+    server.Get("/sdapi/v1/progress", [&ctx](const httplib::Request&, httplib::Response& res) {
+        const auto running = ctx.jobs.running();
+        const int queued = ctx.jobs.queued_count();
+        // A1111 counts sampling steps only; the other phases show in textinfo.
+        const bool sampling = running && running->progress.phase == "sampling";
+        nlohmann::json state = {{"skipped", false},
+                                {"interrupted", running ? running->cancel_requested : false},
+                                {"stopping_generation", false},
+                                {"job", running ? running->api : ""},
+                                {"job_count", queued + (running ? 1 : 0)},
+                                {"job_timestamp", job_timestamp(running ? running->started : 0)},
+                                {"job_no", running ? running->progress.images_done : 0},
+                                {"sampling_step", sampling ? running->progress.step : 0},
+                                {"sampling_steps", sampling ? running->progress.total : 0}};
+        send_json(
+            res, 200,
+            {{"progress", running ? running->progress.fraction : 0.0},
+             {"eta_relative",
+              running && running->progress.eta_s >= 0 ? running->progress.eta_s : 0.0},
+             {"state", state},
+             {"current_image", nullptr},
+             {"textinfo",
+              running ? nlohmann::json(running->progress.phase) : nlohmann::json(nullptr)},
+             {"current_task", running ? nlohmann::json(running->id) : nlohmann::json(nullptr)}});
+    });
+    server.Post("/sdapi/v1/interrupt", [&ctx](const httplib::Request&, httplib::Response& res) {
+        const bool stopped = ctx.jobs.interrupt_running();
+        send_json(res, 200, {{"interrupted", stopped}});
+    });
+}
+
+}  // namespace ggdiff::server

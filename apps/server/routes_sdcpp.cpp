@@ -1,0 +1,378 @@
+// stable-diffusion.cpp's native async API (/sdcpp/v1/...) with its routes and shapes, so its
+// clients work: capabilities, img_gen (202 + job id + poll URL), job status, cancel. Beyond
+// it: cancel of a running job (it stops at its next step), progress with phase/step/ETA,
+// server-sent events per job, and a list of recent jobs (a client that lost its connection
+// finds its result there).
+#include <sstream>
+#include "http_util.h"
+
+#include "engine_options.h"
+#include "json_fields.h"
+#include "routes.h"
+
+namespace ggdiff::server {
+
+namespace {
+
+constexpr int64_t kMaxSeed = INT64_MAX - (1 << 20);
+constexpr int kMaxEventStreams = 32;
+const char kJobPattern[] = R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]{1,64}))";
+
+// A default as JSON: a number where it reads as one, null where the model decides.
+nlohmann::json default_json(const ModelHost& host, const char* name) {
+    const std::string v = host.option_value(name);
+    if (v.empty()) return nullptr;
+    if (v == "true" || v == "false") return v == "true";
+    nlohmann::json j = nlohmann::json::parse(v, nullptr, false);
+    return j.is_number() ? j : nlohmann::json(v);
+}
+
+// sd-server's request schema filled with what requests start from here.
+nlohmann::json defaults_json(const ServerContext& ctx) {
+    const ModelHost& h = ctx.host;
+    auto text = [&](const char* name) { return h.option_value(name); };
+    return {
+        {"prompt", text("prompt")},
+        {"negative_prompt", text("negative-prompt")},
+        {"clip_skip", default_json(h, "clip-skip")},
+        {"width", default_json(h, "width")},
+        {"height", default_json(h, "height")},
+        {"strength", default_json(h, "strength")},
+        {"seed", ctx.config.seed_given ? default_json(h, "seed") : nlohmann::json(-1)},
+        {"batch_count", default_json(h, "batch-count")},
+        {"sample_params",
+         {{"scheduler", default_json(h, "scheduler")},
+          {"sample_method", default_json(h, "sampling-method")},
+          {"sample_steps", default_json(h, "steps")},
+          {"eta", default_json(h, "eta")},
+          {"shifted_timestep", 0},
+          {"flow_shift", default_json(h, "flow-shift")},
+          {"custom_sigmas", nlohmann::json::array()},
+          {"guidance",
+           {{"txt_cfg", default_json(h, "cfg-scale")},
+            {"img_cfg", default_json(h, "img-cfg-scale")},
+            {"distilled_guidance", default_json(h, "guidance")},
+            {"slg",
+             {{"layers", {7, 8, 9}},
+              {"layer_start", 0.01},
+              {"layer_end", 0.2},
+              {"scale", 0.0}}}}}}},
+        {"vae_tiling_params",
+         {{"enabled", default_json(h, "vae-tiling") == true},
+          {"temporal_tiling", false},
+          {"tile_size_x", 0},
+          {"tile_size_y", 0},
+          {"target_overlap", default_json(h, "vae-tile-overlap")},
+          {"rel_size_x", 0.0},
+          {"rel_size_y", 0.0},
+          {"extra_tiling_args", ""}}},
+        {"cache_mode", "disabled"},
+        {"embed_image_metadata", ctx.config.embed_metadata},
+        {"output_format", "png"},
+        {"output_compression", 100},
+    };
+}
+
+nlohmann::json capabilities(ServerContext& ctx) {
+    const nlohmann::json info = ctx.host.model_info();
+    nlohmann::json samplers = nlohmann::json::array(), schedulers = nlohmann::json::array();
+    for (const auto& s : ctx.host.samplers()) samplers.push_back(s["name"]);
+    for (const auto& s : ctx.host.schedulers()) schedulers.push_back(s["name"]);
+    nlohmann::json loras = nlohmann::json::array();
+    for (const LoraEntry& e : ctx.loras.list())
+        loras.push_back({{"name", e.name}, {"path", e.path}});
+    const nlohmann::json features = {{"init_image", true},
+                                     {"mask_image", false},
+                                     {"control_image", false},
+                                     {"ip_adapter_image", false},
+                                     {"ref_images", false},
+                                     {"lora", ctx.host.lora_supported()},
+                                     {"vae_tiling", true},
+                                     {"hires", false},
+                                     {"cache", false},
+                                     {"cancel_queued", true},
+                                     {"cancel_generating", true},
+                                     {"preview", false},
+                                     {"events", true}};
+    const nlohmann::json formats = {"png", "jpeg", "webp"};
+    const nlohmann::json defaults = defaults_json(ctx);
+    const auto width = engine_option("width", false);
+    const int min_side = width && width->min > 8 ? static_cast<int>(width->min) : 8;
+    return {{"model",
+             {{"name", info.value("file", "")},
+              {"stem", info.value("name", "")},
+              {"path", info.value("file", "")},
+              {"family", info.contains("family") ? info["family"] : nlohmann::json(nullptr)},
+              {"vae", info.contains("vae") ? info["vae"] : nlohmann::json(nullptr)}}},
+            {"version", std::string("ggdiff ") + ggdiff_version()},
+            {"current_mode", "img_gen"},
+            {"supported_modes", {"img_gen"}},
+            {"defaults", defaults},
+            {"defaults_by_mode", {{"img_gen", defaults}}},
+            {"output_formats", formats},
+            {"output_formats_by_mode", {{"img_gen", formats}}},
+            {"features", features},
+            {"features_by_mode", {{"img_gen", features}}},
+            {"samplers", samplers},
+            {"options", request_options_json(ctx.host.defaults())},
+            {"schedulers", schedulers},
+            {"loras", loras},
+            {"upscalers", nlohmann::json::array({{{"name", "None"}}})},
+            {"limits",
+             {{"min_width", min_side},
+              {"max_width", ctx.config.max_size},
+              {"min_height", min_side},
+              {"max_height", ctx.config.max_size},
+              {"max_batch_count", ctx.config.max_batch},
+              {"max_steps", ctx.config.max_steps},
+              {"max_queue_size", ctx.config.max_queue},
+              {"max_upload_pixels", ctx.config.max_upload_pixels},
+              {"max_body_bytes", ctx.config.max_body_bytes}}}};
+}
+
+// An image field of the request (base64 or data URL) for engine image option `option`.
+void read_image(const Fields& f, const char* key, const char* option, GenRequest& r,
+                const ServerConfig& config) {
+    auto text = f.string(key, static_cast<size_t>(config.max_body_bytes));
+    if (!text) return;
+    require_supported(option, key);
+    r.add_image(option, decode_base64_upload(*text, config.max_upload_pixels, key), key);
+}
+
+// "default" (sd-server's word) or "" leave the choice to the model.
+std::optional<std::string> chosen(std::optional<std::string> name) {
+    if (name && (name->empty() || *name == "default")) return std::nullopt;
+    return name;
+}
+
+void read_sample_params(const Fields& sp, GenRequest& r) {
+    r.set_text("scheduler", chosen(sp.string("scheduler", 256)), sp.path("scheduler"));
+    r.set_text("sampling-method", chosen(sp.string("sample_method", 256)),
+               sp.path("sample_method"));
+    r.set_int("steps", sp.integer("sample_steps", -(1 << 20), 1 << 20), sp.path("sample_steps"));
+    r.set_number("eta", sp.number("eta", 0, 100), sp.path("eta"));
+    // sd-server's neutral values (0, null, []) mean "not used"; others go to the engine,
+    // whose schema says whether they work yet.
+    if (auto ts = sp.integer("shifted_timestep", INT32_MIN, INT32_MAX); ts && *ts != 0) {
+        r.set("timestep-shift", std::to_string(*ts), sp.path("shifted_timestep"));
+    }
+    if (auto fs = sp.number("flow_shift", -1e9, 1e9); fs && *fs != 0.0) {
+        r.set_number("flow-shift", fs, sp.path("flow_shift"));
+    }
+    auto sigmas = sp.array("custom_sigmas", 10001);
+    if (!sigmas.empty()) {
+        auto desc = engine_option("sigmas");
+        if (desc)
+            r.set("sigmas",
+                  option_text_from_json(*desc, nlohmann::json(sigmas), sp.path("custom_sigmas")),
+                  sp.path("custom_sigmas"));
+    }
+    if (auto g = sp.object("guidance")) {
+        r.set_number("cfg-scale", g->number("txt_cfg", -1000, 1000), g->path("txt_cfg"));
+        r.set_number("img-cfg-scale", g->number("img_cfg", -1000, 1000), g->path("img_cfg"));
+        r.set_number("guidance", g->number("distilled_guidance", -1000, 1000),
+                     g->path("distilled_guidance"));
+        if (auto slg = g->object("slg")) {
+            if (auto scale = slg->number("scale", -1e9, 1e9); scale && *scale != 0.0) {
+                r.set_number("slg-scale", scale, slg->path("scale"));
+            }
+        }
+    }
+}
+
+GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
+    Fields f(body);
+    GenRequest r;
+    r.kind = "img_gen";
+    r.set_text("prompt", f.string("prompt"), "prompt");
+    r.set_text("negative-prompt", f.string("negative_prompt"), "negative_prompt");
+    r.set_int("clip-skip", f.integer("clip_skip", -1, 12), "clip_skip");
+    r.set_int("width", f.integer("width", -(1 << 20), 1 << 20), "width");
+    r.set_int("height", f.integer("height", -(1 << 20), 1 << 20), "height");
+    r.set_number("strength", f.number("strength", -1e9, 1e9), "strength");
+    r.set_int("seed", f.integer("seed", INT64_MIN, kMaxSeed), "seed");
+    r.set_int("batch-count", f.integer("batch_count", -(1 << 20), 1 << 20), "batch_count");
+    r.embed_metadata = f.boolean("embed_image_metadata").value_or(ctx.config.embed_metadata);
+    read_image(f, "init_image", "init-img", r, ctx.config);
+    if (r.image("init-img")) r.kind = "img2img";
+    read_image(f, "mask_image", "mask", r, ctx.config);
+    read_image(f, "control_image", "control-image", r, ctx.config);
+    if (f.has("ip_adapter_image")) throw not_supported("ip_adapter_image", "IP-Adapter");
+    const auto refs = f.array("ref_images", 64);
+    for (size_t i = 0; i < refs.size(); ++i) {
+        const std::string key = "ref_images[" + std::to_string(i) + "]";
+        require_supported("ref-image", key);
+        if (!refs[i].is_string()) throw bad_field(key, "expected a base64 string");
+        r.add_image(
+            "ref-image",
+            decode_base64_upload(refs[i].get<std::string>(), ctx.config.max_upload_pixels, key),
+            key);
+    }
+    if (f.has("control_image"))
+        r.set_number("control-strength", f.number("control_strength", -100, 100),
+                     "control_strength");
+
+    if (auto sp = f.object("sample_params")) read_sample_params(*sp, r);
+    for (const nlohmann::json& item : f.array("lora", 64)) {
+        if (!item.is_object()) throw bad_field("lora", "expected objects {path, multiplier}");
+        Fields lf(item, "lora[]");
+        LoraUse use;
+        use.name = lf.string("path", 4096).value_or("");
+        if (use.name.empty())
+            throw bad_field("lora[].path", "required (a name from /sdapi/v1/loras)");
+        use.weight = lf.number("multiplier", -100, 100).value_or(1.0);
+        if (lf.boolean("is_high_noise").value_or(false)) {
+            throw not_supported("lora[].is_high_noise", "high-noise LoRA");
+        }
+        use.field = "lora[].path";
+        r.loras.push_back(use);
+    }
+    if (auto hires = f.object("hires")) {
+        if (hires->boolean("enabled").value_or(false))
+            r.set("hires", "true", hires->path("enabled"));
+    }
+    if (auto vt = f.object("vae_tiling_params")) {
+        r.set_bool("vae-tiling", vt->boolean("enabled"), vt->path("enabled"));
+        const auto x = vt->integer("tile_size_x", 0, 4096).value_or(0);
+        const auto y = vt->integer("tile_size_y", 0, 4096).value_or(0);
+        if (x > 0 || y > 0) {
+            r.set("vae-tile-size",
+                  std::to_string(x > 0 ? x : y) + "x" + std::to_string(y > 0 ? y : x),
+                  vt->path(x > 0 ? "tile_size_x" : "tile_size_y"));
+        }
+        r.set_number("vae-tile-overlap", vt->number("target_overlap", 0, 0.99),
+                     vt->path("target_overlap"));
+        const double rx = vt->number("rel_size_x", -1e9, 1e9).value_or(0.0);
+        const double ry = vt->number("rel_size_y", -1e9, 1e9).value_or(0.0);
+        if (rx != 0.0 || ry != 0.0) {
+            std::ostringstream os;
+            os << rx << "x" << ry;
+            r.set("vae-relative-tile-size", os.str(), vt->path("rel_size_x"));
+        }
+        if (vt->boolean("temporal_tiling").value_or(false))
+            r.set("temporal-tiling", "true", vt->path("temporal_tiling"));
+    }
+    const std::string cache = f.string("cache_mode", 64).value_or("disabled");
+    if (!cache.empty() && cache != "disabled") r.set("cache-mode", cache, "cache_mode");
+    if (auto of = f.string("output_format", 16)) {
+        if (*of == "png" || *of == "webp")
+            r.output_format = *of;
+        else if (*of == "jpeg" || *of == "jpg")
+            r.output_format = "jpeg";
+        else
+            throw bad_field("output_format", "'" + *of + "' is not one of png, jpeg, webp");
+    }
+    r.quality =
+        std::max<int>(1, static_cast<int>(f.integer("output_compression", 0, 100).value_or(100)));
+    // Any other per-request engine option, by its schema name.
+    read_engine_options(f, "ggdiff", r);
+    return r;
+}
+
+void not_found(httplib::Response& res, Lookup lookup) {
+    if (lookup == Lookup::expired) {
+        send_error(res, ApiStyle::sdcpp, 410, "",
+                   "job expired (results are kept for --result-ttl seconds)");
+    } else {
+        send_error(res, ApiStyle::sdcpp, 404, "", "job not found");
+    }
+}
+
+std::string sse_event(const std::string& event, const nlohmann::json& data) {
+    return "event: " + event +
+           "\ndata: " + data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+           "\n\n";
+}
+
+}  // namespace
+
+void register_sdcpp_routes(httplib::Server& server, ServerContext& ctx) {
+    server.Get("/sdcpp/v1/capabilities", [&ctx](const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200, capabilities(ctx));
+    });
+    server.Post("/sdcpp/v1/img_gen", [&ctx](const httplib::Request& req, httplib::Response& res) {
+        guarded(res, ApiStyle::sdcpp, [&] {
+            auto job =
+                submit_request(ctx, parse_img_gen(parse_json_object(req.body), ctx), "img_gen");
+            const JobView v = ctx.jobs.view(*job, false);
+            res.set_header("Location", "/sdcpp/v1/jobs/" + v.id);
+            send_json(res, 202,
+                      {{"id", v.id},
+                       {"kind", v.kind},
+                       {"status", job_status_name(v.status)},
+                       {"created", v.created},
+                       {"poll_url", "/sdcpp/v1/jobs/" + v.id},
+                       {"events_url", "/sdcpp/v1/jobs/" + v.id + "/events"}});
+        });
+    });
+    server.Post("/sdcpp/v1/vid_gen", [](const httplib::Request&, httplib::Response& res) {
+        send_error(res, ApiStyle::sdcpp, 400, "",
+                   "video generation (vid_gen) is not supported yet");
+    });
+    server.Get("/sdcpp/v1/jobs", [&ctx](const httplib::Request&, httplib::Response& res) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const JobView& v : ctx.jobs.list()) list.push_back(job_json(v, false));
+        send_json(res, 200, {{"jobs", list}});
+    });
+    server.Get(kJobPattern, [&ctx](const httplib::Request& req, httplib::Response& res) {
+        std::shared_ptr<Job> job;
+        const Lookup l = ctx.jobs.find(req.matches[1], &job);
+        if (l != Lookup::found) return not_found(res, l);
+        send_json(res, 200, job_json(ctx.jobs.view(*job, true), true));
+    });
+    server.Post(std::string(kJobPattern) + "/cancel", [&ctx](const httplib::Request& req,
+                                                             httplib::Response& res) {
+        JobView v;
+        const Lookup l = ctx.jobs.cancel(req.matches[1], &v);
+        if (l != Lookup::found) return not_found(res, l);
+        // A running job stops at its next step: 202 until it has.
+        send_json(res, v.status == JobStatus::generating ? 202 : 200, job_json(v, false));
+    });
+    server.Get(std::string(kJobPattern) + "/events", [&ctx](const httplib::Request& req,
+                                                            httplib::Response& res) {
+        std::shared_ptr<Job> job;
+        const Lookup l = ctx.jobs.find(req.matches[1], &job);
+        if (l != Lookup::found) return not_found(res, l);
+        if (ctx.event_streams.fetch_add(1) >= kMaxEventStreams) {
+            ctx.event_streams--;
+            res.set_header("Retry-After", "5");
+            send_error(res, ApiStyle::sdcpp, 429, "",
+                       "too many event streams open (" + std::to_string(kMaxEventStreams) + ")");
+            return;
+        }
+        struct Stream {
+            uint64_t seen = UINT64_MAX;
+            bool done = false;
+        };
+        auto stream = std::make_shared<Stream>();
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Accel-Buffering", "no");
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [&ctx, job, stream](size_t, httplib::DataSink& sink) {
+                if (stream->done || ctx.jobs.stopping()) {
+                    sink.done();
+                    return true;
+                }
+                const JobView v =
+                    stream->seen == UINT64_MAX
+                        ? ctx.jobs.view(*job, false)
+                        : ctx.jobs.wait_change(*job, stream->seen, std::chrono::seconds(10));
+                std::string out;
+                if (v.terminal()) {
+                    out = sse_event(job_status_name(v.status),
+                                    job_json(ctx.jobs.view(*job, true), true));
+                    stream->done = true;
+                } else if (v.version != stream->seen) {
+                    out = sse_event("progress", job_json(v, false));
+                } else {
+                    out = ": keep-alive\n\n";
+                }
+                stream->seen = v.version;
+                return sink.write(out.data(), out.size());
+            },
+            [&ctx](bool) { ctx.event_streams--; });
+    });
+}
+
+}  // namespace ggdiff::server

@@ -1,0 +1,320 @@
+#include "models/diffusion/flux.h"
+
+#include "nn/dit.h"
+#include "nn/layers.h"
+
+namespace ggdiff::models {
+namespace {
+
+constexpr float kNormEps = 1e-6f;
+constexpr int kTimeFeatures = 256;
+constexpr int kMaxPeriod = 10000;
+constexpr float kTimeFactor = 1000.0f;
+
+std::string shape_str(const std::vector<int64_t>& s) {
+    std::string out = "[";
+    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+}
+
+// Tensor shapes under the model prefix, with errors naming the tensor.
+struct Probe {
+    const TensorIndex& index;
+    const std::string& prefix;
+    bool has(const std::string& n) const { return index.has(prefix + n); }
+    Result<std::vector<int64_t>> shape(const std::string& n, size_t rank) const {
+        const TensorInfo* t = index.find(prefix + n);
+        if (!t) return Status::Error("FLUX: missing tensor " + prefix + n);
+        if (t->shape.size() != rank) {
+            return Status::Error("FLUX: tensor " + prefix + n + " has shape " +
+                                 shape_str(t->shape) + ", expected " + std::to_string(rank) +
+                                 " dimensions");
+        }
+        return t->shape;
+    }
+    Status odd(const std::string& n, const std::string& why) const {
+        const TensorInfo* t = index.find(prefix + n);
+        return Status::Error("FLUX: tensor " + prefix + n + " has shape " +
+                             shape_str(t ? t->shape : std::vector<int64_t>{}) + ": " + why);
+    }
+};
+
+int count_blocks(const Probe& p, const std::string& group, const std::string& probe) {
+    int n = 0;
+    while (p.has(group + std::to_string(n) + "." + probe)) ++n;
+    return n;
+}
+
+// The MLP embedder of a scalar (timestep or guidance): sinusoidal features of value*1000,
+// Linear, SiLU, Linear.
+ggml_tensor* scalar_embedder(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* v,
+                             const std::string& p) {
+    ggml_tensor* f = ggml_timestep_embedding(c.ctx, ggml_scale(c.ctx, v, kTimeFactor),
+                                             kTimeFeatures, kMaxPeriod);
+    ggml_tensor* h = nn::linear(c, f, p + "in_layer", kTimeFeatures, cfg.hidden);
+    return nn::linear(c, ggml_silu(c.ctx, h), p + "out_layer", cfg.hidden, cfg.hidden);
+}
+
+struct Qkv {
+    ggml_tensor *q, *k, *v;  // [hidden, T, N]; q and k normalized per head
+};
+
+// q, k, v (each [hidden, T, N], possibly views) -> per-head RMS-normalized q and k, v.
+Qkv norm_heads(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
+               const std::string& norm) {
+    const int64_t t = q->ne[1], n = q->ne[2];
+    const int64_t d = cfg.head_dim, h = cfg.heads, hidden = cfg.hidden;
+    auto heads = [&](ggml_tensor* x) {
+        return ggml_view_4d(c.ctx, x, d, h, t, n, d * ggml_element_size(x), x->nb[1], x->nb[2], 0);
+    };
+    Qkv out;
+    out.q = nn::rms_norm(c, heads(q), norm + "query_norm.scale", d, kNormEps);
+    out.k = nn::rms_norm(c, heads(k), norm + "key_norm.scale", d, kNormEps);
+    out.q = ggml_reshape_3d(c.ctx, out.q, hidden, t, n);
+    out.k = ggml_reshape_3d(c.ctx, out.k, hidden, t, n);
+    out.v = ggml_is_contiguous(v) ? v : ggml_cont(c.ctx, v);
+    return out;
+}
+
+// Rows [first, first + count) of x [rows, T, N] as a view.
+ggml_tensor* rows(ggml_context* ctx, ggml_tensor* x, int64_t first, int64_t count) {
+    return ggml_view_3d(ctx, x, count, x->ne[1], x->ne[2], x->nb[1], x->nb[2],
+                        first * ggml_element_size(x));
+}
+
+// The attention inputs of one stream: the fused qkv projection `fused` (original layout),
+// or its separate q, k, v linears (diffusers layout: "<split>q", "<split>k", "<split>v").
+Qkv project_qkv(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, const std::string& fused,
+                const std::string& split, const std::string& norm) {
+    const int64_t hd = cfg.hidden;
+    if (cfg.split_qkv) {
+        return norm_heads(c, cfg, nn::linear(c, x, split + "q", hd, hd, cfg.qkv_bias),
+                          nn::linear(c, x, split + "k", hd, hd, cfg.qkv_bias),
+                          nn::linear(c, x, split + "v", hd, hd, cfg.qkv_bias), norm);
+    }
+    ggml_tensor* qkv = nn::linear(c, x, fused, hd, 3 * hd, cfg.qkv_bias);
+    return norm_heads(c, cfg, rows(c.ctx, qkv, 0, hd), rows(c.ctx, qkv, hd, hd),
+                      rows(c.ctx, qkv, 2 * hd, hd), norm);
+}
+
+// Tokens [from, from + count) of x [dim, T, N], contiguous.
+ggml_tensor* token_range(ggml_context* ctx, ggml_tensor* x, int64_t from, int64_t count) {
+    return ggml_cont(
+        ctx, ggml_view_3d(ctx, x, x->ne[0], count, x->ne[2], x->nb[1], x->nb[2], from * x->nb[1]));
+}
+
+struct Rope {
+    ggml_tensor *cos, *sin;
+};
+
+ggml_tensor* joint_attention(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* q, ggml_tensor* k,
+                             ggml_tensor* v, const Rope& pe) {
+    const int h = static_cast<int>(cfg.heads);
+    q = nn::rope_pairs(c.ctx, q, pe.cos, pe.sin, h);
+    k = nn::rope_pairs(c.ctx, k, pe.cos, pe.sin, h);
+    return nn::attention(c.ctx, q, k, v, h);
+}
+
+ggml_tensor* gated(ggml_context* ctx, ggml_tensor* x, ggml_tensor* y, ggml_tensor* gate) {
+    return ggml_add(ctx, x, ggml_mul(ctx, y, gate));
+}
+
+ggml_tensor* mlp(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, const std::string& p) {
+    ggml_tensor* h = nn::linear(c, x, p + "0", cfg.hidden, cfg.mlp_hidden);
+    return nn::linear(c, ggml_gelu(c.ctx, h), p + "2", cfg.mlp_hidden, cfg.hidden);
+}
+
+void double_block(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor*& img, ggml_tensor*& txt,
+                  ggml_tensor* vec, const Rope& pe, const std::string& p) {
+    const int64_t hd = cfg.hidden;
+    auto im = nn::modulation(c, vec, p + "img_mod.lin", hd, 6);
+    auto tm = nn::modulation(c, vec, p + "txt_mod.lin", hd, 6);
+
+    ggml_tensor* img_in =
+        nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, img, kNormEps), im[0], im[1]);
+    ggml_tensor* txt_in =
+        nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, txt, kNormEps), tm[0], tm[1]);
+    Qkv iq = project_qkv(c, cfg, img_in, p + "img_attn.qkv", p + "img_attn.", p + "img_attn.norm.");
+    Qkv tq = project_qkv(c, cfg, txt_in, p + "txt_attn.qkv", p + "txt_attn.", p + "txt_attn.norm.");
+    // Text tokens first, as the positions are laid out.
+    ggml_tensor* q = ggml_concat(c.ctx, tq.q, iq.q, 1);
+    ggml_tensor* k = ggml_concat(c.ctx, tq.k, iq.k, 1);
+    ggml_tensor* v = ggml_concat(c.ctx, tq.v, iq.v, 1);
+    ggml_tensor* attn = joint_attention(c, cfg, q, k, v, pe);
+    const int64_t lt = txt->ne[1], li = img->ne[1];
+    ggml_tensor* txt_attn = token_range(c.ctx, attn, 0, lt);
+    ggml_tensor* img_attn = token_range(c.ctx, attn, lt, li);
+
+    img = gated(c.ctx, img, nn::linear(c, img_attn, p + "img_attn.proj", hd, hd), im[2]);
+    ggml_tensor* h = nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, img, kNormEps), im[3], im[4]);
+    img = gated(c.ctx, img, mlp(c, cfg, h, p + "img_mlp."), im[5]);
+
+    txt = gated(c.ctx, txt, nn::linear(c, txt_attn, p + "txt_attn.proj", hd, hd), tm[2]);
+    h = nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, txt, kNormEps), tm[3], tm[4]);
+    txt = gated(c.ctx, txt, mlp(c, cfg, h, p + "txt_mlp."), tm[5]);
+}
+
+ggml_tensor* single_block(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_tensor* vec,
+                          const Rope& pe, const std::string& p) {
+    const int64_t hd = cfg.hidden, mh = cfg.mlp_hidden;
+    auto m = nn::modulation(c, vec, p + "modulation.lin", hd, 3);
+    ggml_tensor* xm = nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, x, kNormEps), m[0], m[1]);
+    Qkv a;
+    ggml_tensor* act = nullptr;
+    if (cfg.split_qkv) {
+        a = project_qkv(c, cfg, xm, "", p, p + "norm.");
+        act = nn::linear(c, xm, p + "mlp_in", hd, mh);
+    } else {
+        ggml_tensor* fused = nn::linear(c, xm, p + "linear1", hd, 3 * hd + mh);
+        a = norm_heads(c, cfg, rows(c.ctx, fused, 0, hd), rows(c.ctx, fused, hd, hd),
+                       rows(c.ctx, fused, 2 * hd, hd), p + "norm.");
+        act = ggml_cont(c.ctx, rows(c.ctx, fused, 3 * hd, mh));
+    }
+    act = ggml_gelu(c.ctx, act);
+    ggml_tensor* attn = joint_attention(c, cfg, a.q, a.k, a.v, pe);
+    ggml_tensor* out = nn::linear(c, ggml_concat(c.ctx, attn, act, 0), p + "linear2", hd + mh, hd);
+    return gated(c.ctx, x, out, m[2]);
+}
+
+}  // namespace
+
+Result<FluxConfig> detect_flux(const TensorIndex& index, const std::string& prefix) {
+    const Probe p{index, prefix};
+    FluxConfig cfg;
+    cfg.prefix = prefix;
+    if (p.has("distilled_guidance_layer.in_proj.weight")) {
+        return Status::Error("Chroma (a FLUX variant without vector_in) is not supported yet");
+    }
+    auto img_in = p.shape("img_in.weight", 2);
+    if (!img_in.ok()) return img_in.status();
+    cfg.hidden = (*img_in)[0];
+    cfg.in_channels = (*img_in)[1];
+    if (cfg.in_channels % (cfg.patch * cfg.patch) != 0) {
+        return p.odd("img_in.weight", "input width is not a multiple of the 2x2 patch");
+    }
+    auto qn = p.shape("double_blocks.0.img_attn.norm.query_norm.scale", 1);
+    if (!qn.ok()) return qn.status();
+    cfg.head_dim = (*qn)[0];
+    if (cfg.head_dim <= 0 || cfg.hidden % cfg.head_dim != 0 || cfg.head_dim % 16 != 0) {
+        return p.odd("double_blocks.0.img_attn.norm.query_norm.scale",
+                     "head width must divide the hidden width and be a multiple of 16");
+    }
+    cfg.heads = cfg.hidden / cfg.head_dim;
+    // FLUX's position axes: 1/8 of each head for the image index, 7/16 each for row, col.
+    cfg.axes_dim = {static_cast<int>(cfg.head_dim / 8), static_cast<int>(cfg.head_dim * 7 / 16),
+                    static_cast<int>(cfg.head_dim * 7 / 16)};
+    auto mlp0 = p.shape("double_blocks.0.img_mlp.0.weight", 2);
+    if (!mlp0.ok()) return mlp0.status();
+    cfg.mlp_hidden = (*mlp0)[0];
+    auto txt_in = p.shape("txt_in.weight", 2);
+    if (!txt_in.ok()) return txt_in.status();
+    if ((*txt_in)[0] != cfg.hidden) return p.odd("txt_in.weight", "does not give hidden width");
+    cfg.context_dim = (*txt_in)[1];
+    cfg.vec_in_dim = 0;
+    if (p.has("vector_in.in_layer.weight")) {
+        auto vi = p.shape("vector_in.in_layer.weight", 2);
+        if (!vi.ok()) return vi.status();
+        cfg.vec_in_dim = (*vi)[1];
+    }
+    cfg.guidance_embed = p.has("guidance_in.in_layer.weight");
+    // diffusers files keep q, k, v apart (see io/name_map_flux.cpp).
+    cfg.split_qkv = p.has("double_blocks.0.img_attn.q.weight");
+    const std::string qkv = cfg.split_qkv ? "img_attn.q" : "img_attn.qkv";
+    cfg.qkv_bias = p.has("double_blocks.0." + qkv + ".bias");
+    cfg.depth = count_blocks(p, "double_blocks.", qkv + ".weight");
+    cfg.depth_single =
+        count_blocks(p, "single_blocks.", cfg.split_qkv ? "mlp_in.weight" : "linear1.weight");
+    if (cfg.depth == 0) {
+        return Status::Error("FLUX: missing tensor " + prefix + "double_blocks.0." + qkv +
+                             ".weight");
+    }
+    cfg.final_scale_first = p.has("final_layer.adaLN_scale_shift.weight");
+    auto fin = p.shape("final_layer.linear.weight", 2);
+    if (!fin.ok()) return fin.status();
+    cfg.out_channels = (*fin)[0];
+    if (cfg.out_channels % (cfg.patch * cfg.patch) != 0) {
+        return p.odd("final_layer.linear.weight", "output is not a multiple of the 2x2 patch");
+    }
+    return cfg;
+}
+
+FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t latent_h,
+                             int64_t text_tokens) {
+    const int64_t p = cfg.patch;
+    const int64_t h = (latent_h + p / 2) / p, w = (latent_w + p / 2) / p;
+    std::vector<float> ids(static_cast<size_t>((text_tokens + h * w) * 3), 0.0f);
+    for (int64_t r = 0; r < h; ++r) {
+        for (int64_t col = 0; col < w; ++col) {
+            const size_t i = static_cast<size_t>((text_tokens + r * w + col) * 3);
+            ids[i + 1] = static_cast<float>(r);
+            ids[i + 2] = static_cast<float>(col);
+        }
+    }
+    nn::RopeTable tab = nn::rope_table(ids, cfg.axes_dim, cfg.theta);
+    FluxPositions pos;
+    pos.cos = HostTensor({1, tab.pairs, 1, tab.tokens});
+    pos.sin = HostTensor({1, tab.pairs, 1, tab.tokens});
+    pos.cos.data = std::move(tab.cos);
+    pos.sin.data = std::move(tab.sin);
+    return pos;
+}
+
+ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_tensor* timesteps,
+                        ggml_tensor* context, ggml_tensor* y, ggml_tensor* guidance,
+                        ggml_tensor* pe_cos, ggml_tensor* pe_sin) {
+    const std::string& p = cfg.prefix;
+    const int64_t W = x->ne[0], H = x->ne[1], N = x->ne[3];
+    const int ps = cfg.patch;
+    const int pad_w = static_cast<int>((ps - W % ps) % ps);
+    const int pad_h = static_cast<int>((ps - H % ps) % ps);
+    if (pad_w || pad_h) x = ggml_pad(c.ctx, x, pad_w, pad_h, 0, 0);
+    const int64_t w = (W + pad_w) / ps, h = (H + pad_h) / ps;
+
+    ggml_tensor* img =
+        nn::linear(c, nn::patchify(c.ctx, x, ps), p + "img_in", cfg.in_channels, cfg.hidden);
+    ggml_tensor* vec = scalar_embedder(c, cfg, timesteps, p + "time_in.");
+    if (cfg.guidance_embed && guidance) {
+        vec = ggml_add(c.ctx, vec, scalar_embedder(c, cfg, guidance, p + "guidance_in."));
+    }
+    if (cfg.vec_in_dim > 0 && y) {
+        ggml_tensor* v = nn::linear(c, y, p + "vector_in.in_layer", cfg.vec_in_dim, cfg.hidden);
+        v = nn::linear(c, ggml_silu(c.ctx, v), p + "vector_in.out_layer", cfg.hidden, cfg.hidden);
+        vec = ggml_add(c.ctx, vec, v);
+    }
+    // One conditioning may serve the whole batch.
+    if (context->ne[2] != N) {
+        context = ggml_repeat(
+            c.ctx, context,
+            ggml_new_tensor_3d(c.ctx, context->type, context->ne[0], context->ne[1], N));
+    }
+    ggml_tensor* txt = nn::linear(c, context, p + "txt_in", cfg.context_dim, cfg.hidden);
+    const Rope pe{pe_cos, pe_sin};
+
+    for (int i = 0; i < cfg.depth; ++i) {
+        double_block(c, cfg, img, txt, vec, pe, p + "double_blocks." + std::to_string(i) + ".");
+    }
+    const int64_t lt = txt->ne[1], li = img->ne[1];
+    ggml_tensor* joint = ggml_concat(c.ctx, txt, img, 1);
+    for (int i = 0; i < cfg.depth_single; ++i) {
+        joint =
+            single_block(c, cfg, joint, vec, pe, p + "single_blocks." + std::to_string(i) + ".");
+    }
+    img = token_range(c.ctx, joint, lt, li);
+
+    // (shift, scale) in the original; diffusers stores (scale, shift).
+    const bool swapped = cfg.final_scale_first;
+    auto m = nn::modulation(
+        c, vec, p + (swapped ? "final_layer.adaLN_scale_shift" : "final_layer.adaLN_modulation.1"),
+        cfg.hidden, 2);
+    img = nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, img, kNormEps), m[swapped ? 1 : 0],
+                       m[swapped ? 0 : 1]);
+    img = nn::linear(c, img, p + "final_layer.linear", cfg.hidden, cfg.out_channels);
+    ggml_tensor* out = nn::unpatchify(c.ctx, img, w, h, ps);
+    if (pad_w || pad_h) {
+        out = ggml_cont(c.ctx, ggml_view_4d(c.ctx, out, W, H, out->ne[2], out->ne[3], out->nb[1],
+                                            out->nb[2], out->nb[3], 0));
+    }
+    return out;
+}
+
+}  // namespace ggdiff::models

@@ -1,0 +1,67 @@
+// The FLUX.1 diffusion transformer (dev, schnell and same-layout variants) in the original
+// single-file naming under a prefix such as "model.diffusion_model.": img_in, txt_in,
+// time_in, guidance_in (dev only), vector_in, double_blocks.{i} (img/txt streams with
+// joint attention), single_blocks.{i} (one fused stream), final_layer. Latents are
+// patched 2x2 into tokens (padded to even sizes first and cropped after), positions
+// enter through RoPE over three axes (16/56/56 of each 128-wide head, theta 10000), and
+// the timestep, distilled guidance and pooled text vector modulate every block (adaLN).
+// Numerics follow stable-diffusion.cpp's flux.hpp, which made the golden images.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/host_tensor.h"
+#include "core/status.h"
+#include "io/tensor_index.h"
+#include "nn/weights.h"
+
+namespace ggdiff::models {
+
+struct FluxConfig {
+    std::string prefix = "model.diffusion_model.";
+    int64_t in_channels = 64;   // patched latent features (16 channels * 2 * 2)
+    int64_t out_channels = 64;  // patched output features
+    int64_t hidden = 3072;
+    int64_t heads = 24;
+    int64_t head_dim = 128;
+    int64_t mlp_hidden = 12288;
+    int64_t context_dim = 4096;  // T5 width
+    int64_t vec_in_dim = 768;    // CLIP-L pooled width (0: no vector_in)
+    int depth = 19;              // double blocks
+    int depth_single = 38;       // single blocks
+    bool guidance_embed = true;  // dev: guidance_in present; schnell: absent
+    bool qkv_bias = true;
+    // diffusers layout (io/name_map_flux.cpp): separate q/k/v (and a single block's mlp_in),
+    // final modulation stored (scale, shift) as final_layer.adaLN_scale_shift.
+    bool split_qkv = false;
+    bool final_scale_first = false;
+    int patch = 2;
+    float theta = 10000.0f;
+    std::vector<int> axes_dim{16, 56, 56};
+
+    int64_t latent_channels() const { return in_channels / (patch * patch); }
+};
+
+// Reads the architecture from the weights under cfg.prefix; errors name the first missing
+// or mis-shaped tensor, and say so for FLUX-like layouts that are not supported (Chroma).
+Result<FluxConfig> detect_flux(const TensorIndex& index,
+                               const std::string& prefix = "model.diffusion_model.");
+
+// The RoPE angles for `text_tokens` text tokens (positions 0) followed by the image tokens
+// of a latent of w x h pixels (patch grid ceil(h/2) x ceil(w/2), positions (0, row, col)):
+// cos and sin, each [1, head_dim/2, 1, tokens].
+struct FluxPositions {
+    HostTensor cos, sin;
+};
+FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t latent_h,
+                             int64_t text_tokens);
+
+// x [W, H, C, N] (any W, H), timesteps [N] (sigma in [0, 1]), context [context_dim, L, N],
+// y [vec_in_dim, N] (pooled text), guidance [N] (dev; ignored without guidance_embed),
+// pe from flux_positions(W, H, L) -> flow prediction [W, H, C, N].
+ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_tensor* timesteps,
+                        ggml_tensor* context, ggml_tensor* y, ggml_tensor* guidance,
+                        ggml_tensor* pe_cos, ggml_tensor* pe_sin);
+
+}  // namespace ggdiff::models

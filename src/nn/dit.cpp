@@ -1,0 +1,109 @@
+#include "nn/dit.h"
+
+#include <cmath>
+
+#include "nn/layers.h"
+
+namespace ggdiff::nn {
+
+ggml_tensor* layer_norm_plain(ggml_context* ctx, ggml_tensor* x, float eps) {
+    return ggml_norm(ctx, x, eps);
+}
+
+ggml_tensor* rms_norm(Ctx& c, ggml_tensor* x, const std::string& name, int64_t dim, float eps) {
+    return ggml_mul(c.ctx, ggml_rms_norm(c.ctx, x, eps), c.W(name, {dim}));
+}
+
+std::vector<ggml_tensor*> modulation(Ctx& c, ggml_tensor* vec, const std::string& prefix,
+                                     int64_t dim, int chunks, bool bias) {
+    ggml_tensor* m = linear(c, ggml_silu(c.ctx, vec), prefix, vec->ne[0], chunks * dim, bias);
+    const int64_t n = m->ne[1];
+    const size_t es = ggml_element_size(m);
+    std::vector<ggml_tensor*> out;
+    for (int k = 0; k < chunks; ++k) {
+        ggml_tensor* v = ggml_view_3d(c.ctx, m, dim, 1, n, m->nb[1], m->nb[1], k * dim * es);
+        out.push_back(ggml_cont(c.ctx, v));
+    }
+    return out;
+}
+
+ggml_tensor* modulate(ggml_context* ctx, ggml_tensor* x, ggml_tensor* shift, ggml_tensor* scale) {
+    x = ggml_add(ctx, x, ggml_mul(ctx, x, scale));
+    return ggml_add(ctx, x, shift);
+}
+
+ggml_tensor* patchify(ggml_context* ctx, ggml_tensor* x, int p) {
+    const int64_t W = x->ne[0], H = x->ne[1], C = x->ne[2], N = x->ne[3];
+    const int64_t w = W / p, h = H / p;
+    // [pw, w, ph, h*C*N] -> [pw, ph, w, h*C*N]
+    x = ggml_reshape_4d(ctx, x, p, w, p, h * C * N);
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));
+    // [p*p, w*h, C, N] -> [p*p, C, w*h, N]
+    x = ggml_reshape_4d(ctx, x, p * p, w * h, C, N);
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));
+    return ggml_reshape_3d(ctx, x, p * p * C, w * h, N);
+}
+
+ggml_tensor* unpatchify(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h, int p) {
+    const int64_t N = x->ne[2];
+    const int64_t C = x->ne[0] / (p * p);
+    // [p*p, C, w*h, N] -> [p*p, w*h, C, N]
+    x = ggml_reshape_4d(ctx, x, p * p, C, w * h, N);
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));
+    // [pw, ph, w, h*C*N] -> [pw, w, ph, h*C*N]
+    x = ggml_reshape_4d(ctx, x, p, p, w, h * C * N);
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));
+    return ggml_reshape_4d(ctx, x, w * p, h * p, C, N);
+}
+
+ggml_tensor* rope_pairs(ggml_context* ctx, ggml_tensor* x, ggml_tensor* cos, ggml_tensor* sin,
+                        int heads) {
+    const int64_t dim = x->ne[0], t = x->ne[1], n = x->ne[2];
+    const int64_t d = dim / heads;
+    if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
+    const size_t es = ggml_element_size(x);
+    // Even and odd members of each pair: [1, d/2, heads, T*N] views.
+    ggml_tensor* x0 = ggml_view_4d(ctx, x, 1, d / 2, heads, t * n, 2 * es, d * es, dim * es, 0);
+    ggml_tensor* x1 = ggml_view_4d(ctx, x, 1, d / 2, heads, t * n, 2 * es, d * es, dim * es, es);
+    ggml_tensor* r0 = ggml_sub(ctx, ggml_mul(ctx, x0, cos), ggml_mul(ctx, x1, sin));
+    ggml_tensor* r1 = ggml_add(ctx, ggml_mul(ctx, x0, sin), ggml_mul(ctx, x1, cos));
+    ggml_tensor* r = ggml_concat(ctx, r0, r1, 0);  // [2, d/2, heads, T*N]
+    return ggml_reshape_3d(ctx, r, dim, t, n);
+}
+
+RopeTable rope_table(const std::vector<float>& ids, const std::vector<int>& axes_dim, float theta) {
+    RopeTable tab;
+    const size_t axes = axes_dim.size();
+    for (int a : axes_dim) tab.pairs += a / 2;
+    tab.tokens = axes ? static_cast<int64_t>(ids.size() / axes) : 0;
+    tab.cos.resize(static_cast<size_t>(tab.tokens * tab.pairs));
+    tab.sin.resize(tab.cos.size());
+    int64_t offset = 0;
+    for (size_t a = 0; a < axes; ++a) {
+        const int dim = axes_dim[a];
+        const int half = dim / 2;
+        // Frequencies as the reference computes them: exponents linspace(0, (dim-2)/dim)
+        // in float, 1 / theta^e in double.
+        const float end = (static_cast<float>(dim) - 2.0f) / static_cast<float>(dim);
+        const float step = half > 1 ? end / static_cast<float>(half - 1) : 0.0f;
+        std::vector<float> omega(static_cast<size_t>(half));
+        for (int j = 0; j < half; ++j) {
+            const float e = static_cast<float>(j) * step;
+            omega[static_cast<size_t>(j)] =
+                static_cast<float>(1.0 / std::pow(static_cast<double>(theta), e));
+        }
+        for (int64_t tk = 0; tk < tab.tokens; ++tk) {
+            const float pos = ids[static_cast<size_t>(tk) * axes + a];
+            for (int j = 0; j < half; ++j) {
+                const float angle = pos * omega[static_cast<size_t>(j)];
+                const size_t i = static_cast<size_t>(tk * tab.pairs + offset + j);
+                tab.cos[i] = std::cos(angle);
+                tab.sin[i] = std::sin(angle);
+            }
+        }
+        offset += half;
+    }
+    return tab;
+}
+
+}  // namespace ggdiff::nn

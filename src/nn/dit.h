@@ -1,0 +1,50 @@
+// Building blocks shared by the diffusion transformers (FLUX, Qwen Image, SD3, Z-Image):
+// norms without or with a scale vector, adaLN modulation, 2x2 patching of latents, and
+// rotary position embeddings over several position axes. Token tensors are
+// [dim, tokens, N]; latents are [W, H, C, N].
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nn/weights.h"
+
+namespace ggdiff::nn {
+
+// LayerNorm over ne[0] without affine parameters (elementwise_affine=False).
+ggml_tensor* layer_norm_plain(ggml_context* ctx, ggml_tensor* x, float eps = 1e-6f);
+
+// RMSNorm over ne[0] times the weight `name` ([dim]).
+ggml_tensor* rms_norm(Ctx& c, ggml_tensor* x, const std::string& name, int64_t dim,
+                      float eps = 1e-6f);
+
+// The modulation vectors of one adaLN linear: out = linear(silu(vec)) of width
+// chunks * dim, split into `chunks` tensors [dim, 1, N] (shift, scale, gate, ...).
+std::vector<ggml_tensor*> modulation(Ctx& c, ggml_tensor* vec, const std::string& prefix,
+                                     int64_t dim, int chunks, bool bias = true);
+
+// x * (1 + scale) + shift; x [dim, T, N], shift and scale [dim, 1, N].
+ggml_tensor* modulate(ggml_context* ctx, ggml_tensor* x, ggml_tensor* shift, ggml_tensor* scale);
+
+// Latent [W, H, C, N] (W, H multiples of p) -> tokens [C*p*p, (W/p)*(H/p), N], tokens in
+// row-major patch order, features ordered (c, row in patch, column in patch).
+ggml_tensor* patchify(ggml_context* ctx, ggml_tensor* x, int p);
+// The inverse: tokens [C*p*p, w*h, N] -> latent [w*p, h*p, C, N].
+ggml_tensor* unpatchify(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h, int p);
+
+// Rotary embedding of interleaved pairs (x[2i], x[2i+1]) of every head:
+// x [heads*d, T, N]; cos and sin [1, d/2, 1, T] (a per-token angle for each pair, the
+// same for every head and batch item) -> [heads*d, T, N].
+ggml_tensor* rope_pairs(ggml_context* ctx, ggml_tensor* x, ggml_tensor* cos, ggml_tensor* sin,
+                        int heads);
+
+// Host side: the angles of multi-axis RoPE (FLUX's EmbedND). ids holds `axes` position
+// values per token (token-major); axis a covers axes_dim[a] head dimensions, pair j of it
+// turning at theta^(-2j / axes_dim[a]). Returns cos and sin, each [T][sum(axes_dim)/2].
+struct RopeTable {
+    std::vector<float> cos, sin;  // T * pairs, token-major
+    int64_t pairs = 0, tokens = 0;
+};
+RopeTable rope_table(const std::vector<float>& ids, const std::vector<int>& axes_dim, float theta);
+
+}  // namespace ggdiff::nn

@@ -1,0 +1,246 @@
+#include "pipeline/lora_manager.h"
+
+#include <chrono>
+
+#include "core/log.h"
+#include "runtime/lora_delta.h"
+#include "runtime/weight_adapters.h"
+#include "runtime/weight_patch.h"
+
+namespace ggdiff {
+namespace {
+
+// Torch shape (outermost first) of a declared weight.
+std::vector<int64_t> torch_shape(const ggml_tensor* t) {
+    std::vector<int64_t> s;
+    for (int i = ggml_n_dims(t) - 1; i >= 0; --i) s.push_back(t->ne[i]);
+    return s;
+}
+
+bool unsupported(const LoraModule& m, std::string* what) {
+    static const std::pair<LoraPart, const char*> kParts[] = {
+        {LoraPart::Mid, "LoCon Tucker cores (lora_mid)"},
+        {LoraPart::HadaT1, "LoHa Tucker cores (hada_t1)"},
+        {LoraPart::HadaT2, "LoHa Tucker cores (hada_t2)"},
+        {LoraPart::LokrT2, "LoKr Tucker cores (lokr_t2)"},
+        {LoraPart::DoraScale, "DoRA (dora_scale)"},
+        {LoraPart::DiffBias, "bias differences (diff_b)"},
+    };
+    for (const auto& [p, name] : kParts) {
+        if (m.has(p)) {
+            *what = name;
+            return true;
+        }
+    }
+    return false;
+}
+
+std::string first_tensor(const LoraModule& m) {
+    return m.parts.empty() ? std::string("?") : m.parts.begin()->second->source_name;
+}
+
+}  // namespace
+
+Result<LoraApplyMode> parse_lora_apply_mode(const std::string& s) {
+    if (s.empty() || s == "auto") return LoraApplyMode::Auto;
+    if (s == "immediately") return LoraApplyMode::Immediately;
+    if (s == "at_runtime") return LoraApplyMode::AtRuntime;
+    return Status::Error("--lora-apply-mode \"" + s + "\": use auto, immediately or at_runtime");
+}
+
+struct LoraManager::TargetState {
+    LoraTarget* target = nullptr;
+    std::unique_ptr<WeightPatcher> patcher;
+    AdapterSet adapters;
+    std::map<std::string, std::string> weight_of_key;
+    // What is applied: (weight, update) in application order.
+    std::vector<std::pair<std::string, LoraUpdate>> merged, runtime;
+    int threads = 1;
+
+    // Merges `merged` into the loaded weights: per weight, the sum of its updates is added
+    // once (one weight's f32 difference in memory at a time).
+    Status merge() {
+        std::map<std::string, std::vector<size_t>> by_weight;
+        for (size_t i = 0; i < merged.size(); ++i) by_weight[merged[i].first].push_back(i);
+        for (const auto& [w, idx] : by_weight) {
+            std::vector<float> sum;
+            for (size_t i : idx) {
+                auto d = dense_delta(merged[i].second, threads);
+                if (!d.ok()) return d.status().with_context(w);
+                if (sum.empty()) {
+                    sum = std::move(*d);
+                } else {
+                    for (size_t j = 0; j < sum.size(); ++j) sum[j] += (*d)[j];
+                }
+            }
+            GGDIFF_TRY(patcher->add(w, sum));
+        }
+        return Status::Ok();
+    }
+};
+
+LoraManager::LoraManager(std::string dir, LoraApplyMode mode, int threads)
+    : dir_(std::move(dir)), mode_(mode), threads_(threads) {}
+
+LoraManager::~LoraManager() = default;
+
+Result<LoraFile*> LoraManager::file_for(const std::string& name) {
+    auto path = find_lora_file(dir_, name);
+    if (!path.ok()) return path.status();
+    auto it = files_.find(*path);
+    if (it != files_.end()) return it->second.get();
+    auto f = LoraFile::open(*path);
+    if (!f.ok()) return f.status().with_context("LoRA " + name);
+    LoraFile* raw = f->get();
+    files_.emplace(*path, std::move(*f));
+    return raw;
+}
+
+Status LoraManager::prepare_targets(Family& family) {
+    if (!targets_.empty()) return Status::Ok();
+    for (LoraTarget& t : family.lora_targets) {
+        auto s = std::make_unique<TargetState>();
+        s->target = &t;
+        s->threads = threads_;
+        s->patcher = std::make_unique<WeightPatcher>(t.runner->weights());
+        std::map<std::string, int> uses;
+        for (const auto& [name, tensor] : t.runner->weights().declared()) {
+            if (ggml_n_dims(tensor) < 2 || name.size() < 7 ||
+                name.compare(name.size() - 7, 7, ".weight") != 0) {
+                continue;
+            }
+            std::vector<std::string> keys = t.keys ? t.keys(name) : std::vector<std::string>{};
+            keys.push_back(lora_canonical_key(name));
+            for (const std::string& k : keys) {
+                auto it = s->weight_of_key.find(k);
+                if (it != s->weight_of_key.end() && it->second != name) {
+                    uses[k]++;
+                } else {
+                    s->weight_of_key[k] = name;
+                }
+            }
+        }
+        // A key two weights answer to addresses neither.
+        for (const auto& [k, n] : uses) s->weight_of_key.erase(k);
+        targets_.push_back(std::move(s));
+    }
+    return Status::Ok();
+}
+
+Status LoraManager::apply(Family& family, const std::vector<LoraRequest>& loras) {
+    if (loras == current_) return Status::Ok();
+    if (!loras.empty() && family.lora_targets.empty()) {
+        return Status::Error("LoRA tags are not supported for " + family.name + " models yet");
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    GGDIFF_TRY(prepare_targets(family));
+
+    // Plan: every module of every file to one weight of one target.
+    std::vector<std::vector<std::pair<std::string, LoraUpdate>>> merged(targets_.size()),
+        runtime(targets_.size());
+    std::vector<std::string> hashes;
+    size_t n_modules = 0;
+    for (const LoraRequest& r : loras) {
+        auto file = file_for(r.name);
+        if (!file.ok()) return file.status();
+        const LoraFile& f = **file;
+        for (const std::string& n : f.unrecognized()) {
+            GGDIFF_LOG_WARN("LoRA %s: tensor %s is no LoRA tensor; ignored", r.name.c_str(),
+                            n.c_str());
+        }
+        std::vector<std::string> unmatched;
+        for (const auto& [key, module] : f.modules()) {
+            size_t ti = 0;
+            std::string weight;
+            for (; ti < targets_.size(); ++ti) {
+                auto it = targets_[ti]->weight_of_key.find(key);
+                if (it != targets_[ti]->weight_of_key.end()) {
+                    weight = it->second;
+                    break;
+                }
+            }
+            if (weight.empty()) {
+                unmatched.push_back(first_tensor(module));
+                continue;
+            }
+            std::string what;
+            if (unsupported(module, &what)) {
+                GGDIFF_LOG_WARN("LoRA %s: %s are not supported yet; %s skipped", r.name.c_str(),
+                                what.c_str(), first_tensor(module).c_str());
+                continue;
+            }
+            TargetState& ts = *targets_[ti];
+            const float mult = ts.target->text_encoder ? r.te : r.unet;
+            if (mult == 0.0f) continue;
+            ModuleRunner& runner = *ts.target->runner;
+            const ggml_tensor* w = runner.weights().tensor(weight);
+            auto u = read_lora_update(f, module, torch_shape(w), mult, weight);
+            if (!u.ok()) return u.status();
+            const bool split = runner.in_split_buffer(weight);
+            const bool quantized = ggml_is_quantized(w->type);
+            bool at_runtime = mode_ == LoraApplyMode::AtRuntime ||
+                              (mode_ == LoraApplyMode::Auto && (split || quantized));
+            if (!at_runtime && split) {
+                GGDIFF_LOG_WARN(
+                    "LoRA %s: %s is in a row-split buffer and cannot be merged; skipped (use "
+                    "--lora-apply-mode auto or at_runtime)",
+                    r.name.c_str(), weight.c_str());
+                continue;
+            }
+            (at_runtime ? runtime : merged)[ti].emplace_back(weight, std::move(*u));
+            ++n_modules;
+        }
+        if (!unmatched.empty()) {
+            const size_t show = std::min<size_t>(unmatched.size(), 8);
+            std::string list;
+            for (size_t i = 0; i < show; ++i) list += (i ? ", " : "") + unmatched[i];
+            if (show < unmatched.size()) {
+                list += string_format(" and %zu more", unmatched.size() - show);
+            }
+            GGDIFF_LOG_WARN("LoRA %s: %zu of its modules match no weight of this %s model: %s",
+                            r.name.c_str(), unmatched.size(), family.name.c_str(), list.c_str());
+        }
+        auto h = f.short_hash();
+        if (!h.ok()) return h.status();
+        hashes.push_back(r.name + ": " + *h);
+    }
+
+    // Undo what is applied, then apply the new set.
+    size_t n_merged = 0, n_runtime = 0;
+    for (size_t i = 0; i < targets_.size(); ++i) {
+        TargetState& ts = *targets_[i];
+        ModuleRunner& runner = *ts.target->runner;
+        runner.weights().set_adapters(nullptr);
+        ts.adapters.clear();
+        GGDIFF_TRY(ts.patcher->restore());
+        ts.merged = std::move(merged[i]);
+        ts.runtime = std::move(runtime[i]);
+        n_merged += ts.merged.size();
+        n_runtime += ts.runtime.size();
+        if (!ts.merged.empty() && runner.weights().loaded()) GGDIFF_TRY(ts.merge());
+        TargetState* state = &ts;
+        runner.set_on_loaded([state]() {
+            state->patcher->forget();
+            return state->merged.empty() ? Status::Ok() : state->merge();
+        });
+        if (!ts.runtime.empty()) {
+            std::vector<std::pair<std::string, const LoraUpdate*>> ups;
+            for (const auto& [w, u] : ts.runtime) ups.emplace_back(w, &u);
+            GGDIFF_TRY(ts.adapters.build(runner.weights(), ups, [&runner](const std::string& n) {
+                return runner.buffer_type_for(n);
+            }));
+            runner.weights().set_adapters(&ts.adapters.table());
+        }
+    }
+    current_ = loras;
+    hashes_.clear();
+    for (size_t i = 0; i < hashes.size(); ++i) hashes_ += (i ? ", " : "") + hashes[i];
+    last_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!loras.empty() || n_modules) {
+        GGDIFF_LOG_INFO("LoRA: %zu file(s), %zu updates merged, %zu applied at run time (%.2fs)",
+                        loras.size(), n_merged, n_runtime, last_seconds_);
+    }
+    return Status::Ok();
+}
+
+}  // namespace ggdiff

@@ -1,0 +1,100 @@
+#include "pipeline/parts/flux_denoiser.h"
+
+#include <algorithm>
+
+#include "core/log.h"
+#include "pipeline/parts/module_setup.h"
+
+namespace ggdiff {
+namespace {
+
+// Stacks same-shaped tensors on a new outer axis: n x [a, b] -> [a, b, n].
+HostTensor stack(const std::vector<const HostTensor*>& items, int64_t a, int64_t b) {
+    HostTensor out({a, b, static_cast<int64_t>(items.size())});
+    auto dst = out.data.begin();
+    for (const HostTensor* t : items) dst = std::copy(t->data.begin(), t->data.end(), dst);
+    return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FluxDenoiser>> FluxDenoiser::create(const FamilyContext& ctx,
+                                                           const ModuleDevices& where,
+                                                           const models::FluxConfig& cfg) {
+    auto d = std::unique_ptr<FluxDenoiser>(new FluxDenoiser());
+    d->cfg_ = cfg;
+    // A representative graph (2x2 latent, 2 text tokens) declares every weight.
+    const int64_t s = 2, l = 2;
+    const models::FluxPositions pe = models::flux_positions(cfg, s, s, l);
+    auto runner = make_module(ctx, where, "FLUX DiT", [&](GraphBuilder& gb) {
+        HostTensor x({s, s, cfg.latent_channels(), 1});
+        HostTensor t({1}), g({1});
+        HostTensor c({cfg.context_dim, l, 1});
+        HostTensor y({std::max<int64_t>(1, cfg.vec_in_dim), 1});
+        return std::vector<ggml_tensor*>{
+            models::build_flux(gb.nn(), cfg, gb.input(x), gb.input(t), gb.input(c),
+                               cfg.vec_in_dim > 0 ? gb.input(y) : nullptr, gb.input(g),
+                               gb.input(pe.cos), gb.input(pe.sin))};
+    });
+    if (!runner.ok()) return runner.status();
+    d->runner_ = std::move(*runner);
+    return d;
+}
+
+Result<HostTensor> FluxDenoiser::run(const DenoiseBatch& b) {
+    const int64_t w = b.x.dim(0), h = b.x.dim(1), c = b.x.dim(2), n = b.x.dim(3);
+    if (static_cast<int64_t>(b.cond.size()) != n || static_cast<int64_t>(b.timesteps.size()) != n) {
+        return Status::Error(string_format("FLUX: batch of %lld latents with %zu conditionings",
+                                           (long long)n, b.cond.size()));
+    }
+    if (c != cfg_.latent_channels()) {
+        return Status::Error(string_format("FLUX: latent of %lld channels, the DiT takes %lld",
+                                           (long long)c, (long long)cfg_.latent_channels()));
+    }
+    if (b.concat || (b.refs && !b.refs->empty())) {
+        return Status::Error("FLUX.1: extra input channels and reference images are not supported");
+    }
+    std::vector<const HostTensor*> contexts, pooled;
+    for (const Conditioning* cond : b.cond) {
+        if (cond->context.dim(0) != cfg_.context_dim) {
+            return Status::Error(
+                string_format("FLUX: text context of width %lld, the DiT's txt_in takes %lld",
+                              (long long)cond->context.dim(0), (long long)cfg_.context_dim));
+        }
+        if (cfg_.vec_in_dim > 0 && cond->pooled.numel() != cfg_.vec_in_dim) {
+            return Status::Error(string_format(
+                "FLUX: pooled text vector of %lld values, the DiT's vector_in takes %lld",
+                (long long)cond->pooled.numel(), (long long)cfg_.vec_in_dim));
+        }
+        contexts.push_back(&cond->context);
+        pooled.push_back(&cond->pooled);
+    }
+    const int64_t l = contexts[0]->dim(1);
+    const HostTensor context = stack(contexts, cfg_.context_dim, l);
+    HostTensor y;
+    if (cfg_.vec_in_dim > 0) {
+        y = stack(pooled, cfg_.vec_in_dim, 1);
+        y.ne = {cfg_.vec_in_dim, n};
+    }
+    HostTensor ts({n});
+    ts.data = b.timesteps;
+    HostTensor g({n}, b.guidance);
+    if (w != pe_w_ || h != pe_h_ || l != pe_l_) {
+        pe_ = models::flux_positions(cfg_, w, h, l);
+        pe_w_ = w;
+        pe_h_ = h;
+        pe_l_ = l;
+    }
+    auto r = runner_->run([&](GraphBuilder& gb) {
+        ggml_tensor* yt = cfg_.vec_in_dim > 0 ? gb.input(y) : nullptr;
+        // schnell has no guidance_in: an input the graph never reads would get no buffer.
+        ggml_tensor* gt = cfg_.guidance_embed ? gb.input(g) : nullptr;
+        return std::vector<ggml_tensor*>{models::build_flux(gb.nn(), cfg_, gb.input(b.x),
+                                                            gb.input(ts), gb.input(context), yt, gt,
+                                                            gb.input(pe_.cos), gb.input(pe_.sin))};
+    });
+    if (!r.ok()) return r.status();
+    return std::move((*r)[0]);
+}
+
+}  // namespace ggdiff

@@ -1,0 +1,34 @@
+// The FLUX.1 diffusion transformer as a family's denoiser.
+#pragma once
+
+#include <memory>
+
+#include "models/diffusion/flux.h"
+#include "pipeline/family.h"
+#include "runtime/module_runner.h"
+
+namespace ggdiff {
+
+class FluxDenoiser : public Denoiser {
+  public:
+    // Declares and loads the DiT's weights on `where`.
+    static Result<std::unique_ptr<FluxDenoiser>> create(const FamilyContext& ctx,
+                                                        const ModuleDevices& where,
+                                                        const models::FluxConfig& cfg);
+
+    // Contexts (T5 hidden states) and pooled vectors (CLIP-L) of the batch items are stacked
+    // on the batch axis; batch.guidance feeds the guidance embedding (dev).
+    Result<HostTensor> run(const DenoiseBatch& batch) override;
+    void end_phase() override { runner_->end_phase(); }
+
+    const models::FluxConfig& config() const { return cfg_; }
+
+  private:
+    models::FluxConfig cfg_;
+    std::unique_ptr<ModuleRunner> runner_;
+    // RoPE tables of the last (latent width, height, text tokens).
+    int64_t pe_w_ = -1, pe_h_ = -1, pe_l_ = -1;
+    models::FluxPositions pe_;
+};
+
+}  // namespace ggdiff

@@ -1,0 +1,76 @@
+#include "pipeline/parts/t5_encoder.h"
+
+#include <algorithm>
+
+#include "pipeline/parts/module_setup.h"
+#include "pipeline/parts/token_weights.h"
+#include "tokenizers/find_tokenizer.h"
+#include "tokenizers/prompt_attention.h"
+
+namespace ggdiff {
+
+Result<std::shared_ptr<const UnigramTokenizer>> load_t5_tokenizer(const FamilyContext& ctx) {
+    std::vector<std::string> near = {ctx.options.t5xxl, ctx.options.model,
+                                     ctx.options.diffusion_model};
+    auto path = find_t5_tokenizer(near, ctx.options.t5xxl_tokenizer);
+    if (!path.ok()) return path.status();
+    auto t = UnigramTokenizer::from_file(*path);
+    if (!t.ok()) return t.status().with_context("T5 tokenizer");
+    return std::make_shared<const UnigramTokenizer>(std::move(*t));
+}
+
+Result<std::unique_ptr<T5TextEncoder>> T5TextEncoder::create(
+    const FamilyContext& ctx, const ModuleDevices& where, const models::T5Config& cfg,
+    std::shared_ptr<const UnigramTokenizer> tokenizer) {
+    if (static_cast<int64_t>(tokenizer->vocab_size()) > cfg.vocab) {
+        return Status::Error("the T5 tokenizer has " + std::to_string(tokenizer->vocab_size()) +
+                             " tokens but the T5 weights embed only " + std::to_string(cfg.vocab) +
+                             ": tokenizer and encoder do not belong together");
+    }
+    auto enc = std::unique_ptr<T5TextEncoder>(new T5TextEncoder());
+    enc->cfg_ = cfg;
+    enc->tokenizer_ = std::move(tokenizer);
+    enc->buckets_ = models::t5_relative_buckets(kChunkTokens, cfg.buckets, cfg.max_distance);
+    T5TextEncoder* e = enc.get();
+    auto runner = make_module(ctx, where, "T5", [e](GraphBuilder& gb) {
+        std::vector<int32_t> ids(kChunkTokens, 0);
+        ggml_tensor* t = gb.input_i32(ids, {kChunkTokens, 1});
+        ggml_tensor* b = gb.input_i32(e->buckets_, {kChunkTokens * kChunkTokens});
+        return std::vector<ggml_tensor*>{models::build_t5(gb.nn(), e->cfg_, t, b)};
+    });
+    if (!runner.ok()) return runner.status();
+    enc->runner_ = std::move(*runner);
+    return enc;
+}
+
+Result<HostTensor> T5TextEncoder::encode(const std::string& prompt) {
+    std::vector<int> tokens;
+    std::vector<float> weights;
+    for (const auto& item : parse_prompt_attention(prompt)) {
+        if (is_break_marker(item)) continue;  // BREAK only means something to CLIP windows
+        const std::vector<int> ids = tokenizer_->encode(item.first);
+        tokens.insert(tokens.end(), ids.begin(), ids.end());
+        weights.insert(weights.end(), ids.size(), item.second);
+    }
+    const T5Chunks chunks =
+        make_t5_chunks(tokens, weights, tokenizer_->eos_id(), tokenizer_->pad_id(), kChunkTokens);
+    const int64_t width = cfg_.width;
+    HostTensor out({width, static_cast<int64_t>(kChunkTokens) * chunks.n_chunks, 1});
+    for (int c = 0; c < chunks.n_chunks; ++c) {
+        const size_t at = static_cast<size_t>(c) * kChunkTokens;
+        std::vector<int32_t> ids(chunks.tokens.begin() + at,
+                                 chunks.tokens.begin() + at + kChunkTokens);
+        auto r = runner_->run([&](GraphBuilder& gb) {
+            ggml_tensor* t = gb.input_i32(ids, {kChunkTokens, 1});
+            ggml_tensor* b = gb.input_i32(buckets_, {kChunkTokens * kChunkTokens});
+            return std::vector<ggml_tensor*>{models::build_t5(gb.nn(), cfg_, t, b)};
+        });
+        if (!r.ok()) return r.status();
+        HostTensor& h = (*r)[0];
+        apply_token_weights(h.ptr(), width, kChunkTokens, chunks.weights.data() + at);
+        std::copy(h.data.begin(), h.data.end(), out.data.begin() + at * width);
+    }
+    return out;
+}
+
+}  // namespace ggdiff

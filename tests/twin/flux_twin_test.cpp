@@ -1,0 +1,267 @@
+// FLUX.1 twins over two ggdiff-rpc workers (see twin_test.cpp for the pattern): the DiT split
+// over double_blocks and single_blocks, the text encoder split (T5 is the dominant encoder,
+// CLIP-L stays on the first device) and an auto-fit budget that forces the DiT to split each
+// give the single-device image of the flux_tiny golden case `flux_euler`.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <regex>
+
+#include "../golden/flux_e2e.h"
+#include "../rpc/rpc_test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace e2e = ggdiff::e2e;
+namespace flux = ggdiff::e2e::flux;
+using e2e::contains;
+using e2e::RunResult;
+
+// flux_tiny: 2 double + 2 single blocks; T5 with 2 blocks.
+constexpr int kDitBlocks = 4;
+constexpr int kT5Blocks = 2;
+constexpr uint64_t kGiB = 1ull << 30;
+
+struct Range {
+    std::string device;
+    int begin = 0, end = 0;
+};
+
+std::vector<Range> split_ranges(const std::string& log, const std::string& module) {
+    std::vector<Range> out;
+    const std::regex re(module + R"( layer split: (\S+) <- blocks \[(\d+), (\d+)\))");
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+         ++it) {
+        out.push_back({(*it)[1].str(), std::stoi((*it)[2].str()), std::stoi((*it)[3].str())});
+    }
+    return out;
+}
+
+// The ranges cover [0, blocks) contiguously on `devices` in this order, each non-empty
+// unless `first_may_be_empty` (the tiny T5's embedding alone fills the first device's share).
+void expect_ranges(const std::string& log, const std::string& module,
+                   const std::vector<std::string>& devices, int blocks,
+                   bool first_may_be_empty = false) {
+    const std::vector<Range> ranges = split_ranges(log, module);
+    ASSERT_EQ(ranges.size(), devices.size())
+        << "expected one '" << module << " layer split' line per device\n"
+        << log;
+    int next = 0;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+        EXPECT_EQ(ranges[i].device, devices[i]);
+        EXPECT_EQ(ranges[i].begin, next);
+        if (i > 0 || !first_may_be_empty) {
+            EXPECT_LT(ranges[i].begin, ranges[i].end);
+        }
+        next = ranges[i].end;
+    }
+    EXPECT_EQ(next, blocks);
+}
+
+// With -v: "<label>: graph of N nodes in K splits", the largest K seen.
+int max_splits(const std::string& log, const std::string& label) {
+    const std::regex re(label + R"(: graph of \d+ nodes in (\d+) splits)");
+    int k = 0;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+         ++it) {
+        k = std::max(k, std::stoi((*it)[1].str()));
+    }
+    return k;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+    return s;
+}
+
+std::string file_stamp(const std::string& path) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) return path + ":missing";
+    return path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+           std::to_string(st.st_mtim.tv_nsec);
+}
+
+class FluxTwin : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        ASSERT_TRUE(flux::prerequisites_ok());
+        ASSERT_FALSE(flux::case_args("flux_euler").empty());
+        std::string error;
+        ASSERT_TRUE(w0_.start(&error)) << error;
+        ASSERT_TRUE(w1_.start(&error)) << error;
+        dir_ = e2e::fresh_dir();
+    }
+    void TearDown() override {
+        w0_.stop();
+        w1_.stop();
+    }
+
+    std::string servers() const { return w0_.endpoint() + "," + w1_.endpoint(); }
+
+    RunResult generate(const std::vector<std::string>& extra, const std::string& out,
+                       const std::string& log_dir) const {
+        std::vector<std::string> args = flux::model_args();
+        for (const std::string& a : flux::case_args("flux_euler")) args.push_back(a);
+        args.insert(args.end(), {"--rpc-servers", servers(), "-v"});
+        args.insert(args.end(), extra.begin(), extra.end());
+        args.insert(args.end(), {"-o", out});
+        return e2e::run_ggdiff(args, log_dir, 400);
+    }
+
+    // The image of `extra`, made once per build of the binaries (cached by arguments).
+    std::string reference(const std::vector<std::string>& extra) const {
+        const std::string key = join(extra, " ") + "|" + file_stamp(e2e::binary_path()) + "|" +
+                                file_stamp(rpc_test::binary("ggdiff-rpc")) + "|" +
+                                file_stamp(flux::dit());
+        const std::string cache = std::string(GGDIFF_TEST_TMP) + "/flux_references";
+        fs::create_directories(cache);
+        char name[64];
+        std::snprintf(name, sizeof(name), "/ref_%016zx", std::hash<std::string>{}(key));
+        const std::string path = cache + name + ".png";
+        if (fs::is_regular_file(path)) return path;
+        const std::string tmp = cache + name + ".tmp" + std::to_string(getpid()) + ".png";
+        RunResult r = generate(extra, tmp, dir_ + "/reference");
+        if (!r.succeeded() || !fs::is_regular_file(tmp)) {
+            ADD_FAILURE() << "the single-device reference failed\n" << r.describe();
+            return "";
+        }
+        fs::rename(tmp, path);
+        return path;
+    }
+
+    std::string single_device() const { return reference({"--backend", "RPC0"}); }
+
+    RunResult twin(const std::vector<std::string>& extra, const std::string& reference_path) {
+        const std::string out = dir_ + "/twin.png";
+        RunResult r = generate(extra, out, dir_);
+        EXPECT_TRUE(r.succeeded()) << r.describe();
+        if (!r.succeeded() || reference_path.empty()) return r;
+        const e2e::ImageDiff d = e2e::compare_images(out, reference_path);
+        EXPECT_TRUE(d.ok) << d.error;
+        EXPECT_LE(d.mean_abs, flux::tolerance())
+            << "placement image differs from the single-device image: mean " << d.mean_abs
+            << ", max " << d.max_abs << "\n"
+            << r.describe();
+        std::printf("twin: mean_abs_diff %.3f max_abs_diff %d\n", d.mean_abs, d.max_abs);
+        return r;
+    }
+
+    static std::string log_of(const RunResult& r) { return r.out + r.err; }
+
+    rpc_test::Worker w0_, w1_;
+    std::string dir_;
+};
+
+TEST_F(FluxTwin, SingleDeviceMatchesGolden) {
+    const std::string ref = single_device();
+    ASSERT_FALSE(ref.empty());
+    const auto d = e2e::compare_images(ref, flux::golden("flux_euler.png"));
+    ASSERT_TRUE(d.ok) << d.error;
+    EXPECT_LE(d.mean_abs, flux::tolerance()) << "max " << d.max_abs;
+}
+
+TEST_F(FluxTwin, DitLayerSplitOverDoubleAndSingleBlocks) {
+    RunResult r = twin({"--backend", "all=RPC0,diffusion=RPC0&RPC1"}, single_device());
+    const std::string log = log_of(r);
+    expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, kDitBlocks);
+    EXPECT_TRUE(split_ranges(log, "te").empty()) << log;
+    EXPECT_GE(max_splits(log, "FLUX DiT"), 2) << "the DiT ran on one device only\n" << log;
+}
+
+// RPC devices have no split buffer type: --split-mode row says so and splits by layers.
+TEST_F(FluxTwin, RowSplitFallsBackToLayerSplit) {
+    RunResult r =
+        twin({"--backend", "all=RPC0,diffusion=RPC0&RPC1", "--split-mode", "row"}, single_device());
+    const std::string log = log_of(r);
+    EXPECT_TRUE(contains(log, "diffusion: row split is not possible")) << log;
+    EXPECT_TRUE(contains(log, "using layer split")) << log;
+    expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, kDitBlocks);
+}
+
+// T5 takes the split; CLIP-L (pooled vector only) stays on the first device. The fixture's
+// T5 is so narrow that its token embedding (non-block, on the first device) outweighs both
+// blocks: they go to RPC1, and the graph still runs on both devices.
+TEST_F(FluxTwin, T5LayerSplit) {
+    RunResult r = twin({"--backend", "all=RPC0,te=RPC0&RPC1"}, single_device());
+    const std::string log = log_of(r);
+    expect_ranges(log, "te", {"RPC0", "RPC1"}, kT5Blocks, /*first_may_be_empty=*/true);
+    EXPECT_TRUE(split_ranges(log, "diffusion").empty()) << log;
+    EXPECT_GE(max_splits(log, "T5"), 2) << log;
+    EXPECT_EQ(max_splits(log, "CLIP-L"), 1) << log;
+}
+
+// --auto-fit with budgets that hold the DiT only when it is split over both workers.
+TEST_F(FluxTwin, AutoFitSplitsTheDit) {
+    auto dry_run = [&](const std::vector<std::string>& extra) -> nlohmann::json {
+        std::vector<std::string> args = flux::model_args();
+        args.insert(args.end(),
+                    {"-p", "x", "--rpc-servers", servers(), "--auto-fit", "--fit-dry-run"});
+        args.insert(args.end(), extra.begin(), extra.end());
+        RunResult r = e2e::run_ggdiff(args, dir_ + "/dry", 120);
+        EXPECT_TRUE(r.succeeded()) << r.describe();
+        try {
+            return nlohmann::json::parse(r.out);
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "--fit-dry-run did not print JSON: " << e.what() << "\n"
+                          << r.describe();
+            return nlohmann::json::object();
+        }
+    };
+    auto component = [](const nlohmann::json& plan, const std::string& module) {
+        for (const auto& c : plan.value("components", nlohmann::json::array())) {
+            if (c.value("module", "") == module) return c;
+        }
+        return nlohmann::json::object();
+    };
+    const nlohmann::json sizes = dry_run({});
+    const nlohmann::json dit = component(sizes, "diffusion");
+    ASSERT_TRUE(dit.contains("params_bytes")) << sizes.dump(1);
+    // The DiT and the text encoders (T5 takes their split) are splittable, the VAE is not.
+    EXPECT_TRUE(dit.value("splittable", false)) << sizes.dump(1);
+    EXPECT_TRUE(component(sizes, "te").value("splittable", false)) << sizes.dump(1);
+    EXPECT_FALSE(component(sizes, "vae").value("splittable", true)) << sizes.dump(1);
+    const uint64_t params = dit["params_bytes"].get<uint64_t>();
+    const uint64_t reserve = dit["reserve_bytes"].get<uint64_t>();
+    ASSERT_GT(params, 0u);
+
+    // RPC1 holds 70% of the DiT above its reserve, RPC0 55%: neither holds it alone.
+    char buf[128];
+    const double gib0 = (static_cast<double>(reserve) + 0.55 * params) / kGiB;
+    const double gib1 = (static_cast<double>(reserve) + 0.70 * params) / kGiB;
+    std::snprintf(buf, sizeof(buf), "RPC0=%.9f,RPC1=%.9f", gib0, gib1);
+    std::string budgets = buf;
+    for (const auto& dev : sizes.value("devices", nlohmann::json::array())) {
+        const std::string name = dev.value("name", "");
+        if (name != "RPC0" && name != "RPC1") budgets += "," + name + "=0.001";
+    }
+    const nlohmann::json plan = dry_run({"--max-vram", budgets});
+    SCOPED_TRACE(plan.dump(1));
+    const nlohmann::json d = component(plan, "diffusion");
+    EXPECT_EQ(d.value("split", false), true);
+    EXPECT_EQ(d.value("targets", nlohmann::json::array()), nlohmann::json::array({"RPC1", "RPC0"}));
+
+    std::vector<std::string> single_backend;
+    for (const auto& c : plan.value("components", nlohmann::json::array())) {
+        const auto targets = c.value("targets", nlohmann::json::array());
+        if (targets.empty()) continue;
+        single_backend.push_back(c.value("module", "") + "=" + targets[0].get<std::string>());
+    }
+    std::vector<std::string> single = {"--backend", join(single_backend, ",")};
+    if (!plan.value("params_backend", "").empty()) {
+        single.insert(single.end(), {"--params-backend", plan.value("params_backend", "")});
+    }
+    const std::string ref = reference(single);
+    ASSERT_FALSE(ref.empty());
+
+    RunResult r = twin({"--auto-fit", "--max-vram", budgets}, ref);
+    const std::string log = log_of(r);
+    EXPECT_TRUE(contains(log, "diffusion=RPC1&RPC0")) << log;
+    expect_ranges(log, "diffusion", {"RPC1", "RPC0"}, kDitBlocks);
+    const auto g = e2e::compare_images(dir_ + "/twin.png", flux::golden("flux_euler.png"));
+    ASSERT_TRUE(g.ok) << g.error;
+    EXPECT_LE(g.mean_abs, flux::tolerance()) << "max " << g.max_abs;
+}
+
+}  // namespace
