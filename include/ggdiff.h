@@ -196,9 +196,9 @@ int ggdiff_image_check_path(const char* path);
 /* Copies an option set (e.g. a server's defaults, before one request's values). */
 ggdiff_options* ggdiff_options_clone(const ggdiff_options* options);
 
-/* Sets an image option from pixels in memory instead of a file path: "init-img" (img2img).
- * The pixels are copied; a NULL image clears the option. Names of image inputs the engine
- * does not have yet (e.g. "mask") are errors saying so. */
+/* Sets an image option from pixels in memory instead of a file path: "init-img" (img2img),
+ * "mask" (inpainting: white repaints) or "control-image" (ControlNet). The pixels are
+ * copied; a NULL image clears the option. Other names are errors saying why. */
 int ggdiff_options_set_image(ggdiff_options* options, const char* name, const ggdiff_image* image);
 
 /* Encodes an image as "png", "jpeg" (or "jpg") or "webp" into a malloc'd buffer (free()).

@@ -102,6 +102,11 @@ void require_supported(const std::string& option, const std::string& field) {
     }
 }
 
+bool option_supported(const std::string& option) {
+    auto d = engine_option(option, false);
+    return d && d->support != GGDIFF_SUPPORT_NOT_YET;
+}
+
 bool is_bool_word(const std::string& t) {
     for (const char* w : {"true", "false", "on", "off", "1", "0", "yes", "no"})
         if (t == w) return true;

@@ -25,6 +25,8 @@ std::string option_text_from_json(const ggdiff_option_desc& desc, const nlohmann
 // Throws a 400 naming `field` when engine option `option` is not supported yet (so that an
 // upload for it is refused before it is decoded).
 void require_supported(const std::string& option, const std::string& field);
+// Whether the engine has `option` and it is not "not supported yet".
+bool option_supported(const std::string& option);
 
 // "true"/"false"/"on"/"off"/"1"/"0"/"yes"/"no" (what a BOOL option takes as a value).
 bool is_bool_word(const std::string& text);

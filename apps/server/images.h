@@ -39,6 +39,16 @@ EncodedImage encode_result(const ggdiff_image& image, const std::string& format,
                            bool embed_parameters);
 
 std::string to_base64(const EncodedImage& image);
+
+// Inpainting masks as the engine takes them (--mask: white repaints, black keeps, grey is a
+// soft weight), made from what each API sends:
+// A1111: the mask's grey level (its alpha when it has transparent pixels, as A1111 reads it),
+// inverted with inpainting_mask_invert, then blurred as A1111 blurs it: a Gaussian of sigma
+// blur_x across and blur_y down, kernel 2 * int(2.5 * sigma + 0.5) + 1, mirrored edges.
+ImagePtr a1111_mask(ImagePtr mask, bool invert, double blur_x, double blur_y);
+// OpenAI: transparent pixels (alpha < 128) repaint; a mask without alpha is taken as
+// white = repaint.
+ImagePtr openai_mask(ImagePtr mask);
 const char* mime_type(const std::string& format);
 
 }  // namespace ggdiff::server

@@ -138,7 +138,13 @@ GenRequest parse_edit(const httplib::Request& req, const ServerConfig& config) {
     const size_t count = req.files.count(key);
     if (count == 0) throw bad_field("image", "required (a PNG, JPEG or WebP file)");
     if (count > 1) throw not_supported(key, "more than one input image");
-    if (req.has_file("mask")) require_supported("mask", "mask");
+    ImagePtr mask;
+    if (req.has_file("mask")) {
+        require_supported("mask", "mask");
+        const auto m = req.get_file_value("mask");
+        mask = openai_mask(decode_upload(reinterpret_cast<const uint8_t*>(m.content.data()),
+                                         m.content.size(), config.max_upload_pixels, "mask"));
+    }
     const auto file = req.get_file_value(key);
     ImagePtr img = decode_upload(reinterpret_cast<const uint8_t*>(file.content.data()),
                                  file.content.size(), config.max_upload_pixels, key);
@@ -173,6 +179,7 @@ GenRequest parse_edit(const httplib::Request& req, const ServerConfig& config) {
     r.set_text("sampling-method", form_text(req, "sampler"), "sampler");
     r.set_text("scheduler", form_text(req, "scheduler"), "scheduler");
     r.add_image("init-img", std::move(img), key);
+    if (mask) r.add_image("mask", std::move(mask), "mask");
     return r;
 }
 

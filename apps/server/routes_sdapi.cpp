@@ -129,8 +129,21 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
         r.set_number("img-cfg-scale", f.number("image_cfg_scale", -1000, 1000), "image_cfg_scale");
         if (auto mask = f.string("mask", ctx.config.max_body_bytes)) {
             require_supported("mask", "mask");
-            r.add_image("mask", decode_base64_upload(*mask, ctx.config.max_upload_pixels, "mask"),
-                        "mask");
+            if (f.integer("inpainting_fill", 0, 3).value_or(1) != 1) {
+                throw not_supported("inpainting_fill", "masked-area fills other than 1 (original)");
+            }
+            if (f.flag("inpaint_full_res").value_or(false))
+                throw not_supported("inpaint_full_res", "inpainting the masked area only");
+            const bool invert = f.integer("inpainting_mask_invert", 0, 1).value_or(0) == 1;
+            // A1111: mask_blur, when given, sets both directions (default 4 each).
+            const std::optional<double> blur = f.number("mask_blur", 0, 1000);
+            const double bx = blur ? *blur : f.number("mask_blur_x", 0, 1000).value_or(4.0);
+            const double by = blur ? *blur : f.number("mask_blur_y", 0, 1000).value_or(4.0);
+            r.add_image(
+                "mask",
+                a1111_mask(decode_base64_upload(*mask, ctx.config.max_upload_pixels, "mask"),
+                           invert, bx, by),
+                "mask");
         }
         const int64_t resize = f.integer("resize_mode", 0, 3).value_or(0);
         if (resize != 0)

@@ -82,8 +82,8 @@ nlohmann::json capabilities(ServerContext& ctx) {
     for (const LoraEntry& e : ctx.loras.list())
         loras.push_back({{"name", e.name}, {"path", e.path}});
     const nlohmann::json features = {{"init_image", true},
-                                     {"mask_image", false},
-                                     {"control_image", false},
+                                     {"mask_image", option_supported("mask")},
+                                     {"control_image", option_supported("control-image")},
                                      {"ip_adapter_image", false},
                                      {"ref_images", false},
                                      {"lora", ctx.host.lora_supported()},

@@ -42,22 +42,24 @@ int ggdiff_options_set_image(ggdiff_options* options, const char* name, const gg
         if (spec->support == ggdiff::api::Support::NotYet) {
             return fail(spec->flag_name() + " is not supported yet");
         }
-        if (spec->type != ggdiff::api::OptType::Path) {
+        if (n != "mask" && n != "control-image") {
             return fail("option \"" + n + "\" is not an image");
         }
-        return fail("image option \"" + n + "\" cannot be set from memory yet");
     }
     ggdiff::ApiOptions& o = options->opts;
-    o.init_image_path.clear();
+    std::optional<ggdiff::Image>& slot = n == "mask"            ? o.gen.mask
+                                         : n == "control-image" ? o.gen.control_image
+                                                                : o.gen.init_image;
+    if (n == "init-img") o.init_image_path.clear();
     o.values.erase(n);
     if (!image) {
-        o.gen.init_image.reset();
+        slot.reset();
         return 0;
     }
     ggdiff::Image img;
     ggdiff::Status st = to_image(*image, img);
     if (!st.ok()) return fail(st.with_context(n));
-    o.gen.init_image = std::move(img);
+    slot = std::move(img);
     return 0;
 }
 

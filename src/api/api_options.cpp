@@ -34,7 +34,7 @@ Status resolve_api_inputs(ApiOptions& options) {
 }
 
 Status check_option_pairs(const ApiOptions& options) {
-    if (options.gen.mask && options.init_image_path.empty()) {
+    if (options.gen.mask && options.init_image_path.empty() && !options.gen.init_image) {
         return Status::Error(
             "--mask needs an init image (-i): the mask says which part of it to repaint");
     }
