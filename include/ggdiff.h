@@ -209,6 +209,15 @@ int ggdiff_options_set_image(ggdiff_options* options, const char* name, const gg
 int ggdiff_image_encode(const ggdiff_image* image, const char* format, int quality,
                         unsigned char** out_bytes, size_t* out_size);
 
+/* Base64 for images in HTTP bodies. ggdiff_base64_encode: standard alphabet with '='
+ * padding, as a malloc'd NUL-terminated string (free()). ggdiff_base64_decode takes the
+ * standard or the URL-safe alphabet, whitespace, missing padding and a "data:...;base64,"
+ * header: 0 and a malloc'd buffer (free()), else -1 with ggdiff_last_error() naming the first
+ * bad character and its offset, or saying the text is truncated. */
+char* ggdiff_base64_encode(const void* data, size_t size);
+int ggdiff_base64_decode(const char* text, size_t length, unsigned char** out_bytes,
+                         size_t* out_size);
+
 /* Decodes PNG, JPEG or WebP bytes (recognised by content, not by any name) into one image
  * with 3 (RGB) or 4 (RGBA) channels; free with ggdiff_images_free(image, 1). Its parameters
  * are the embedded A1111 text, or NULL. Images with more than max_pixels pixels (0: the

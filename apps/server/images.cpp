@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include "base64.h"
 #include "request_error.h"
 
 namespace ggdiff::server {
@@ -25,10 +24,13 @@ ImagePtr decode_upload(const uint8_t* data, size_t size, int64_t max_pixels,
 
 ImagePtr decode_base64_upload(const std::string& text, int64_t max_pixels,
                               const std::string& field) {
-    std::string error;
-    auto bytes = base64_decode(text, &error);
-    if (!bytes) throw bad_field(field, error);
-    return decode_upload(bytes->data(), bytes->size(), max_pixels, field);
+    unsigned char* bytes = nullptr;
+    size_t size = 0;
+    if (ggdiff_base64_decode(text.data(), text.size(), &bytes, &size) != 0) {
+        throw bad_field(field, ggdiff_last_error());
+    }
+    std::unique_ptr<unsigned char, decltype(&std::free)> owned(bytes, &std::free);
+    return decode_upload(bytes, size, max_pixels, field);
 }
 
 EncodedImage encode_result(const ggdiff_image& image, const std::string& format, int quality,
@@ -52,7 +54,11 @@ EncodedImage encode_result(const ggdiff_image& image, const std::string& format,
 }
 
 std::string to_base64(const EncodedImage& image) {
-    return base64_encode(image.bytes.data(), image.bytes.size());
+    char* text = ggdiff_base64_encode(image.bytes.data(), image.bytes.size());
+    if (!text) throw std::runtime_error(ggdiff_last_error());
+    std::string out(text);
+    std::free(text);
+    return out;
 }
 
 const char* mime_type(const std::string& format) {

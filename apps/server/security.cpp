@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
-#include "base64.h"
+#include "ggdiff.h"
 #include "http_util.h"
 
 namespace ggdiff::server {
@@ -26,9 +27,12 @@ bool authorized(const httplib::Request& req, const std::string& key) {
     if (auth.rfind("Bearer ", 0) == 0) return key_matches(auth.substr(7), key);
     if (auth.rfind("Basic ", 0) == 0) {
         // Browsers: any user name, the key as the password.
-        auto decoded = base64_decode(auth.substr(6), nullptr);
-        if (!decoded) return false;
-        const std::string creds(decoded->begin(), decoded->end());
+        const std::string text = auth.substr(6);
+        unsigned char* bytes = nullptr;
+        size_t size = 0;
+        if (ggdiff_base64_decode(text.data(), text.size(), &bytes, &size) != 0) return false;
+        const std::string creds(reinterpret_cast<const char*>(bytes), size);
+        std::free(bytes);
         const size_t colon = creds.find(':');
         return colon != std::string::npos && key_matches(creds.substr(colon + 1), key);
     }

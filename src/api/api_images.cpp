@@ -6,6 +6,7 @@
 #include "api/api_handles.h"
 #include "api/option_schema.h"
 #include "ggdiff.h"
+#include "image/base64.h"
 #include "image/image_io.h"
 #include "image/image_metadata.h"
 #include "image/image_probe.h"
@@ -32,6 +33,31 @@ ggdiff::Status to_image(const ggdiff_image& in, ggdiff::Image& out) {
 }  // namespace
 
 extern "C" {
+
+char* ggdiff_base64_encode(const void* data, size_t size) {
+    if (!data && size > 0) {
+        fail("ggdiff_base64_encode: null data");
+        return nullptr;
+    }
+    return dup_string(ggdiff::base64_encode(static_cast<const uint8_t*>(data), size));
+}
+
+int ggdiff_base64_decode(const char* text, size_t length, unsigned char** out_bytes,
+                         size_t* out_size) {
+    if ((!text && length > 0) || !out_bytes || !out_size) {
+        return fail("ggdiff_base64_decode: null argument");
+    }
+    *out_bytes = nullptr;
+    *out_size = 0;
+    auto bytes = ggdiff::base64_decode(std::string_view(text ? text : "", length));
+    if (!bytes.ok()) return fail(bytes.status());
+    auto* buf = static_cast<unsigned char*>(std::malloc(bytes->empty() ? 1 : bytes->size()));
+    if (!buf) return fail("out of memory");
+    if (!bytes->empty()) std::memcpy(buf, bytes->data(), bytes->size());
+    *out_bytes = buf;
+    *out_size = bytes->size();
+    return 0;
+}
 
 int ggdiff_options_set_image(ggdiff_options* options, const char* name, const ggdiff_image* image) {
     if (!options || !name) return fail("ggdiff_options_set_image: null argument");

@@ -4,6 +4,7 @@
 // around the 2x2 patches), a batch of two with different timesteps and guidance, and a
 // full 256-token T5 chunk (every relative-position bucket).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -34,11 +35,14 @@ std::string fixture(const std::string& list, int seed) {
     fs::create_directories(dir);
     const fs::path out = dir / (list + ".safetensors");
     if (fs::exists(out)) return out.string();
+    // ctest runs this binary's tests in parallel processes: each writes its own temporary
+    // file and renames it into place (atomic), so none reads another's half-written file.
+    const std::string tmp = out.string() + "." + std::to_string(getpid()) + ".tmp";
     const std::string cmd = std::string(kPython) + " " GGDIFF_SHARED_DIR "/tools/make_fixture.py " +
-                            GGDIFF_SHARED_DIR "/fixtures/" + list + ".tensors " + out.string() +
-                            ".tmp --seed " + std::to_string(seed) + " >/dev/null";
+                            GGDIFF_SHARED_DIR "/fixtures/" + list + ".tensors " + tmp + " --seed " +
+                            std::to_string(seed) + " >/dev/null";
     if (std::system(cmd.c_str()) != 0) return "";
-    fs::rename(out.string() + ".tmp", out);
+    fs::rename(tmp, out);
     return out.string();
 }
 

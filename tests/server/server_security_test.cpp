@@ -61,7 +61,11 @@ TEST(ServerFlags, HelpListsEveryFlagAndBadCommandLinesFail) {
     const CliRun cli_only = run_server_cli({"-m", "x", "-o", "out.png"});
     EXPECT_EQ(cli_only.exit_code, 2);
     EXPECT_NE(cli_only.err.find("has no use in ggdiff-server"), std::string::npos) << cli_only.err;
-    const CliRun not_yet = run_server_cli({"-m", "x", "--mask", "m.png"});
+    const CliRun per_request = run_server_cli({"-m", "x", "--mask", "m.png"});
+    EXPECT_EQ(per_request.exit_code, 2);
+    EXPECT_NE(per_request.err.find("requests carry their images"), std::string::npos)
+        << per_request.err;
+    const CliRun not_yet = run_server_cli({"-m", "x", "--upscale-model", "esrgan.pth"});
     EXPECT_EQ(not_yet.exit_code, 2);
     EXPECT_NE(not_yet.err.find("not supported yet"), std::string::npos) << not_yet.err;
     const CliRun no_key = run_server_cli({"-m", "x", "--api-key-file", "/nonexistent/key"});
