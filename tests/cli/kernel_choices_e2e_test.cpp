@@ -13,20 +13,7 @@
 namespace ggdiff::e2e {
 namespace {
 
-const std::vector<std::string> kEulerCase = {"-p",
-                                             "a photograph of an astronaut riding a horse",
-                                             "-W",
-                                             "64",
-                                             "-H",
-                                             "64",
-                                             "--steps",
-                                             "4",
-                                             "--sampling-method",
-                                             "euler",
-                                             "--cfg-scale",
-                                             "7",
-                                             "-s",
-                                             "42"};
+const std::vector<std::string> kEulerCase = euler_request(4);
 
 // Sets environment variables for the child processes of one test.
 class ScopedEnv {

@@ -18,20 +18,7 @@ std::string golden_image() {
 
 // The golden case sdxl_euler's request.
 std::vector<std::string> euler_args() {
-    return {"-p",
-            "a photograph of an astronaut riding a horse",
-            "-W",
-            "64",
-            "-H",
-            "64",
-            "--steps",
-            "4",
-            "--sampling-method",
-            "euler",
-            "--cfg-scale",
-            "5",
-            "-s",
-            "42"};
+    return euler_request(4, "5");
 }
 
 RunResult run(std::vector<std::string> model, const std::vector<std::string>& request,

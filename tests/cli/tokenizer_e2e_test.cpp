@@ -12,20 +12,7 @@
 namespace ggdiff::e2e {
 namespace {
 
-const std::vector<std::string> kEulerCase = {"-p",
-                                             "a photograph of an astronaut riding a horse",
-                                             "-W",
-                                             "64",
-                                             "-H",
-                                             "64",
-                                             "--steps",
-                                             "4",
-                                             "--sampling-method",
-                                             "euler",
-                                             "--cfg-scale",
-                                             "7",
-                                             "-s",
-                                             "42"};
+const std::vector<std::string> kEulerCase = euler_request(4);
 
 // A folder holding only a link to the fixture: no tokenizer files in it or its parent.
 std::string lone_model(const std::string& dir) {

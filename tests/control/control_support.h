@@ -28,23 +28,9 @@ inline std::vector<std::string> small_request(const std::vector<std::string>& mo
                                               const std::vector<std::string>& extra,
                                               const std::string& out) {
     std::vector<std::string> args = model;
-    const std::vector<std::string> base = {"-p",
-                                           "a photograph of an astronaut riding a horse",
-                                           "-W",
-                                           "64",
-                                           "-H",
-                                           "64",
-                                           "--steps",
-                                           "3",
-                                           "--sampling-method",
-                                           "euler",
-                                           "--cfg-scale",
-                                           "7",
-                                           "-s",
-                                           "42",
-                                           "-o",
-                                           out};
+    const std::vector<std::string> base = euler_request(3);
     args.insert(args.end(), base.begin(), base.end());
+    args.insert(args.end(), {"-o", out});
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
 }

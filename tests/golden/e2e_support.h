@@ -19,12 +19,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -46,11 +46,21 @@ namespace ggdiff::e2e {
 
 namespace fs = std::filesystem;
 
-inline std::string binary_path() { return std::string(GGDIFF_BINARY_DIR) + "/ggdiff"; }
-inline std::string shared_dir() { return std::string(GGDIFF_SHARED_DIR); }
-inline std::string golden_dir() { return shared_dir() + "/golden/sd1_mc32"; }
-inline std::string manifest_path() { return golden_dir() + "/manifest.json"; }
-inline std::string merges_path() { return shared_dir() + "/data/clip/merges.txt"; }
+inline std::string binary_path() {
+    return std::string(GGDIFF_BINARY_DIR) + "/ggdiff";
+}
+inline std::string shared_dir() {
+    return std::string(GGDIFF_SHARED_DIR);
+}
+inline std::string golden_dir() {
+    return shared_dir() + "/golden/sd1_mc32";
+}
+inline std::string manifest_path() {
+    return golden_dir() + "/manifest.json";
+}
+inline std::string merges_path() {
+    return shared_dir() + "/data/clip/merges.txt";
+}
 inline std::string fixture_path() {
     return std::string(GGDIFF_BINARY_DIR) + "/fixtures/sd1_mc32.safetensors";
 }
@@ -120,8 +130,8 @@ inline std::string read_text(const std::string& path) {
 
 struct RunResult {
     std::vector<std::string> args;
-    int exit_code = -1;     // when it exited
-    int term_signal = 0;    // when a signal ended it (crash, or our timeout kill)
+    int exit_code = -1;   // when it exited
+    int term_signal = 0;  // when a signal ended it (crash, or our timeout kill)
     bool timed_out = false;
     bool spawn_failed = false;
     double seconds = 0.0;
@@ -137,7 +147,8 @@ struct RunResult {
         std::string s = binary_path();
         for (const auto& a : args) {
             s += ' ';
-            const bool plain = !a.empty() && a.find_first_of(" \t\"'\\$&|;<>*?()") == std::string::npos;
+            const bool plain =
+                !a.empty() && a.find_first_of(" \t\"'\\$&|;<>*?()") == std::string::npos;
             s += plain ? a : "'" + a + "'";
         }
         return s;
@@ -185,10 +196,8 @@ inline RunResult run_ggdiff(const std::vector<std::string>& args, const std::str
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const auto start = std::chrono::steady_clock::now();
     pid_t pid = 0;
     const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
@@ -215,8 +224,7 @@ inline RunResult run_ggdiff(const std::vector<std::string>& args, const std::str
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    r.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
     r.out = read_text(out_path);
@@ -228,6 +236,27 @@ inline RunResult run_ggdiff(const std::vector<std::string>& args, const std::str
 // without tokenizer files (none beside it either), so the built-in CLIP vocabulary is used.
 inline std::vector<std::string> model_args() {
     return {"-m", fixture_path()};
+}
+
+// The golden cases' usual request as CLI arguments: `prompt` at 64x64, `steps` euler steps
+// at CFG `cfg`, seed 42.
+inline std::vector<std::string> euler_request(
+    int steps, const std::string& cfg = "7",
+    const std::string& prompt = "a photograph of an astronaut riding a horse") {
+    return {"-p",
+            prompt,
+            "-W",
+            "64",
+            "-H",
+            "64",
+            "--steps",
+            std::to_string(steps),
+            "--sampling-method",
+            "euler",
+            "--cfg-scale",
+            cfg,
+            "-s",
+            "42"};
 }
 
 inline bool contains(const std::string& haystack, const std::string& needle) {
@@ -297,8 +326,8 @@ struct ExpectedInfo {
     int height = 512;
     int batch = 1;
     std::optional<float> cfg_scale;
-    std::string scheduler;                // "" = not given
-    std::optional<float> strength;        // img2img only (-i given)
+    std::string scheduler;          // "" = not given
+    std::optional<float> strength;  // img2img only (-i given)
 };
 
 inline ExpectedInfo expected_from_args(const std::vector<std::string>& args) {
@@ -306,17 +335,28 @@ inline ExpectedInfo expected_from_args(const std::vector<std::string>& args) {
     for (size_t i = 0; i + 1 < args.size(); ++i) {
         const std::string& f = args[i];
         const std::string& v = args[i + 1];
-        if (f == "-p" || f == "--prompt") e.prompt = v;
-        else if (f == "-n" || f == "--negative-prompt") e.negative_prompt = v;
-        else if (f == "-s" || f == "--seed") e.seed = std::stoll(v);
-        else if (f == "--steps") e.steps = std::stoi(v);
-        else if (f == "--sampling-method") e.sampler = v;
-        else if (f == "-W" || f == "--width") e.width = std::stoi(v);
-        else if (f == "-H" || f == "--height") e.height = std::stoi(v);
-        else if (f == "-b" || f == "--batch-count") e.batch = std::stoi(v);
-        else if (f == "--cfg-scale") e.cfg_scale = std::stof(v);
-        else if (f == "--scheduler") e.scheduler = v;
-        else if (f == "--strength") e.strength = std::stof(v);
+        if (f == "-p" || f == "--prompt")
+            e.prompt = v;
+        else if (f == "-n" || f == "--negative-prompt")
+            e.negative_prompt = v;
+        else if (f == "-s" || f == "--seed")
+            e.seed = std::stoll(v);
+        else if (f == "--steps")
+            e.steps = std::stoi(v);
+        else if (f == "--sampling-method")
+            e.sampler = v;
+        else if (f == "-W" || f == "--width")
+            e.width = std::stoi(v);
+        else if (f == "-H" || f == "--height")
+            e.height = std::stoi(v);
+        else if (f == "-b" || f == "--batch-count")
+            e.batch = std::stoi(v);
+        else if (f == "--cfg-scale")
+            e.cfg_scale = std::stof(v);
+        else if (f == "--scheduler")
+            e.scheduler = v;
+        else if (f == "--strength")
+            e.strength = std::stof(v);
     }
     const bool img2img = std::find(args.begin(), args.end(), "-i") != args.end() ||
                          std::find(args.begin(), args.end(), "--init-img") != args.end();

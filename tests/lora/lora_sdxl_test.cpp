@@ -19,29 +19,12 @@ TEST(LoraSdxl, EveryNamingSchemeAppliesMergedAndAtRuntime) {
                             "/tiny.safetensors --seed 5 > /dev/null";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     auto run = [&](const std::string& mode, const std::string& out) {
-        return run_ggdiff({"-m",
-                           kSdxl,
-                           "--lora-model-dir",
-                           dir,
-                           "--lora-apply-mode",
-                           mode,
-                           "-p",
-                           "a photograph of an astronaut riding a horse<lora:tiny:1>",
-                           "-W",
-                           "64",
-                           "-H",
-                           "64",
-                           "--steps",
-                           "4",
-                           "--sampling-method",
-                           "euler",
-                           "--cfg-scale",
-                           "5",
-                           "-s",
-                           "42",
-                           "-o",
-                           out},
-                          dir, 900);
+        std::vector<std::string> args = {
+            "-m", kSdxl, "--lora-model-dir", dir, "--lora-apply-mode", mode, "-o", out};
+        const std::vector<std::string> request =
+            euler_request(4, "5", "a photograph of an astronaut riding a horse<lora:tiny:1>");
+        args.insert(args.end(), request.begin(), request.end());
+        return run_ggdiff(args, dir, 900);
     };
     const RunResult merged = run("immediately", dir + "/merged.png");
     ASSERT_TRUE(merged.succeeded()) << merged.describe();

@@ -142,31 +142,11 @@ TEST(ServerInpaint, A1111MaskBlurActs) {
 
     const std::string dir = e2e::fresh_dir("ServerInpaint.cli");
     std::vector<std::string> args = e2e::model_args();
-    const std::vector<std::string> rest = {"-p",
-                                           "a photograph of an astronaut riding a horse",
-                                           "-i",
-                                           kInpaint + "/init.png",
-                                           "--mask",
-                                           kInpaint + "/mask_center.png",
-                                           "-W",
-                                           "64",
-                                           "-H",
-                                           "64",
-                                           "--steps",
-                                           "4",
-                                           "--sampling-method",
-                                           "euler",
-                                           "--cfg-scale",
-                                           "7",
-                                           "-s",
-                                           "42",
-                                           "--strength",
-                                           "0.75",
-                                           "--tokenizer",
-                                           e2e::merges_path(),
-                                           "-o",
-                                           dir + "/cli.png"};
-    args.insert(args.end(), rest.begin(), rest.end());
+    const std::vector<std::string> request = e2e::euler_request(4);
+    args.insert(args.end(), request.begin(), request.end());
+    args.insert(args.end(),
+                {"-i", kInpaint + "/init.png", "--mask", kInpaint + "/mask_center.png",
+                 "--strength", "0.75", "--tokenizer", e2e::merges_path(), "-o", dir + "/cli.png"});
     const e2e::RunResult r = e2e::run_ggdiff(args, dir);
     ASSERT_TRUE(r.succeeded()) << r.describe();
     auto cli = read_image(dir + "/cli.png");
