@@ -3,8 +3,8 @@
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 
-#include <sstream>
 
+#include "io/checkpoint_file.h"
 #include "runtime/cpu_kernels.h"
 #include "runtime/graph_runner.h"
 
@@ -15,14 +15,6 @@ int64_t numel(const std::vector<int64_t>& s) {
     int64_t n = 1;
     for (int64_t d : s) n *= d;
     return n;
-}
-
-std::string shape_str(const std::vector<int64_t>& s) {
-    std::ostringstream os;
-    os << "[";
-    for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-    os << "]";
-    return os.str();
 }
 
 // Reads the module's tensors and names them in errors.
@@ -48,8 +40,8 @@ class Reader {
         return "LoRA " + f_.path() + ": tensor " + m_.get(p)->source_name;
     }
     Status mismatch(LoraPart p, const std::string& why) const {
-        return Status::Error(name(p) + " with shape " + shape_str(shape(p)) + " " + why +
-                             " (model weight " + weight_ + " has shape " + shape_str(w_) + ")");
+        return Status::Error(name(p) + " with shape " + shape_string(shape(p)) + " " + why +
+                             " (model weight " + weight_ + " has shape " + shape_string(w_) + ")");
     }
 
   private:

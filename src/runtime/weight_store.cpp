@@ -4,21 +4,13 @@
 
 #include <algorithm>
 #include <cstring>
-#include <sstream>
 
 #include "core/log.h"
+#include "io/checkpoint_file.h"
 #include "io/weight_type.h"
 
 namespace ggdiff {
 namespace {
-
-std::string shape_str(const std::vector<int64_t>& ne) {
-    std::ostringstream os;
-    os << "[";
-    for (size_t i = 0; i < ne.size(); ++i) os << (i ? ", " : "") << ne[i];
-    os << "]";
-    return os.str();
-}
 
 // Drops trailing 1s so that {C} and {C,1,1,1} compare equal.
 std::vector<int64_t> squeeze_tail(std::vector<int64_t> ne) {
@@ -122,8 +114,8 @@ ggml_tensor* WeightStore::get(const std::string& name, const std::vector<int64_t
             return ggml_reshape_4d(compute_ctx_, t, d[0], d[1], d[2], d[3]);
         }
         if (status_.ok()) {
-            status_ = Status::Error("weight " + name + " is used with shapes " + shape_str(have) +
-                                    " and " + shape_str(ne));
+            status_ = Status::Error("weight " + name + " is used with shapes " +
+                                    shape_string(have) + " and " + shape_string(ne));
         }
         return t;
     }
@@ -143,9 +135,9 @@ ggml_tensor* WeightStore::get(const std::string& name, const std::vector<int64_t
         // serves as a [C,C] matrix, but a transposed or reshaped tensor is an error.
         if (squeeze_all(stored) != squeeze_all(ne)) {
             if (status_.ok()) {
-                status_ = Status::Error("tensor " + name + " has shape " + shape_str(info->shape) +
-                                        " (ggml " + shape_str(stored) + "), expected ggml " +
-                                        shape_str(ne));
+                status_ = Status::Error(
+                    "tensor " + name + " has shape " + shape_string(info->shape) + " (ggml " +
+                    shape_string(stored) + "), expected ggml " + shape_string(ne));
             }
         } else {
             type = choose_type(*info, squeeze_tail(ne).size());

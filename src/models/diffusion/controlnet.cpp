@@ -1,5 +1,6 @@
 #include "models/diffusion/controlnet.h"
 
+#include "io/checkpoint_file.h"
 #include "nn/layers.h"
 
 namespace ggdiff::models {
@@ -26,12 +27,6 @@ std::vector<int> block_channels(const UNetConfig& u) {
     return out;
 }
 
-std::string shape_text(const std::vector<int64_t>& s) {
-    std::string t = "[";
-    for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-    return t + "]";
-}
-
 // A [out, in, k, k] conv weight with the given sizes (in or out < 0: any).
 Result<std::vector<int64_t>> conv_shape(const TensorIndex& index, const std::string& name, int k,
                                         int64_t in, int64_t out) {
@@ -43,7 +38,7 @@ Result<std::vector<int64_t>> conv_shape(const TensorIndex& index, const std::str
         std::string want = "[" + (out >= 0 ? std::to_string(out) : std::string("out")) + ", " +
                            (in >= 0 ? std::to_string(in) : std::string("in")) + ", " +
                            std::to_string(k) + ", " + std::to_string(k) + "]";
-        return Status::Error("ControlNet tensor '" + name + "' has shape " + shape_text(s) +
+        return Status::Error("ControlNet tensor '" + name + "' has shape " + shape_string(s) +
                              ", expected " + want);
     }
     return s;

@@ -1,5 +1,6 @@
 #include "models/diffusion/flux.h"
 
+#include "io/checkpoint_file.h"
 #include "nn/dit.h"
 #include "nn/layers.h"
 
@@ -11,12 +12,6 @@ constexpr int kTimeFeatures = 256;
 constexpr int kMaxPeriod = 10000;
 constexpr float kTimeFactor = 1000.0f;
 
-std::string shape_str(const std::vector<int64_t>& s) {
-    std::string out = "[";
-    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-    return out + "]";
-}
-
 // Tensor shapes under the model prefix, with errors naming the tensor.
 struct Probe {
     const TensorIndex& index;
@@ -27,7 +22,7 @@ struct Probe {
         if (!t) return Status::Error("FLUX: missing tensor " + prefix + n);
         if (t->shape.size() != rank) {
             return Status::Error("FLUX: tensor " + prefix + n + " has shape " +
-                                 shape_str(t->shape) + ", expected " + std::to_string(rank) +
+                                 shape_string(t->shape) + ", expected " + std::to_string(rank) +
                                  " dimensions");
         }
         return t->shape;
@@ -35,7 +30,7 @@ struct Probe {
     Status odd(const std::string& n, const std::string& why) const {
         const TensorInfo* t = index.find(prefix + n);
         return Status::Error("FLUX: tensor " + prefix + n + " has shape " +
-                             shape_str(t ? t->shape : std::vector<int64_t>{}) + ": " + why);
+                             shape_string(t ? t->shape : std::vector<int64_t>{}) + ": " + why);
     }
 };
 

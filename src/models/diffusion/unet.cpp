@@ -1,7 +1,7 @@
 #include "models/diffusion/unet.h"
 
-#include <sstream>
 
+#include "io/checkpoint_file.h"
 #include "nn/layers.h"
 
 namespace ggdiff::models {
@@ -9,14 +9,6 @@ namespace {
 
 // ---------------------------------------------------------------------------------------
 // Detection
-
-std::string shape_str(const std::vector<int64_t>& s) {
-    std::ostringstream os;
-    os << "[";
-    for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
-    os << "]";
-    return os.str();
-}
 
 // Looks tensors up under the model prefix and turns absence or a wrong rank into an
 // error that names the tensor.
@@ -32,7 +24,7 @@ class Probe {
         if (!t) return Status::Error("UNet tensor '" + prefix_ + name + "' is missing");
         if (t->shape.size() != rank) {
             return Status::Error("UNet tensor '" + prefix_ + name + "' has shape " +
-                                 shape_str(t->shape) + ", expected " + std::to_string(rank) +
+                                 shape_string(t->shape) + ", expected " + std::to_string(rank) +
                                  " dimensions");
         }
         return t->shape;

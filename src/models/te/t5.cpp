@@ -3,24 +3,19 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "io/checkpoint_file.h"
 #include "nn/dit.h"
 #include "nn/layers.h"
 
 namespace ggdiff::models {
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& s) {
-    std::string out = "[";
-    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-    return out + "]";
-}
-
 Result<std::vector<int64_t>> shape_of(const TensorIndex& index, const std::string& name,
                                       size_t rank) {
     const TensorInfo* t = index.find(name);
     if (!t) return Status::Error("T5: missing tensor " + name);
     if (t->shape.size() != rank) {
-        return Status::Error("T5: tensor " + name + " has shape " + shape_str(t->shape) +
+        return Status::Error("T5: tensor " + name + " has shape " + shape_string(t->shape) +
                              ", expected " + std::to_string(rank) + " dimensions");
     }
     return t->shape;

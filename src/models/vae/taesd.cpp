@@ -1,5 +1,6 @@
 #include "models/vae/taesd.h"
 
+#include "io/checkpoint_file.h"
 #include "nn/layers.h"
 
 namespace ggdiff::models {
@@ -102,12 +103,6 @@ void add_layer_shapes(Shapes& s, const std::vector<Layer>& layers, const std::st
     }
 }
 
-std::string shape_str(const std::vector<int64_t>& shape) {
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
-
 }  // namespace
 
 Shapes taesd_tensor_shapes(const TaesdConfig& cfg, const std::string& prefix) {
@@ -138,7 +133,7 @@ Result<TaesdConfig> detect_taesd(const TensorIndex& index, const std::string& pr
     if (cfg.has_decoder) {
         if (first->shape.size() != 4) {
             return Status::Error("TAESD: tensor " + first->name + " has shape " +
-                                 shape_str(first->shape) + ", expected 4 dimensions");
+                                 shape_string(first->shape) + ", expected 4 dimensions");
         }
         cfg.channels = static_cast<int>(first->shape[0]);
         cfg.z_channels = static_cast<int>(first->shape[1]);
@@ -151,7 +146,7 @@ Result<TaesdConfig> detect_taesd(const TensorIndex& index, const std::string& pr
     if (cfg.has_encoder) {
         if (enc_first->shape.size() != 4) {
             return Status::Error("TAESD: tensor " + enc_first->name + " has shape " +
-                                 shape_str(enc_first->shape) + ", expected 4 dimensions");
+                                 shape_string(enc_first->shape) + ", expected 4 dimensions");
         }
         cfg.in_channels = static_cast<int>(enc_first->shape[1]);
         if (!cfg.has_decoder) {
@@ -168,8 +163,8 @@ Result<TaesdConfig> detect_taesd(const TensorIndex& index, const std::string& pr
         const TensorInfo* t = index.find(name);
         if (!t) return Status::Error("TAESD: missing tensor " + name);
         if (t->shape != want) {
-            return Status::Error("TAESD: tensor " + name + " has shape " + shape_str(t->shape) +
-                                 ", expected " + shape_str(want));
+            return Status::Error("TAESD: tensor " + name + " has shape " + shape_string(t->shape) +
+                                 ", expected " + shape_string(want));
         }
     }
     return cfg;

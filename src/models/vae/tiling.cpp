@@ -1,4 +1,5 @@
 #include "models/vae/tiling.h"
+#include "io/checkpoint_file.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,12 +9,6 @@
 namespace ggdiff::models {
 
 namespace {
-
-std::string shape_str(const std::vector<int64_t>& ne) {
-    std::string s = "[";
-    for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-    return s + "]";
-}
 
 // Feathering weight of output position p (0-based) in a tile of length len whose first
 // `lead` and last `trail` positions overlap a neighbour.
@@ -60,7 +55,7 @@ Status run_tiled(const HostTensor& in, HostTensor& out, float scale, const TileO
                  const TileFn& fn) {
     if (in.ne.empty() || in.ne.size() > 4 || in.numel() != HostTensor::count(in.ne)) {
         return Status::Error("tiling: input must be a [W, H, C, N] tensor, got " +
-                             shape_str(in.ne));
+                             shape_string(in.ne));
     }
     if (!(scale > 0.0f) || !std::isfinite(scale)) {
         return Status::Error("tiling: scale must be positive");
@@ -100,7 +95,7 @@ Status run_tiled(const HostTensor& in, HostTensor& out, float scale, const TileO
         HostTensor tile_out;
         GGDIFF_TRY(fn(in, tile_out).with_context("tile 1/1"));
         if (tile_out.dim(0) != OW || tile_out.dim(1) != OH || tile_out.dim(3) != N) {
-            return Status::Error("tiling: tile output has shape " + shape_str(tile_out.ne) +
+            return Status::Error("tiling: tile output has shape " + shape_string(tile_out.ne) +
                                  ", expected [" + std::to_string(OW) + ", " + std::to_string(OH) +
                                  ", C, " + std::to_string(N) + "]");
         }
@@ -136,7 +131,7 @@ Status run_tiled(const HostTensor& in, HostTensor& out, float scale, const TileO
             if (tile_out.dim(0) != tout_w || tile_out.dim(1) != tout_h || tile_out.dim(3) != N ||
                 tile_out.numel() != HostTensor::count(tile_out.ne) ||
                 (C_out >= 0 && tile_out.dim(2) != C_out)) {
-                return Status::Error("tiling: tile output has shape " + shape_str(tile_out.ne) +
+                return Status::Error("tiling: tile output has shape " + shape_string(tile_out.ne) +
                                      ", expected [" + std::to_string(tout_w) + ", " +
                                      std::to_string(tout_h) + ", " +
                                      (C_out >= 0 ? std::to_string(C_out) : std::string("C")) +

@@ -1,5 +1,6 @@
 #include "models/vae/vae.h"
 
+#include "io/checkpoint_file.h"
 #include "nn/layers.h"
 
 namespace ggdiff::models {
@@ -82,12 +83,6 @@ void add_mid(Shapes& s, const std::string& p, int64_t ch) {
     add_resnet(s, p + "mid.block_2.", ch, ch);
 }
 
-std::string shape_str(const std::vector<int64_t>& shape) {
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
-
 // Stored shape equals the expected one; a 1x1 kernel may also be stored as a matrix.
 bool shape_matches(const std::vector<int64_t>& got, const std::vector<int64_t>& want) {
     if (got == want) return true;
@@ -101,7 +96,7 @@ const TensorInfo* require(const TensorIndex& index, const std::string& name, siz
     if (!t) {
         *err = Status::Error("VAE: missing tensor " + name);
     } else if (t->shape.size() != rank) {
-        *err = Status::Error("VAE: tensor " + name + " has shape " + shape_str(t->shape) +
+        *err = Status::Error("VAE: tensor " + name + " has shape " + shape_string(t->shape) +
                              ", expected " + std::to_string(rank) + " dimensions");
         t = nullptr;
     }
@@ -173,7 +168,7 @@ Result<VaeConfig> detect_vae(const TensorIndex& index, const std::string& prefix
     cfg.ch = static_cast<int>(conv_out->shape[1]);
     if (cfg.ch <= 0 || cfg.ch % 32 != 0) {
         return Status::Error("VAE: " + d + "conv_out.weight has shape " +
-                             shape_str(conv_out->shape) +
+                             shape_string(conv_out->shape) +
                              ": base width must be a positive multiple of 32 (GroupNorm 32)");
     }
 
@@ -184,7 +179,7 @@ Result<VaeConfig> detect_vae(const TensorIndex& index, const std::string& prefix
         const TensorInfo* t = index.find(name);
         if (!t) break;
         if (t->shape.empty() || t->shape[0] % cfg.ch != 0) {
-            return Status::Error("VAE: tensor " + name + " has shape " + shape_str(t->shape) +
+            return Status::Error("VAE: tensor " + name + " has shape " + shape_string(t->shape) +
                                  ", not a multiple of the base width " + std::to_string(cfg.ch));
         }
         cfg.ch_mult.push_back(static_cast<int>(t->shape[0] / cfg.ch));
@@ -220,8 +215,8 @@ Result<VaeConfig> detect_vae(const TensorIndex& index, const std::string& prefix
         const TensorInfo* t = index.find(name);
         if (!t) return Status::Error("VAE: missing tensor " + name);
         if (!shape_matches(t->shape, want)) {
-            return Status::Error("VAE: tensor " + name + " has shape " + shape_str(t->shape) +
-                                 ", expected " + shape_str(want));
+            return Status::Error("VAE: tensor " + name + " has shape " + shape_string(t->shape) +
+                                 ", expected " + shape_string(want));
         }
     }
     return cfg;
