@@ -7,4 +7,9 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release
 fi
 cmake --build "$build_dir" -j "$(nproc)"
-ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" --timeout 900
+# The fixtures take about 10 GB; tests remove their own scratch folders when they pass.
+echo "test: disk free before the run: $(df -h --output=avail "$build_dir" | tail -1 | tr -d ' ')"
+status=0
+ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" --timeout 900 || status=$?
+echo "test: disk free after the run: $(df -h --output=avail "$build_dir" | tail -1 | tr -d ' ')"
+exit "$status"

@@ -35,6 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../support/scratch.h"
 #include "image/image.h"
 #include "image/image_io.h"
 #include "image/image_metadata.h"
@@ -104,18 +105,14 @@ inline bool prerequisites_ok() {
 }
 
 // A fresh, empty directory under GGDIFF_TEST_TMP named after `name` (default: the running
-// test's suite.name, with '/' folded).
+// test's suite.name, with '/' folded), removed when the test passes (support/scratch.h).
 inline std::string fresh_dir(std::string name = "") {
     if (name.empty()) {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
         name = std::string(info->test_suite_name()) + "." + info->name();
     }
     std::replace(name.begin(), name.end(), '/', '_');
-    const std::string dir = std::string(GGDIFF_TEST_TMP) + "/" + name;
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-    fs::create_directories(dir);
-    return dir;
+    return ggdiff::scratch::fresh(std::string(GGDIFF_TEST_TMP) + "/" + name);
 }
 
 inline std::string read_text(const std::string& path) {

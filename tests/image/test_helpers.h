@@ -13,18 +13,17 @@
 #include <string>
 #include <vector>
 
+#include "../support/scratch.h"
 #include "image/image.h"
 
 namespace ggdiff::test {
 
-// A fresh, empty directory under GGDIFF_TEST_TMP named after the running test.
+// A fresh, empty directory under GGDIFF_TEST_TMP named after the running test, removed when
+// it passes.
 inline std::string fresh_tmp_dir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const std::string dir =
-        std::string(GGDIFF_TEST_TMP) + "/" + info->test_suite_name() + "." + info->name();
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    return dir;
+    return ggdiff::scratch::fresh(std::string(GGDIFF_TEST_TMP) + "/" + info->test_suite_name() +
+                                  "." + info->name());
 }
 
 // Smooth content (compresses well, survives JPEG nearly unchanged).

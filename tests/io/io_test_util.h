@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "../support/scratch.h"
+
 namespace ggdiff::testing {
 
 inline void make_dirs(const std::string& path) {
@@ -24,13 +26,9 @@ inline void make_dirs(const std::string& path) {
     }
 }
 
-// A fresh directory under GGDIFF_TEST_TMP for one test.
+// A fresh directory under GGDIFF_TEST_TMP for one test, removed when it passes.
 inline std::string test_dir(const std::string& name) {
-    const std::string dir = std::string(GGDIFF_TEST_TMP) + "/" + name;
-    std::string cmd = "rm -rf '" + dir + "'";
-    if (std::system(cmd.c_str()) != 0) return dir;
-    make_dirs(dir);
-    return dir;
+    return ggdiff::scratch::fresh(std::string(GGDIFF_TEST_TMP) + "/" + name);
 }
 
 inline void write_bytes(const std::string& path, const std::string& bytes) {

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/scratch.h"
 #include "tokenizers/clip_tokenizer.h"
 
 namespace ggdiff::test {
@@ -28,12 +29,9 @@ inline const ClipTokenizer& clip() {
     return *tok;
 }
 
-// A fresh, empty folder under the test tmp dir.
+// A fresh, empty folder under the test tmp dir, removed when the test passes.
 inline std::filesystem::path fresh_dir(const std::string& name) {
-    std::filesystem::path dir = std::filesystem::path(GGDIFF_TEST_TMP) / name;
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    return dir;
+    return ggdiff::scratch::fresh((std::filesystem::path(GGDIFF_TEST_TMP) / name).string());
 }
 
 inline void write_file(const std::filesystem::path& path, const std::string& text) {

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../support/scratch.h"
 #include "unet_test_support.h"
 
 namespace ggdiff::unet_test {
@@ -64,8 +65,7 @@ struct Case {
 // Runs both implementations and compares element-wise against the output's scale.
 void compare_with_reference(const Case& k) {
     if (!have_numpy()) GTEST_SKIP() << kPython << " with numpy is not available";
-    const fs::path dir = fs::path(GGDIFF_TEST_TMP) / k.name;
-    fs::create_directories(dir);
+    const fs::path dir = scratch::fresh((fs::path(GGDIFF_TEST_TMP) / k.name).string());
 
     TensorMap tensors = random_weights(unet_layout(k.cfg, kPrefix), 1234);
     UNetInputs in;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -243,16 +244,18 @@ Status write_safetensors(const std::string& path, const TensorMap& tensors, bool
     const uint64_t hlen = header.size();
     f.write(reinterpret_cast<const char*>(&hlen), 8);
     f.write(header.data(), static_cast<std::streamsize>(header.size()));
-    std::vector<char> zeros;
-    for (const auto& [name, t] : tensors) {
-        if (zeros_f16) {
-            zeros.assign(static_cast<size_t>(numel(t.shape)) * 2, 0);
-            f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
-        } else {
-            f.write(reinterpret_cast<const char*>(t.data.data()),
-                    static_cast<std::streamsize>(t.data.size() * 4));
-        }
+    if (zeros_f16) {
+        // Zeros need no writing: growing the file leaves a hole that reads as zeros and takes
+        // no disk (the full-width layouts are gigabytes).
+        f.close();
+        if (!f) return Status::Error("short write to " + path);
+        std::error_code ec;
+        std::filesystem::resize_file(path, 8 + hlen + off, ec);
+        return ec ? Status::Error("cannot size " + path + ": " + ec.message()) : Status::Ok();
     }
+    for (const auto& [name, t] : tensors)
+        f.write(reinterpret_cast<const char*>(t.data.data()),
+                static_cast<std::streamsize>(t.data.size() * 4));
     return f ? Status::Ok() : Status::Error("short write to " + path);
 }
 
