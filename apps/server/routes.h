@@ -24,8 +24,9 @@ struct ServerContext {
     std::atomic<int> event_streams{0};
 };
 
-// Builds the job for a request (checks it against the limits and the model) and queues it:
-// 503 while the model loads, 429 with Retry-After when the queue is full.
+// Builds the job for a request (checks it against the limits and the options, even while the
+// model loads) and queues it: 503 while the model loads, 429 with Retry-After when the queue
+// is full.
 std::shared_ptr<Job> submit_request(ServerContext& ctx, GenRequest request, const std::string& api);
 
 // The job as sd-server's API shows it; `images` adds result.images (base64).

@@ -8,13 +8,14 @@ namespace ggdiff::server {
 
 std::shared_ptr<Job> submit_request(ServerContext& ctx, GenRequest request,
                                     const std::string& api) {
+    auto job = std::make_shared<Job>();
+    // Checked first (it needs no model), so a bad request is named even while the model loads.
+    job->options = build_options(request, ctx.host, ctx.loras, ctx.config);
     if (ctx.host.state() != ModelHost::State::ready) {
         RequestError e(503, "", "the model is still loading; try again shortly");
         e.retry_after_s = 5;
         throw e;
     }
-    auto job = std::make_shared<Job>();
-    job->options = build_options(request, ctx.host, ctx.loras, ctx.config);
     job->request = std::move(request);
     job->id = new_job_id();
     job->api = api;

@@ -331,6 +331,78 @@ def text_seeds():
         out("placement", name, t)
 
 
+# ---------------------------------------------------------------------------- server
+
+def http(method, path, body=b"", headers=(), content_type="application/json"):
+    if isinstance(body, str):
+        body = body.encode()
+    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1:7860"]
+    if body:
+        lines += [f"Content-Type: {content_type}", f"Content-Length: {len(body)}"]
+    lines += list(headers)
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def multipart(parts, boundary="ggdiffBoundary7f3a"):
+    body = b""
+    for name, value, filename in parts:
+        disp = f'Content-Disposition: form-data; name="{name}"'
+        if filename:
+            disp += f'; filename="{filename}"\r\nContent-Type: image/png'
+        body += f"--{boundary}\r\n{disp}\r\n\r\n".encode()
+        body += value if isinstance(value, bytes) else value.encode()
+        body += b"\r\n"
+    body += f"--{boundary}--\r\n".encode()
+    return body, f"multipart/form-data; boundary={boundary}"
+
+
+def server_seeds():
+    import base64
+    tiny = png(8, 8, 2, 8, [bytes(v for x in range(8) for v in (x * 30, y * 30, 90))
+                          for y in range(8)])
+    # Transparent on the left half: the part OpenAI's edits repaint.
+    mask = png(8, 8, 6, 8, [bytes(v for x in range(8) for v in (255, 255, 255, 0 if x < 4 else 255))
+                          for _ in range(8)])
+    b64 = base64.b64encode(tiny).decode()
+    requests = {
+        "txt2img.http": http("POST", "/sdapi/v1/txt2img", json.dumps({
+            "prompt": "a (red:1.2) cube <lora:style:0.5>", "negative_prompt": "blurry",
+            "steps": 4, "width": 64, "height": 64, "cfg_scale": 7, "seed": 42,
+            "sampler_name": "Euler a", "scheduler": "karras", "batch_size": 1, "n_iter": 1,
+            "override_settings": {"CLIP_stop_at_last_layers": 2}})),
+        "img2img.http": http("POST", "/sdapi/v1/img2img", json.dumps({
+            "prompt": "p", "init_images": ["data:image/png;base64," + b64], "mask": b64,
+            "denoising_strength": 0.6, "mask_blur": 4, "inpainting_mask_invert": 1,
+            "inpainting_fill": 1, "steps": 2, "width": 64, "height": 64})),
+        "options.http": http("POST", "/sdapi/v1/options", json.dumps({
+            "CLIP_stop_at_last_layers": 1, "samples_format": "jpg"})),
+        "openai_generations.http": http("POST", "/v1/images/generations", json.dumps({
+            "prompt": "a cat", "n": 1, "size": "64x64", "response_format": "b64_json",
+            "output_format": "webp", "output_compression": 80, "quality": "low"})),
+        "sdcpp_img_gen.http": http("POST", "/sdcpp/v1/img_gen", json.dumps({
+            "prompt": "a dog", "width": 64, "height": 64, "seed": -1, "batch_count": 1,
+            "sample_params": {"sample_method": "euler", "sample_steps": 3,
+                              "guidance": {"txt_cfg": 5.0}},
+            "lora": [{"path": "style", "multiplier": 0.7}],
+            "output_format": "png"})),
+        "get_samplers.http": http("GET", "/sdapi/v1/samplers"),
+        "get_job.http": http("GET", "/sdcpp/v1/jobs/job-1/events"),
+        "cors_preflight.http": http("OPTIONS", "/v1/images/generations", headers=(
+            "Origin: http://example.com", "Access-Control-Request-Method: POST")),
+        "bearer.http": http("GET", "/v1/models", headers=("Authorization: Bearer k",)),
+        "chunked.http": b"POST /sdapi/v1/txt2img HTTP/1.1\r\nHost: x\r\n"
+                        b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        b"9\r\n{\"steps\":\r\n3\r\n 2}\r\n0\r\n\r\n",
+        "bad_json.http": http("POST", "/sdapi/v1/txt2img", '{"prompt": [1, {"a": nul'),
+    }
+    body, ctype = multipart([("prompt", "paint it blue", None), ("n", "1", None),
+                             ("size", "64x64", None), ("image", tiny, "in.png"),
+                             ("mask", mask, "mask.png")])
+    requests["openai_edits.http"] = http("POST", "/v1/images/edits", body, content_type=ctype)
+    for name, data in requests.items():
+        out("server", name, data)
+
+
 def crash(target, name, data):
     d = os.path.join(HERE, "crashes", target)
     os.makedirs(d, exist_ok=True)
@@ -372,6 +444,7 @@ def main():
     gguf_seeds()
     image_seeds()
     text_seeds()
+    server_seeds()
     return 0
 
 
