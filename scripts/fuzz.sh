@@ -86,8 +86,8 @@ for t in "${targets[@]}"; do
   rc=0
   "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "${dict[@]}" "$work" "${seeds[@]}" >"$logs/$t.log" 2>&1 || rc=$?
-  execs=$(awk -F: '/stat::number_of_executed_units/ { gsub(/ /, "", $2); print $2 }' "$logs/$t.log")
-  rate=$(awk -F: '/stat::average_exec_per_sec/ { gsub(/ /, "", $2); print $2 }' "$logs/$t.log")
+  execs=$(awk '/stat::number_of_executed_units/ { print $2 }' "$logs/$t.log")
+  rate=$(awk '/stat::average_exec_per_sec/ { print $2 }' "$logs/$t.log")
   last=$(grep -E '^#[0-9]+' "$logs/$t.log" | tail -n 1 || true)
   cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$last")
   ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$last")
