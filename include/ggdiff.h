@@ -161,12 +161,33 @@ int ggdiff_auto_fit_plan(const ggdiff_options* options, char** out_json);
 /* Writes "name<TAB>description\n" per device into a malloc'd string (free()). */
 int ggdiff_list_devices(const char* rpc_servers, char** out_text);
 
+/* The CPU thread count used when the "threads" option is not set (the physical cores). */
+int ggdiff_default_threads(void);
+
+/* Called once the devices to serve are known, just before ggdiff_rpc_serve starts serving:
+ * their names, space-separated. */
+typedef void (*ggdiff_rpc_serving_fn)(const char* device_names, void* user);
+
+/* ggdiff-rpc: serves local devices over ggml's RPC protocol at `endpoint` ("ip:port"), so
+ * that another process can use them with --rpc. `devices` are names as ggdiff_list_devices
+ * gives them (n_devices 0: the CPU device; accelerators that run only some ops are refused);
+ * `threads` are the served CPU device's; `cache_dir` (may be null) holds ggml's RPC tensor
+ * cache. Blocks while serving; returns non-zero when the arguments are refused or the server
+ * loop ends (it cannot listen or accept), with ggdiff_last_error() saying why. */
+int ggdiff_rpc_serve(const char* endpoint, const char* const* devices, int n_devices, int threads,
+                     const char* cache_dir, ggdiff_rpc_serving_fn on_serving, void* user);
+
 /* ---- Model files and images ------------------------------------------------------- */
 
 /* -M info: a summary of the model files the options name (every "model" value, then
  * "diffusion-model", "vae", "clip_l", "clip_g", "t5xxl", "llm", "taesd"): the family,
  * components, tensor counts and types. *out_text is malloc'd (free()). */
 int ggdiff_model_info(const ggdiff_options* options, char** out_text);
+
+/* Opens and indexes checkpoint files as loading does (headers, tensor names and shapes, name
+ * mapping) without reading any weights: for checking files and timing the index step
+ * (ggdiff-bench --index-only). *out_tensors (may be null) gets the number of tensors. */
+int ggdiff_index_files(const char* const* paths, int n_paths, int64_t* out_tensors);
 
 /* -M convert: writes the model files the options name into one GGUF file at `path`,
  * converting the weights to the "type" option when it is set. `progress` (may be null)

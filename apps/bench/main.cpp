@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "ggdiff.h"
-#include "io/tensor_index.h"
 
 namespace {
 
@@ -88,16 +87,15 @@ int main(int argc, char** argv) {
 
     if (!index_only.empty()) {
         auto t0 = Clock::now();
-        ggdiff::TensorIndex index;
-        for (const std::string& f : index_only) {
-            ggdiff::Status st = index.add(f);
-            if (!st.ok()) {
-                std::fprintf(stderr, "error: %s\n", st.message().c_str());
-                return 1;
-            }
+        std::vector<const char*> paths;
+        for (const std::string& f : index_only) paths.push_back(f.c_str());
+        int64_t tensors = 0;
+        if (ggdiff_index_files(paths.data(), static_cast<int>(paths.size()), &tensors) != 0) {
+            std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+            return 1;
         }
-        std::printf("{\"index_seconds\": %.6f, \"tensors\": %zu, \"peak_rss_mib\": %.1f}\n",
-                    since(t0), index.size(), peak_rss_mib());
+        std::printf("{\"index_seconds\": %.6f, \"tensors\": %lld, \"peak_rss_mib\": %.1f}\n",
+                    since(t0), static_cast<long long>(tensors), peak_rss_mib());
         return 0;
     }
 

@@ -14,14 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "devices/devices.h"
+#include "ggdiff.h"
 
 namespace {
 
 // SIGTERM / SIGINT / SIGHUP stop the worker at once: ggml's server loop has no stop
 // call, and everything it holds (sockets, device memory) goes away with the process.
 void on_stop_signal(int sig) {
-    const char* msg = sig == SIGINT    ? "ggdiff-rpc: stopping (SIGINT)\n"
+    const char* msg = sig == SIGINT   ? "ggdiff-rpc: stopping (SIGINT)\n"
                       : sig == SIGHUP ? "ggdiff-rpc: stopping (SIGHUP)\n"
                                       : "ggdiff-rpc: stopping (SIGTERM)\n";
     ssize_t n = write(STDERR_FILENO, msg, std::strlen(msg));
@@ -54,7 +54,8 @@ bool resolve_host(const std::string& host, std::string* ip, std::string* error) 
     int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
     if (rc != 0 || !res) {
         if (res) freeaddrinfo(res);
-        *error = std::string("cannot resolve host (") + (rc ? gai_strerror(rc) : "no IPv4 address") + ")";
+        *error = std::string("cannot resolve host (") +
+                 (rc ? gai_strerror(rc) : "no IPv4 address") + ")";
         return false;
     }
     char buf[INET_ADDRSTRLEN] = {0};
@@ -95,7 +96,7 @@ int main(int argc, char** argv) {
     CLI::App app{"ggdiff-rpc: serve local ggml devices over the ggml RPC protocol"};
     std::string host = "127.0.0.1";
     int port = 50052;
-    int threads = ggdiff::default_threads();
+    int threads = ggdiff_default_threads();
     std::vector<std::string> devices;
     std::string cache_dir;
     app.add_option("--host", host,
@@ -124,49 +125,6 @@ int main(int argc, char** argv) {
         return 1;
     }
 
-    ggdiff::load_backends();
-    std::vector<ggml_backend_dev_t> devs;
-    for (const std::string& name : devices) {
-        ggml_backend_dev_t d = ggdiff::find_device(name);
-        if (!d) {
-            std::string known;
-            for (const std::string& n : ggdiff::device_names()) known += (known.empty() ? "" : ", ") + n;
-            std::fprintf(stderr, "error: --device: unknown device \"%s\" (devices here: %s)\n",
-                         name.c_str(), known.c_str());
-            return 1;
-        }
-        if (ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_ACCEL) {
-            std::fprintf(stderr,
-                         "error: --device: %s is an accelerator that runs only some ops; serve "
-                         "the CPU or a GPU device\n",
-                         ggml_backend_dev_name(d));
-            return 1;
-        }
-        bool dup = false;
-        for (ggml_backend_dev_t x : devs) dup = dup || x == d;
-        if (!dup) devs.push_back(d);
-    }
-    if (devs.empty()) {
-        ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-        if (!cpu) {
-            std::fprintf(stderr, "error: no CPU device available\n");
-            return 1;
-        }
-        devs.push_back(cpu);
-    }
-    ggml_backend_reg_t reg = ggml_backend_reg_by_name("RPC");
-    if (!reg) {
-        std::fprintf(stderr,
-                     "error: the ggml RPC backend is not installed (libggml0-backend-rpc)\n");
-        return 1;
-    }
-    using start_fn_t = void (*)(const char*, const char*, size_t, size_t, ggml_backend_dev_t*);
-    auto start = reinterpret_cast<start_fn_t>(
-        ggml_backend_reg_get_proc_address(reg, "ggml_backend_rpc_start_server"));
-    if (!start) {
-        std::fprintf(stderr, "error: this ggml build cannot start an RPC server\n");
-        return 1;
-    }
     const std::string endpoint = ip + ":" + std::to_string(port);
     if (!check_bindable(ip, port, &error)) {
         const std::string given = host == ip ? "" : " (--host " + host + ")";
@@ -184,14 +142,21 @@ int main(int argc, char** argv) {
                      "\n",
                      endpoint.c_str());
     }
-    std::fprintf(stderr, "ggdiff-rpc: serving");
-    for (ggml_backend_dev_t d : devs) std::fprintf(stderr, " %s", ggml_backend_dev_name(d));
-    std::fprintf(stderr, " on %s (%d threads)\n", endpoint.c_str(), threads);
-    start(endpoint.c_str(), cache_dir.empty() ? nullptr : cache_dir.c_str(),
-          static_cast<size_t>(threads), devs.size(), devs.data());
-    // ggml's server loop returns only when it cannot listen or accept.
+    struct Serving {
+        std::string endpoint;
+        int threads;
+    } serving{endpoint, threads};
+    std::vector<const char*> names;
+    for (const std::string& d : devices) names.push_back(d.c_str());
+    ggdiff_rpc_serve(
+        endpoint.c_str(), names.data(), static_cast<int>(names.size()), threads, cache_dir.c_str(),
+        [](const char* served, void* user) {
+            const auto* s = static_cast<const Serving*>(user);
+            std::fprintf(stderr, "ggdiff-rpc: serving %s on %s (%d threads)\n", served,
+                         s->endpoint.c_str(), s->threads);
+        },
+        &serving);
     std::fflush(stdout);
-    std::fprintf(stderr, "error: the RPC server on %s stopped (could not listen or accept)\n",
-                 endpoint.c_str());
+    std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
     return 1;
 }

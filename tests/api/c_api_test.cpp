@@ -49,6 +49,36 @@ TEST(CApi, VersionAndDevices) {
     std::free(text);
 }
 
+// What the helper apps use: the default thread count, indexing files without loading them
+// (ggdiff-bench --index-only), and the RPC server's refusals (ggdiff-rpc; serving itself is
+// tested through the worker in tests/rpc).
+TEST(CApi, HelperAppCalls) {
+    EXPECT_GE(ggdiff_default_threads(), 1);
+
+    const char* files[] = {kFixture.c_str()};
+    int64_t tensors = 0;
+    ASSERT_EQ(ggdiff_index_files(files, 1, &tensors), 0) << ggdiff_last_error();
+    EXPECT_EQ(tensors, 1130);  // the SD1 fixture's tensor list
+    const char* missing[] = {"/nonexistent/x.safetensors"};
+    EXPECT_NE(ggdiff_index_files(missing, 1, &tensors), 0);
+    EXPECT_NE(std::string(ggdiff_last_error()).find("/nonexistent/x.safetensors"),
+              std::string::npos)
+        << ggdiff_last_error();
+
+    const char* devices[] = {"NoSuchGPU"};
+    bool served = false;
+    EXPECT_NE(ggdiff_rpc_serve(
+                  "127.0.0.1:1", devices, 1, 1, nullptr,
+                  [](const char*, void* user) { *static_cast<bool*>(user) = true; }, &served),
+              0);
+    EXPECT_NE(std::string(ggdiff_last_error()).find("unknown device \"NoSuchGPU\""),
+              std::string::npos)
+        << ggdiff_last_error();
+    EXPECT_NE(ggdiff_rpc_serve("127.0.0.1:1", nullptr, 0, 0, nullptr, nullptr, nullptr), 0);
+    EXPECT_NE(ggdiff_rpc_serve("", nullptr, 0, 1, nullptr, nullptr, nullptr), 0);
+    EXPECT_FALSE(served);
+}
+
 TEST(CApi, UnknownOptionAndBadValuesAreNamed) {
     Options opts;
     EXPECT_NE(opts.set("no-such-option", "1"), 0);
