@@ -62,7 +62,9 @@ if [ ${#targets[@]} -eq 0 ]; then
   done
 fi
 
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
+# A small quarantine: with the default one, ASan's freed-memory quarantine grows past the RSS
+# limit over millions of inputs (seen: 2.2 GB quarantined, 24 MB live) and ends the run as an OOM.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:quarantine_size_mb=64}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 logs="$build_dir/fuzz-logs"
 mkdir -p "$logs"
