@@ -73,6 +73,11 @@ nlohmann::json defaults_json(const ServerContext& ctx) {
     };
 }
 
+// A control image acts only with the ControlNet given on the server's command line.
+bool control_net_loaded(const ServerContext& ctx) {
+    return option_supported("control-image") && !ctx.host.default_value("control-net").empty();
+}
+
 nlohmann::json capabilities(ServerContext& ctx) {
     const nlohmann::json info = ctx.host.model_info();
     nlohmann::json samplers = nlohmann::json::array(), schedulers = nlohmann::json::array();
@@ -83,7 +88,7 @@ nlohmann::json capabilities(ServerContext& ctx) {
         loras.push_back({{"name", e.name}, {"path", e.path}});
     const nlohmann::json features = {{"init_image", true},
                                      {"mask_image", option_supported("mask")},
-                                     {"control_image", option_supported("control-image")},
+                                     {"control_image", control_net_loaded(ctx)},
                                      {"ip_adapter_image", false},
                                      {"ref_images", false},
                                      {"lora", ctx.host.lora_supported()},
@@ -196,6 +201,10 @@ GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
     read_image(f, "init_image", "init-img", r, ctx.config);
     if (r.image("init-img")) r.kind = "img2img";
     read_image(f, "mask_image", "mask", r, ctx.config);
+    if (f.has("control_image") && !control_net_loaded(ctx)) {
+        throw bad_field("control_image",
+                        "this server has no ControlNet (start it with --control-net FILE)");
+    }
     read_image(f, "control_image", "control-image", r, ctx.config);
     if (f.has("ip_adapter_image")) throw not_supported("ip_adapter_image", "IP-Adapter");
     const auto refs = f.array("ref_images", 64);

@@ -91,6 +91,13 @@ TEST(ServerRoutes, ListingRoutes) {
     EXPECT_EQ(caps["current_mode"], "img_gen");
     EXPECT_EQ(caps["supported_modes"], json::array({"img_gen"}));
     EXPECT_EQ(caps["features"]["cancel_generating"], true);
+    // No --control-net: no control images, and a request with one is refused, naming it.
+    EXPECT_EQ(caps["features"]["control_image"], false);
+    auto control = post_json(c, "/sdcpp/v1/img_gen", {{"prompt", "x"}, {"control_image", "AAAA"}});
+    ASSERT_TRUE(control);
+    EXPECT_EQ(control->status, 400);
+    EXPECT_NE(control->body.find("control_image"), std::string::npos) << control->body;
+    EXPECT_NE(control->body.find("--control-net"), std::string::npos) << control->body;
     EXPECT_EQ(caps["limits"]["max_queue_size"], 16);
     EXPECT_EQ(caps["samplers"].size(), 18u);
     EXPECT_EQ(caps["defaults_by_mode"]["img_gen"]["sample_params"]["sample_steps"], 20);
@@ -114,6 +121,17 @@ TEST(ServerRoutes, ListingRoutes) {
     EXPECT_NE(page->get_header_value("Content-Type").find("text/html"), std::string::npos);
     EXPECT_NE(page->body.find("<title>ggdiff</title>"), std::string::npos);
     EXPECT_NE(page->body.find("/sdcpp/v1/img_gen"), std::string::npos);
+}
+
+// Started with a ControlNet, the server says it takes control images.
+TEST(ServerRoutes, ControlImageCapabilityFollowsTheControlNet) {
+    if (!e2e::prerequisites_ok()) return;
+    const std::string control_net =
+        std::string(GGDIFF_BINARY_DIR) + "/fixtures/controlnet_sd1_mc32.safetensors";
+    ServerProcess server({"--control-net", control_net});
+    auto c = server.client();
+    json caps = body_json(c.Get("/sdcpp/v1/capabilities"));
+    EXPECT_EQ(caps["features"]["control_image"], true) << caps.dump();
 }
 
 TEST(ServerRoutes, Txt2ImgImageEqualsTheCliImage) {
