@@ -81,8 +81,15 @@ Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& o, const Te
     auto spec = validate_placement(o);
     if (!spec.ok()) return spec.status();
     uint64_t bytes[4] = {0, 0, 0, 0};
+    const std::string control_prefix = prefix_for_role("control-net");
     for (const TensorInfo& t : index.tensors()) {
-        bytes[static_cast<int>(component_of(t.name))] += converted_bytes(t, weight_type);
+        Component c = component_of(t.name);
+        // A ControlNet runs beside the denoiser, on its first device (resolve_placement), so
+        // its weights are planned as part of the diffusion component.
+        if (c == Component::Other && t.name.rfind(control_prefix, 0) == 0) {
+            c = Component::Diffusion;
+        }
+        bytes[static_cast<int>(c)] += converted_bytes(t, weight_type);
     }
     placement::AutoFitInput in;
     in.devices = placement_devices();

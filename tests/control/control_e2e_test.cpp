@@ -76,6 +76,30 @@ TEST_F(ControlE2E, Img2ImgWithControl) {
     EXPECT_NE(text->find("Denoising strength: 0.9"), std::string::npos) << *text;
 }
 
+// --auto-fit plans the ControlNet's weights with the denoiser's (it runs on the same device):
+// the dry run's diffusion component grows by exactly the ControlNet file's tensor bytes.
+TEST_F(ControlE2E, AutoFitCountsTheControlNet) {
+    auto diffusion_bytes = [&](std::vector<std::string> args) -> int64_t {
+        args.insert(args.end(), {"--auto-fit", "--fit-dry-run"});
+        const RunResult r = run_ggdiff(args, dir_);
+        EXPECT_TRUE(r.succeeded()) << r.describe();
+        const std::string key = "\"module\":\"diffusion\",\"params_bytes\":";
+        const size_t at = r.out.find(key);
+        EXPECT_NE(at, std::string::npos) << r.out;
+        return at == std::string::npos ? -1 : std::stoll(r.out.substr(at + key.size()));
+    };
+    const int64_t plain = diffusion_bytes({"-m", fixture_path()});
+    const int64_t with =
+        diffusion_bytes({"-m", fixture_path(), "--control-net", control_net_path()});
+    // A safetensors file: 8 bytes of header length, the JSON header, then the tensors.
+    std::ifstream f(control_net_path(), std::ios::binary);
+    uint64_t header = 0;
+    f.read(reinterpret_cast<char*>(&header), 8);
+    const int64_t tensors = static_cast<int64_t>(fs::file_size(control_net_path()) - 8 - header);
+    EXPECT_GT(plain, 0);
+    EXPECT_EQ(with - plain, tensors);
+}
+
 TEST_F(ControlE2E, MisuseIsAClearError) {
     const std::string out = dir_ + "/never.png";
     // No ControlNet for the control image: refused before the (missing) model is read.
