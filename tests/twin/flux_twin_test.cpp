@@ -8,7 +8,7 @@
 #include <regex>
 
 #include "../golden/flux_e2e.h"
-#include "../rpc/rpc_test_util.h"
+#include "twin_support.h"
 
 namespace {
 
@@ -17,88 +17,20 @@ namespace e2e = ggdiff::e2e;
 namespace flux = ggdiff::e2e::flux;
 using e2e::contains;
 using e2e::RunResult;
+using namespace ggdiff::twin;
 
 // flux_tiny: 2 double + 2 single blocks; T5 with 2 blocks.
 constexpr int kDitBlocks = 4;
 constexpr int kT5Blocks = 2;
 constexpr uint64_t kGiB = 1ull << 30;
 
-struct Range {
-    std::string device;
-    int begin = 0, end = 0;
-};
-
-std::vector<Range> split_ranges(const std::string& log, const std::string& module) {
-    std::vector<Range> out;
-    const std::regex re(module + R"( layer split: (\S+) <- blocks \[(\d+), (\d+)\))");
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
-         ++it) {
-        out.push_back({(*it)[1].str(), std::stoi((*it)[2].str()), std::stoi((*it)[3].str())});
-    }
-    return out;
-}
-
-// The ranges cover [0, blocks) contiguously on `devices` in this order, each non-empty
-// unless `first_may_be_empty` (the tiny T5's embedding alone fills the first device's share).
-void expect_ranges(const std::string& log, const std::string& module,
-                   const std::vector<std::string>& devices, int blocks,
-                   bool first_may_be_empty = false) {
-    const std::vector<Range> ranges = split_ranges(log, module);
-    ASSERT_EQ(ranges.size(), devices.size())
-        << "expected one '" << module << " layer split' line per device\n"
-        << log;
-    int next = 0;
-    for (size_t i = 0; i < ranges.size(); ++i) {
-        EXPECT_EQ(ranges[i].device, devices[i]);
-        EXPECT_EQ(ranges[i].begin, next);
-        if (i > 0 || !first_may_be_empty) {
-            EXPECT_LT(ranges[i].begin, ranges[i].end);
-        }
-        next = ranges[i].end;
-    }
-    EXPECT_EQ(next, blocks);
-}
-
-// With -v: "<label>: graph of N nodes in K splits", the largest K seen.
-int max_splits(const std::string& log, const std::string& label) {
-    const std::regex re(label + R"(: graph of \d+ nodes in (\d+) splits)");
-    int k = 0;
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
-         ++it) {
-        k = std::max(k, std::stoi((*it)[1].str()));
-    }
-    return k;
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-    std::string s;
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
-    return s;
-}
-
-std::string file_stamp(const std::string& path) {
-    struct stat st {};
-    if (stat(path.c_str(), &st) != 0) return path + ":missing";
-    return path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
-           std::to_string(st.st_mtim.tv_nsec);
-}
-
-class FluxTwin : public ::testing::Test {
+class FluxTwin : public TwoWorkers {
   protected:
     void SetUp() override {
         ASSERT_TRUE(flux::prerequisites_ok());
         ASSERT_FALSE(flux::case_args("flux_euler").empty());
-        std::string error;
-        ASSERT_TRUE(w0_.start(&error)) << error;
-        ASSERT_TRUE(w1_.start(&error)) << error;
-        dir_ = e2e::fresh_dir();
+        TwoWorkers::SetUp();
     }
-    void TearDown() override {
-        w0_.stop();
-        w1_.stop();
-    }
-
-    std::string servers() const { return w0_.endpoint() + "," + w1_.endpoint(); }
 
     RunResult generate(const std::vector<std::string>& extra, const std::string& out,
                        const std::string& log_dir) const {
@@ -112,23 +44,10 @@ class FluxTwin : public ::testing::Test {
 
     // The image of `extra`, made once per build of the binaries (cached by arguments).
     std::string reference(const std::vector<std::string>& extra) const {
-        const std::string key = join(extra, " ") + "|" + file_stamp(e2e::binary_path()) + "|" +
-                                file_stamp(rpc_test::binary("ggdiff-rpc")) + "|" +
-                                file_stamp(flux::dit());
-        const std::string cache = std::string(GGDIFF_TEST_TMP) + "/flux_references";
-        fs::create_directories(cache);
-        char name[64];
-        std::snprintf(name, sizeof(name), "/ref_%016zx", std::hash<std::string>{}(key));
-        const std::string path = cache + name + ".png";
-        if (fs::is_regular_file(path)) return path;
-        const std::string tmp = cache + name + ".tmp" + std::to_string(getpid()) + ".png";
-        RunResult r = generate(extra, tmp, dir_ + "/reference");
-        if (!r.succeeded() || !fs::is_regular_file(tmp)) {
-            ADD_FAILURE() << "the single-device reference failed\n" << r.describe();
-            return "";
-        }
-        fs::rename(tmp, path);
-        return path;
+        const std::string key = join(extra, " ") + "|" + file_stamp(flux::dit());
+        return cached_image("flux_references", key, [&](const std::string& path) {
+            return generate(extra, path, dir_ + "/reference");
+        });
     }
 
     std::string single_device() const { return reference({"--backend", "RPC0"}); }
@@ -136,22 +55,9 @@ class FluxTwin : public ::testing::Test {
     RunResult twin(const std::vector<std::string>& extra, const std::string& reference_path) {
         const std::string out = dir_ + "/twin.png";
         RunResult r = generate(extra, out, dir_);
-        EXPECT_TRUE(r.succeeded()) << r.describe();
-        if (!r.succeeded() || reference_path.empty()) return r;
-        const e2e::ImageDiff d = e2e::compare_images(out, reference_path);
-        EXPECT_TRUE(d.ok) << d.error;
-        EXPECT_LE(d.mean_abs, flux::tolerance())
-            << "placement image differs from the single-device image: mean " << d.mean_abs
-            << ", max " << d.max_abs << "\n"
-            << r.describe();
-        std::printf("twin: mean_abs_diff %.3f max_abs_diff %d\n", d.mean_abs, d.max_abs);
+        expect_same_image(r, out, reference_path, flux::tolerance());
         return r;
     }
-
-    static std::string log_of(const RunResult& r) { return r.out + r.err; }
-
-    rpc_test::Worker w0_, w1_;
-    std::string dir_;
 };
 
 TEST_F(FluxTwin, SingleDeviceMatchesGolden) {

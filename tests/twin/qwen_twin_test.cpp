@@ -8,55 +8,25 @@
 #include <regex>
 
 #include "../golden/qwen_e2e.h"
-#include "../rpc/rpc_test_util.h"
+#include "twin_support.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using ggdiff::e2e::contains;
 using ggdiff::e2e::RunResult;
+using namespace ggdiff::twin;
 
 constexpr uint64_t kGiB = 1ull << 30;
 
-// "<module> layer split: <device> <- blocks [a, b)" devices, in log order.
-std::vector<std::string> split_devices(const std::string& log, const std::string& module) {
-    std::vector<std::string> out;
-    const std::regex re(module + R"( layer split: (\S+) <- blocks \[\d+, \d+\))");
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
-         ++it) {
-        out.push_back((*it)[1].str());
-    }
-    return out;
-}
-
-// With -v the runners log "<label>: graph of N nodes in K splits": the largest K seen.
-int max_splits(const std::string& log, const std::string& label) {
-    const std::regex re(label + R"(: graph of \d+ nodes in (\d+) splits)");
-    int k = 0;
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
-         ++it) {
-        k = std::max(k, std::stoi((*it)[1].str()));
-    }
-    return k;
-}
-
-class QwenTwin : public ::testing::Test {
+class QwenTwin : public TwoWorkers {
   protected:
     void SetUp() override {
         ASSERT_TRUE(fs::is_regular_file(ggdiff::e2e::binary_path()));
         ASSERT_TRUE(fs::is_regular_file(ggdiff::e2e::qwen_fixture("qwen_tiny_dit")))
             << "run through ctest: the fixture tests make the Qwen fixtures";
-        std::string error;
-        ASSERT_TRUE(w0_.start(&error)) << error;
-        ASSERT_TRUE(w1_.start(&error)) << error;
-        dir_ = ggdiff::e2e::fresh_dir();
+        TwoWorkers::SetUp();
     }
-    void TearDown() override {
-        w0_.stop();
-        w1_.stop();
-    }
-
-    std::string servers() const { return w0_.endpoint() + "," + w1_.endpoint(); }
 
     RunResult generate(const std::vector<std::string>& extra, const std::string& out) const {
         std::vector<std::string> args = ggdiff::e2e::qwen_model_args();
@@ -77,20 +47,13 @@ class QwenTwin : public ::testing::Test {
         EXPECT_TRUE(r2.succeeded()) << r2.describe();
         if (!r1.succeeded() || !r2.succeeded()) return "";
         const double tol = 1.5;
-        const auto d = ggdiff::e2e::compare_images(b, a);
-        EXPECT_TRUE(d.ok) << d.error;
-        EXPECT_LE(d.mean_abs, tol)
-            << "split image differs from the single-device image: max " << d.max_abs;
-        std::printf("qwen twin: mean_abs_diff %.3f max_abs_diff %d\n", d.mean_abs, d.max_abs);
+        expect_same_image(r2, b, a, tol, "qwen twin");
         const auto g =
             ggdiff::e2e::compare_images(b, ggdiff::e2e::qwen_golden_dir() + "/qwen_euler.png");
         EXPECT_TRUE(g.ok) << g.error;
         EXPECT_LE(g.mean_abs, tol) << "max " << g.max_abs;
         return r2.out + r2.err;
     }
-
-    rpc_test::Worker w0_, w1_;
-    std::string dir_;
 };
 
 // Asked for a row split, the RPC devices (no split buffer type) fall back to the layer split.

@@ -16,14 +16,14 @@
 #include <functional>
 #include <regex>
 
-#include "../golden/e2e_support.h"
-#include "../rpc/rpc_test_util.h"
+#include "twin_support.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using ggdiff::e2e::contains;
 using ggdiff::e2e::RunResult;
+using namespace ggdiff::twin;
 
 // SD1: 25 UNet blocks (12 input, 1 middle, 12 output), 12 CLIP text layers.
 constexpr int kUnetBlocks = 25;
@@ -43,97 +43,14 @@ std::vector<std::string> request_args() {
     return args;
 }
 
-struct Range {
-    std::string device;
-    int begin = 0, end = 0;
-};
-
-// "<module> layer split: <device> <- blocks [a, b)" lines for one module, in log order.
-std::vector<Range> split_ranges(const std::string& log, const std::string& module) {
-    std::vector<Range> out;
-    const std::regex re(module + R"( layer split: (\S+) <- blocks \[(\d+), (\d+)\))");
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
-         ++it) {
-        out.push_back({(*it)[1].str(), std::stoi((*it)[2].str()), std::stoi((*it)[3].str())});
-    }
-    return out;
-}
-
-std::string describe(const std::vector<Range>& ranges) {
-    std::string s;
-    for (const Range& r : ranges) {
-        s += r.device + " <- [" + std::to_string(r.begin) + ", " + std::to_string(r.end) + ") ";
-    }
-    return s.empty() ? "(none)" : s;
-}
-
-// The ranges cover [0, blocks) contiguously, each non-empty, on `devices` in this order.
-void expect_ranges(const std::string& log, const std::string& module,
-                   const std::vector<std::string>& devices, int blocks) {
-    const std::vector<Range> ranges = split_ranges(log, module);
-    ASSERT_EQ(ranges.size(), devices.size())
-        << "expected one '" << module << " layer split' line per device\n"
-        << describe(ranges) << "\n"
-        << log;
-    int next = 0;
-    for (size_t i = 0; i < ranges.size(); ++i) {
-        EXPECT_EQ(ranges[i].device, devices[i]) << describe(ranges);
-        EXPECT_EQ(ranges[i].begin, next) << describe(ranges);
-        EXPECT_LT(ranges[i].begin, ranges[i].end) << "empty range: " << describe(ranges);
-        next = ranges[i].end;
-    }
-    EXPECT_EQ(next, blocks) << describe(ranges);
-}
-
-// With -v the runners log "<label>: graph of N nodes in K splits": the largest K seen.
-int max_splits(const std::string& log, const std::string& label) {
-    const std::regex re(label + R"(: graph of \d+ nodes in (\d+) splits)");
-    int k = 0;
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
-         ++it) {
-        k = std::max(k, std::stoi((*it)[1].str()));
-    }
-    return k;
-}
-
-// With -v the runners log "<label>: N weights, X MiB, on <where>": where.
-std::string weights_on(const std::string& log, const std::string& label) {
-    const std::regex re(label + R"(: \d+ weights, [\d.]+ MiB, on ([^\n]+))");
-    std::smatch m;
-    return std::regex_search(log, m, re) ? m[1].str() : "(not logged)";
-}
-
-// Identity of a file for the reference cache: size and modification time.
-std::string file_stamp(const std::string& path) {
-    struct stat st {};
-    if (stat(path.c_str(), &st) != 0) return path + ":missing";
-    return path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
-           std::to_string(st.st_mtim.tv_nsec);
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-    std::string s;
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
-    return s;
-}
-
-class Twin : public ::testing::Test {
+class Twin : public TwoWorkers {
   protected:
     void SetUp() override {
         ASSERT_TRUE(ggdiff::e2e::prerequisites_ok());
         ASSERT_FALSE(request_args().empty())
             << "no case `euler` in " << ggdiff::e2e::manifest_path();
-        std::string error;
-        ASSERT_TRUE(w0_.start(&error)) << error;
-        ASSERT_TRUE(w1_.start(&error)) << error;
-        dir_ = ggdiff::e2e::fresh_dir();
+        TwoWorkers::SetUp();
     }
-    void TearDown() override {
-        w0_.stop();
-        w1_.stop();
-    }
-
-    std::string servers() const { return w0_.endpoint() + "," + w1_.endpoint(); }
 
     // ggdiff with the fixture, the golden request, both workers, -v, `extra` and -o OUT.
     RunResult generate(const std::vector<std::string>& extra, const std::string& out,
@@ -149,23 +66,10 @@ class Twin : public ::testing::Test {
     // A single-device image for `extra`, made once per build of the binaries.
     std::string reference(const std::vector<std::string>& extra) const {
         const std::string key = join(extra, " ") + "|" + join(request_args(), " ") + "|" +
-                                file_stamp(ggdiff::e2e::binary_path()) + "|" +
-                                file_stamp(rpc_test::binary("ggdiff-rpc")) + "|" +
                                 file_stamp(ggdiff::e2e::fixture_path());
-        const std::string cache = std::string(GGDIFF_TEST_TMP) + "/references";
-        fs::create_directories(cache);
-        char name[64];
-        std::snprintf(name, sizeof(name), "/ref_%016zx", std::hash<std::string>{}(key));
-        const std::string path = cache + name + ".png";
-        if (fs::is_regular_file(path)) return path;
-        const std::string tmp = cache + name + ".tmp" + std::to_string(getpid()) + ".png";
-        RunResult r = generate(extra, tmp, dir_ + "/reference");
-        if (!r.succeeded() || !fs::is_regular_file(tmp)) {
-            ADD_FAILURE() << "the single-device reference failed\n" << r.describe();
-            return "";
-        }
-        fs::rename(tmp, path);  // atomic: parallel tests may race to make the same file
-        return path;
+        return cached_image("references", key, [&](const std::string& path) {
+            return generate(extra, path, dir_ + "/reference");
+        });
     }
 
     // The single-device reference of every twin: everything on RPC0.
@@ -176,23 +80,9 @@ class Twin : public ::testing::Test {
     RunResult twin(const std::vector<std::string>& extra, const std::string& reference_path) {
         const std::string out = dir_ + "/twin.png";
         RunResult r = generate(extra, out, dir_);
-        EXPECT_TRUE(r.succeeded()) << r.describe();
-        if (!r.succeeded() || reference_path.empty()) return r;
-        const ggdiff::e2e::ImageDiff d = ggdiff::e2e::compare_images(out, reference_path);
-        EXPECT_TRUE(d.ok) << d.error;
-        const double tol = ggdiff::e2e::manifest_tolerance();
-        EXPECT_LE(d.mean_abs, tol) << "placement image differs from the single-device image: "
-                                   << "mean " << d.mean_abs << ", max " << d.max_abs << "\n"
-                                   << r.describe();
-        std::printf("twin: mean_abs_diff %.3f max_abs_diff %d (tolerance %.2f)\n", d.mean_abs,
-                    d.max_abs, tol);
+        expect_same_image(r, out, reference_path, ggdiff::e2e::manifest_tolerance());
         return r;
     }
-
-    static std::string log_of(const RunResult& r) { return r.out + r.err; }
-
-    rpc_test::Worker w0_, w1_;
-    std::string dir_;
 };
 
 TEST_F(Twin, SingleDeviceMatchesGolden) {

@@ -1,0 +1,172 @@
+// What the twin suites share: two ggdiff-rpc workers per test, reading the placement lines of a
+// -v log, a single-device reference image made once per build of the binaries, and the
+// comparison of a placement's image with it (TESTING.md, "Twin").
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "../golden/e2e_support.h"
+#include "../rpc/rpc_test_util.h"
+
+namespace ggdiff::twin {
+
+using e2e::RunResult;
+
+struct Range {
+    std::string device;
+    int begin = 0, end = 0;
+};
+
+// "<module> layer split: <device> <- blocks [a, b)" lines for one module, in log order.
+inline std::vector<Range> split_ranges(const std::string& log, const std::string& module) {
+    std::vector<Range> out;
+    const std::regex re(module + R"( layer split: (\S+) <- blocks \[(\d+), (\d+)\))");
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+         ++it) {
+        out.push_back({(*it)[1].str(), std::stoi((*it)[2].str()), std::stoi((*it)[3].str())});
+    }
+    return out;
+}
+
+// The devices of split_ranges, in log order.
+inline std::vector<std::string> split_devices(const std::string& log, const std::string& module) {
+    std::vector<std::string> out;
+    for (const Range& r : split_ranges(log, module)) out.push_back(r.device);
+    return out;
+}
+
+inline std::string describe(const std::vector<Range>& ranges) {
+    std::string s;
+    for (const Range& r : ranges) {
+        s += r.device + " <- [" + std::to_string(r.begin) + ", " + std::to_string(r.end) + ") ";
+    }
+    return s.empty() ? "(none)" : s;
+}
+
+// The ranges cover [0, blocks) contiguously on `devices` in this order, each non-empty unless
+// `first_may_be_empty` (a tiny encoder's embedding alone can fill the first device's share).
+inline void expect_ranges(const std::string& log, const std::string& module,
+                          const std::vector<std::string>& devices, int blocks,
+                          bool first_may_be_empty = false) {
+    const std::vector<Range> ranges = split_ranges(log, module);
+    ASSERT_EQ(ranges.size(), devices.size())
+        << "expected one '" << module << " layer split' line per device\n"
+        << describe(ranges) << "\n"
+        << log;
+    int next = 0;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+        EXPECT_EQ(ranges[i].device, devices[i]) << describe(ranges);
+        EXPECT_EQ(ranges[i].begin, next) << describe(ranges);
+        if (i > 0 || !first_may_be_empty) {
+            EXPECT_LT(ranges[i].begin, ranges[i].end) << "empty range: " << describe(ranges);
+        }
+        next = ranges[i].end;
+    }
+    EXPECT_EQ(next, blocks) << describe(ranges);
+}
+
+// With -v the runners log "<label>: graph of N nodes in K splits": the largest K seen.
+inline int max_splits(const std::string& log, const std::string& label) {
+    const std::regex re(label + R"(: graph of \d+ nodes in (\d+) splits)");
+    int k = 0;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+         ++it) {
+        k = std::max(k, std::stoi((*it)[1].str()));
+    }
+    return k;
+}
+
+// With -v the runners log "<label>: N weights, X MiB, on <where>": where.
+inline std::string weights_on(const std::string& log, const std::string& label) {
+    const std::regex re(label + R"(: \d+ weights, [\d.]+ MiB, on ([^\n]+))");
+    std::smatch m;
+    return std::regex_search(log, m, re) ? m[1].str() : "(not logged)";
+}
+
+// Identity of a file for the reference cache: size and modification time.
+inline std::string file_stamp(const std::string& path) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) return path + ":missing";
+    return path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+           std::to_string(st.st_mtim.tv_nsec);
+}
+
+inline std::string join(const std::vector<std::string>& v, const std::string& sep) {
+    std::string s;
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+    return s;
+}
+
+// A test with two ggdiff-rpc workers on free loopback ports (started for every test and always
+// stopped) and a scratch folder. Suites check their own prerequisites, then call SetUp().
+class TwoWorkers : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        std::string error;
+        ASSERT_TRUE(w0_.start(&error)) << error;
+        ASSERT_TRUE(w1_.start(&error)) << error;
+        dir_ = e2e::fresh_dir();
+    }
+    void TearDown() override {
+        w0_.stop();
+        w1_.stop();
+    }
+
+    std::string servers() const { return w0_.endpoint() + "," + w1_.endpoint(); }
+    static std::string log_of(const RunResult& r) { return r.out + r.err; }
+
+    // An image made once per build of the binaries and kept under GGDIFF_TEST_TMP/`cache`
+    // (ctest runs every test in its own process): `key` names everything the image depends on
+    // besides the ggdiff and ggdiff-rpc binaries, `make` writes it to the path it is given.
+    std::string cached_image(const std::string& cache, const std::string& key,
+                             const std::function<RunResult(const std::string&)>& make) const {
+        const std::string full = key + "|" + file_stamp(e2e::binary_path()) + "|" +
+                                 file_stamp(rpc_test::binary("ggdiff-rpc"));
+        const std::string folder = std::string(GGDIFF_TEST_TMP) + "/" + cache;
+        std::filesystem::create_directories(folder);
+        char name[64];
+        std::snprintf(name, sizeof(name), "/ref_%016zx", std::hash<std::string>{}(full));
+        const std::string path = folder + name + ".png";
+        if (std::filesystem::is_regular_file(path)) return path;
+        const std::string tmp = folder + name + ".tmp" + std::to_string(getpid()) + ".png";
+        const RunResult r = make(tmp);
+        if (!r.succeeded() || !std::filesystem::is_regular_file(tmp)) {
+            ADD_FAILURE() << "the single-device reference failed\n" << r.describe();
+            return "";
+        }
+        std::filesystem::rename(tmp, path);  // atomic: parallel tests may race to make it
+        return path;
+    }
+
+    // The run `r` wrote `out`: it must have succeeded and its image be within `tolerance` (mean
+    // absolute difference) of `reference` ("" when the reference failed: nothing to compare).
+    static void expect_same_image(const RunResult& r, const std::string& out,
+                                  const std::string& reference, double tolerance,
+                                  const char* what = "twin") {
+        EXPECT_TRUE(r.succeeded()) << r.describe();
+        if (!r.succeeded() || reference.empty()) return;
+        const e2e::ImageDiff d = e2e::compare_images(out, reference);
+        EXPECT_TRUE(d.ok) << d.error;
+        EXPECT_LE(d.mean_abs, tolerance)
+            << "placement image differs from the single-device image: mean " << d.mean_abs
+            << ", max " << d.max_abs << "\n"
+            << r.describe();
+        std::printf("%s: mean_abs_diff %.3f max_abs_diff %d (tolerance %.2f)\n", what, d.mean_abs,
+                    d.max_abs, tolerance);
+    }
+
+    rpc_test::Worker w0_, w1_;
+    std::string dir_;
+};
+
+}  // namespace ggdiff::twin
