@@ -95,4 +95,19 @@ TEST(SdxlFiles, ClipSkipEmphasisBreakAndAnySize) {
     EXPECT_TRUE(contains(*text, "Clip skip: 1")) << *text;
 }
 
+// Past the prompt-window limit, both SDXL encoders' shared check refuses the prompt before
+// any sampling, with the SD1 message.
+TEST(SdxlFiles, PromptOverTheWindowLimitIsRefused) {
+    ASSERT_TRUE(fs::is_regular_file(kSdxl)) << kSdxl;
+    const std::string dir = fresh_dir();
+    std::string prompt;
+    for (int i = 0; i < 40; ++i) prompt += "a cat BREAK ";
+    const RunResult r = run({"-m", kSdxl}, {"-p", prompt, "-W", "64", "-H", "64", "--steps", "1"},
+                            dir + "/out.png", dir);
+    EXPECT_TRUE(r.failed_cleanly()) << r.describe();
+    EXPECT_TRUE(contains(r.err, "the prompt is too long: 80 tokens in 40 windows")) << r.err;
+    EXPECT_FALSE(contains(r.err, "sampling")) << r.err;
+    EXPECT_FALSE(fs::exists(dir + "/out.png"));
+}
+
 }  // namespace
