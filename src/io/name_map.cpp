@@ -79,7 +79,13 @@ void convert_all(Work* w, const std::function<bool(const std::string&, std::stri
     }
 }
 
-void emit(const Work& w, const std::string& prefix, bool openclip, std::vector<NameMapping>* out) {
+// `text_encoder` (a "text_encoders.<x>." role): a name the wrappers left under "transformer."
+// (in a file where not every name has it, so that wrapper stayed) loses it here, one name at
+// a time. A canonical name must never read "text_encoders.<x>.transformer.<y>": that is how
+// single-file DiT checkpoints spell "text_encoders.<x>.<y>" (map_full), and a converted file
+// must read back with the names it was written with.
+void emit(const Work& w, const std::string& prefix, bool openclip, bool text_encoder,
+          std::vector<NameMapping>* out) {
     for (size_t i = 0; i < w.names.size(); ++i) {
         std::vector<std::string> parts;
         if (openclip && openclip_to_hf(w.names[i], &parts)) {
@@ -88,7 +94,9 @@ void emit(const Work& w, const std::string& prefix, bool openclip, std::vector<N
                                 static_cast<int>(parts.size())});
             }
         } else {
-            out->push_back({w.source[i], prefix + w.names[i], 0, 1});
+            std::string n = w.names[i];
+            if (text_encoder) replace_prefix(&n, "transformer.", "");
+            out->push_back({w.source[i], prefix + n, 0, 1});
         }
     }
 }
@@ -218,7 +226,7 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
         if (notes) notes->push_back("open_clip text encoder renamed to HF CLIP layout");
     }
     std::vector<NameMapping> out;
-    emit(w, prefix, openclip, &out);
+    emit(w, prefix, openclip, starts_with(prefix, "text_encoders."), &out);
     return out;
 }
 

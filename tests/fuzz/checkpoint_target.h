@@ -55,6 +55,10 @@ inline void fuzz_checkpoint(const uint8_t* data, size_t size) {
     }
     GGDIFF_FUZZ_CHECK(back.size() == names.size());
     for (const TensorInfo& t : back.tensors()) {
+        if (names.count(t.name) != 1) {
+            std::fprintf(stderr, "converted file has a tensor the source has not: %s\n",
+                         t.name.c_str());
+        }
         GGDIFF_FUZZ_CHECK(names.count(t.name) == 1);
         GGDIFF_FUZZ_CHECK(t.shape == index.find(t.name)->shape);
     }
