@@ -54,6 +54,18 @@ TEST(CorruptFiles, MissingEmptyAndDirectory) {
     EXPECT_FALSE(read_image_parameters(dir).ok());
 }
 
+// A chunk whose length runs past the end of the file is refused before libpng sees it: libpng
+// allocates a text chunk's claimed length up front (a 290-byte file found by the image_decode
+// fuzzer, tests/fuzz/crashes/image_decode/, claims a 1.8 GB zTXt and cost 1.8 GB of memory).
+TEST(CorruptFiles, PngChunkLongerThanTheFile) {
+    std::vector<uint8_t> png = encoded(ImageFormat::Png);
+    // Right after IHDR (8 + 25 bytes): a zTXt chunk header claiming 1,828,716,717 bytes.
+    const uint8_t ztxt[] = {0x6d, 0x00, 0x00, 0xad, 'z', 'T', 'X', 't', 'k', 0, 0, 'x'};
+    png.insert(png.begin() + 33, std::begin(ztxt), std::end(ztxt));
+    const std::string msg = decode_error(png);
+    EXPECT_TRUE(has(msg, "chunk zTXt claims 1828716717 bytes")) << msg;
+}
+
 TEST(CorruptFiles, NotAnImage) {
     std::vector<uint8_t> random(1000);
     uint32_t x = 12345;
