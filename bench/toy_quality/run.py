@@ -23,11 +23,12 @@ from classify import NAMES, SHAPES, classify  # noqa: E402
 
 
 def prompts(count):
-    """(prompt, colour, shape, seed): every colour x shape combination in turn, each time on
+    """(prompt, colour, shape, seed): every colour x shape combination once per 50 prompts,
+    in an order where any 10 in a row have every colour and every shape twice, each time on
     another background colour."""
     out = []
     for i in range(count):
-        k = i % (len(NAMES) * len(SHAPES))
+        k = (i * 11) % (len(NAMES) * len(SHAPES))
         colour, shape = NAMES[k % len(NAMES)], SHAPES[k // len(NAMES)]
         others = [c for c in NAMES if c != colour]
         bg = others[(k + 3 * (i // 50) + 1) % len(others)]
