@@ -78,12 +78,7 @@ int main(int argc, char** argv) {
     server.set_keep_alive_timeout(2);
     server.set_read_timeout(30);
     server.set_write_timeout(30);
-    install_request_guards(server, config);
-    register_health_routes(server, ctx);
-    register_openai_routes(server, ctx);
-    register_sdapi_routes(server, ctx);
-    register_sdcpp_routes(server, ctx);
-    register_web_routes(server, ctx);
+    register_all_routes(server, ctx);
 
     int port = config.port;
     if (port == 0) {

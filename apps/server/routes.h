@@ -38,4 +38,8 @@ void register_sdapi_routes(httplib::Server& server, ServerContext& ctx);
 void register_sdcpp_routes(httplib::Server& server, ServerContext& ctx);
 void register_web_routes(httplib::Server& server, ServerContext& ctx);
 
+// The request guards (security.h) and every route family above: what ggdiff-server serves,
+// and what its fuzz target (tests/fuzz/fuzz_server.cpp) drives.
+void register_all_routes(httplib::Server& server, ServerContext& ctx);
+
 }  // namespace ggdiff::server

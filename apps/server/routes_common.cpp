@@ -3,6 +3,7 @@
 
 #include "http_util.h"
 #include "routes.h"
+#include "security.h"
 
 namespace ggdiff::server {
 
@@ -91,6 +92,15 @@ void register_health_routes(httplib::Server& server, ServerContext& ctx) {
                 break;
         }
     });
+}
+
+void register_all_routes(httplib::Server& server, ServerContext& ctx) {
+    install_request_guards(server, ctx.config);
+    register_health_routes(server, ctx);
+    register_openai_routes(server, ctx);
+    register_sdapi_routes(server, ctx);
+    register_sdcpp_routes(server, ctx);
+    register_web_routes(server, ctx);
 }
 
 }  // namespace ggdiff::server

@@ -23,7 +23,6 @@
 #include "lora_dir.h"
 #include "model_host.h"
 #include "routes.h"
-#include "security.h"
 #include "server_config.h"
 
 namespace {
@@ -99,12 +98,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
     OneRequestServer server;
     server.set_payload_max_length(static_cast<size_t>(config.max_body_bytes));
-    install_request_guards(server, config);
-    register_health_routes(server, ctx);
-    register_openai_routes(server, ctx);
-    register_sdapi_routes(server, ctx);
-    register_sdcpp_routes(server, ctx);
-    register_web_routes(server, ctx);
+    register_all_routes(server, ctx);
 
     MemoryStream stream(data, size);
     server.answer(stream);
