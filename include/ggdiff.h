@@ -189,6 +189,19 @@ int ggdiff_model_info(const ggdiff_options* options, char** out_text);
  * (ggdiff-bench --index-only). *out_tensors (may be null) gets the number of tensors. */
 int ggdiff_index_files(const char* const* paths, int n_paths, int64_t* out_tensors);
 
+/* Figures of the model's last ggdiff_generate call, as JSON: {"phases": [{"name": "text" |
+ * "encode" | "sampling" | "decode", "seconds", "gflop" (matrix products, convolutions and
+ * attention computed), "peak_rss_mib" (the process's peak resident set at the end of the phase;
+ * with GGDIFF_PHASE_PEAKS=1 in the environment, the peak during the phase alone: the kernel's
+ * high-water mark is then reset at each phase, so tools reading it at exit see only the last
+ * phase's)}]}. *out_json is malloc'd (free()). */
+int ggdiff_last_generation_stats(const ggdiff_model* model, char** out_json);
+
+/* The rate the CPU kernels reach on a square f32 matrix product of `size` (e.g. 1024) with
+ * `threads` threads, in GFLOP/s (best of three): the machine's practical limit for the
+ * GEMM-heavy phases. Fails where the CPU kernels are off (no OpenBLAS). */
+int ggdiff_measure_sgemm(int threads, int size, double* out_gflops);
+
 /* -M convert: writes the model files the options name into one GGUF file at `path`,
  * converting the weights to the "type" option when it is set. `progress` (may be null)
  * gets phase "convert" with tensors done and total; its return value is ignored. `path` is

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -83,6 +85,9 @@ int main(int argc, char** argv) {
     }
     app.add_option("--index-only", index_only,
                    "only open and index these checkpoint files (no compute)");
+    bool no_sgemm = false;
+    app.add_flag("--no-sgemm", no_sgemm,
+                 "skip measuring the machine's f32 product rate (sgemm_gflop_per_second: null)");
     CLI11_PARSE(app, argc, argv);
 
     if (!index_only.empty()) {
@@ -106,6 +111,9 @@ int main(int argc, char** argv) {
             return 1;
         }
     }
+    // Each phase's own peak resident set (see ggdiff_last_generation_stats); the process's
+    // peak is then the largest of them, as getrusage no longer sees the earlier ones.
+    setenv("GGDIFF_PHASE_PEAKS", "1", 1);
     auto t0 = Clock::now();
     ggdiff_model* model = nullptr;
     if (ggdiff_model_load(o, &model) != 0) {
@@ -113,6 +121,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     const double load = since(t0);
+    const double load_peak = peak_rss_mib();
     Phases phases;
     ggdiff_image* images = nullptr;
     int n = 0;
@@ -140,13 +149,41 @@ int main(int argc, char** argv) {
     }
     steps += "]";
     const double mean = step_secs.empty() ? 0.0 : sum / static_cast<double>(step_secs.size());
+
+    // Per phase: seconds, GFLOP computed and the rate, the phase's own peak resident set; and
+    // the machine's f32 product rate with the same threads, for the distance to the limit.
+    char* stats_text = nullptr;
+    std::string phase_json = "[]";
+    double peak = std::max(load_peak, peak_rss_mib());
+    if (ggdiff_last_generation_stats(model, &stats_text) == 0) {
+        const nlohmann::json stats = nlohmann::json::parse(stats_text);
+        std::free(stats_text);
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& ph : stats["phases"]) {
+            nlohmann::json row = ph;
+            const double secs = ph["seconds"].get<double>();
+            row["gflop_per_second"] = secs > 0 ? ph["gflop"].get<double>() / secs : 0.0;
+            peak = std::max(peak, ph["peak_rss_mib"].get<double>());
+            out.push_back(row);
+        }
+        phase_json = out.dump();
+    }
+    const int threads =
+        opts.count("threads") ? std::stoi(opts["threads"]) : ggdiff_default_threads();
+    double sgemm = 0.0;
+    std::string sgemm_json = "null";
+    if (!no_sgemm && ggdiff_measure_sgemm(threads, 1024, &sgemm) == 0) {
+        sgemm_json = std::to_string(sgemm);
+    }
     std::printf(
         "{\"load_seconds\": %.3f, \"text_seconds\": %.3f, \"encode_seconds\": %.3f, "
         "\"sampling_seconds\": %.3f, \"step_seconds\": %s, \"mean_step_seconds\": %.3f, "
         "\"min_step_seconds\": %.3f, \"vae_decode_seconds\": %.3f, \"lora_seconds\": %.3f, "
-        "\"generate_seconds\": %.3f, \"images\": %d, \"peak_rss_mib\": %.1f}\n",
+        "\"generate_seconds\": %.3f, \"images\": %d, \"peak_rss_mib\": %.1f, "
+        "\"phases\": %s, \"sgemm_gflop_per_second\": %s, \"threads\": %d}\n",
         load, phases.last_secs["text"], phases.last_secs["encode"], sum, steps.c_str(), mean,
-        fastest, phases.last_secs["decode"], phases.last_secs["lora"], total, n, peak_rss_mib());
+        fastest, phases.last_secs["decode"], phases.last_secs["lora"], total, n, peak,
+        phase_json.c_str(), sgemm_json.c_str(), threads);
     ggdiff_images_free(images, n);
     ggdiff_model_free(model);
     ggdiff_options_free(o);

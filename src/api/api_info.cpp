@@ -8,6 +8,7 @@
 #include "ggdiff.h"
 #include "image/infotext.h"
 #include "pipeline/model_files.h"
+#include "runtime/sgemm_rate.h"
 #include "sampling/samplers.h"
 #include "sampling/schedules.h"
 
@@ -60,6 +61,32 @@ int ggdiff_loaded_model_info(const ggdiff_model* model, char** out) {
                              : nlohmann::json(std::filesystem::path(f.vae).stem().string());
     j["version"] = ggdiff_version();
     return out_json(j, out);
+}
+
+int ggdiff_last_generation_stats(const ggdiff_model* model, char** out) {
+    if (!model || !out) return fail("ggdiff_last_generation_stats: null argument");
+    const ggdiff::PhaseTimings& t = model->engine->timings();
+    nlohmann::json phases = nlohmann::json::array();
+    auto add = [&phases](const char* name, double seconds, const ggdiff::PhaseFigures& f) {
+        phases.push_back({{"name", name},
+                          {"seconds", seconds},
+                          {"gflop", f.flops / 1e9},
+                          {"peak_rss_mib", static_cast<double>(f.peak_rss) / 1048576.0}});
+    };
+    add("text", t.text, t.text_figures);
+    if (t.encode > 0) add("encode", t.encode, t.encode_figures);
+    add("sampling", t.sampling, t.sampling_figures);
+    add("decode", t.decode, t.decode_figures);
+    return out_json({{"phases", phases}}, out);
+}
+
+int ggdiff_measure_sgemm(int threads, int size, double* out_gflops) {
+    if (!out_gflops || threads < 1 || size < 16 || size > 8192)
+        return fail("ggdiff_measure_sgemm: threads >= 1 and size in [16, 8192] expected");
+    auto rate = ggdiff::measure_sgemm_gflops(threads, size);
+    if (!rate.ok()) return fail(rate.status().message());
+    *out_gflops = *rate;
+    return 0;
 }
 
 const char* ggdiff_default_model(void) {

@@ -12,8 +12,7 @@ namespace {
 // w [kw, kh, in, out] applied to x [W, H, in, N], plus b [out] if given.
 ggml_tensor* conv(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, ggml_tensor* b, int stride,
                   int pad) {
-    if (cpu::enabled(ctx) && w->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 &&
-        (!b || b->type == GGML_TYPE_F32) && x->ne[2] == w->ne[2]) {
+    if (cpu::enabled(ctx) && cpu::can_conv2d(w, x, b)) {
         return cpu::conv2d(ctx, w, x, b, stride, pad);
     }
     ggml_tensor* y = kernel_choices(ctx).conv_direct

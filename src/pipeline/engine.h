@@ -4,6 +4,7 @@
 // (not concurrently).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,11 +17,19 @@
 
 namespace ggdiff {
 
+// What one phase of generate() computed and the most memory the process held during it.
+struct PhaseFigures {
+    double flops = 0;       // products, convolutions, attention (runtime::computed_flops)
+    uint64_t peak_rss = 0;  // bytes; from the phase's start where the kernel lets us reset
+};
+
 // Wall-clock figures of the last generate() call (for -v and ggdiff-bench).
 struct PhaseTimings {
     double text = 0, encode = 0, decode = 0;
+    double sampling = 0;        // all steps of all batch images
     std::vector<double> steps;  // mean seconds per step, per batch image
     double lora = 0;            // applying the prompt's LoRAs (0 when unchanged)
+    PhaseFigures text_figures, encode_figures, sampling_figures, decode_figures;
 };
 
 class Engine {

@@ -4,13 +4,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/log.h"
+#include "core/process_memory.h"
 #include "image/infotext.h"
 #include "models/vae/tiling.h"
 #include "pipeline/engine.h"
 #include "pipeline/image_conditions.h"
 #include "pipeline/latent_image.h"
+#include "runtime/graph_runner.h"
 #include "sampling/sampling.h"
 #include "tokenizers/prompt_limits.h"
 
@@ -195,6 +199,21 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
     tr.clip_skip = o.clip_skip;
     tr.width = p.width;
     tr.height = p.height;
+    timings_.text_figures = timings_.encode_figures = PhaseFigures{};
+    timings_.sampling_figures = timings_.decode_figures = PhaseFigures{};
+    // Each phase's figures: flops computed, and the process's peak resident set at its end;
+    // with GGDIFF_PHASE_PEAKS=1 (ggdiff-bench) the peak restarts at each phase, which also
+    // hides the earlier peak from tools that read it at exit (time -v), so only on request.
+    const char* peaks_env = std::getenv("GGDIFF_PHASE_PEAKS");
+    const bool phase_peaks = peaks_env && std::strcmp(peaks_env, "1") == 0;
+    double flops_mark = computed_flops();
+    if (phase_peaks) reset_peak_resident();
+    auto close_phase = [&flops_mark, phase_peaks](PhaseFigures& fig) {
+        fig.flops += computed_flops() - flops_mark;
+        fig.peak_rss = std::max(fig.peak_rss, peak_resident_bytes());
+        if (phase_peaks) reset_peak_resident();
+        flops_mark = computed_flops();
+    };
     auto cond = f.text->encode(tr);
     if (!cond.ok()) return cond.status();
     Conditioning uncond;
@@ -206,6 +225,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
         uncond = std::move(*u);
     }
     f.text->end_phase();
+    close_phase(timings_.text_figures);
     timings_.text = seconds_since(t0);
     GGDIFF_LOG_DEBUG("text encoding: %.2fs", timings_.text);
     if (progress && !progress("text", 1, 1, timings_.text)) return Status::Error("cancelled");
@@ -286,6 +306,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
                                              : latent_mask;
         }
         sigmas = sampling::img2img_sigmas(sigmas, o.strength);
+        close_phase(timings_.encode_figures);
         timings_.encode = seconds_since(t1);
         GGDIFF_LOG_DEBUG("init image encoding: %.2fs", timings_.encode);
         if (progress && !progress("encode", 1, 1, timings_.encode)) {
@@ -364,6 +385,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
 
     std::vector<GeneratedImage> results;
     timings_.steps.clear();
+    timings_.sampling = 0;
     for (int b = 0; b < o.batch; ++b) {
         const int64_t seed = o.seed + b;
         rng->manual_seed(static_cast<uint64_t>(seed));
@@ -383,8 +405,10 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
         };
         GGDIFF_TRY(sampling::sample(sampler, denoise, x, sigmas, *sampler_rng, so));
         x = p.param.inverse_noise_scaling(sigmas.back(), x);
+        timings_.sampling += seconds_since(ts);
         timings_.steps.push_back(seconds_since(ts) / std::max(1, total));
         if (b + 1 == o.batch) f.denoiser->end_phase();
+        close_phase(timings_.sampling_figures);
 
         // Decode; under auto-fit a decode that does not fit is retried once with tiling.
         auto td = Clock::now();
@@ -434,6 +458,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
             img = decode(tiles);
         }
         if (b + 1 == o.batch) f.vae->end_phase();
+        close_phase(timings_.decode_figures);
         if (!img.ok()) return img.status().with_context("VAE decode");
         timings_.decode = seconds_since(td);
         GGDIFF_LOG_DEBUG("VAE decode: %.2fs", timings_.decode);

@@ -73,10 +73,11 @@ void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const floa
                  static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
 }
 
-float* scratch(size_t n) {
-    thread_local std::vector<float> buf;
-    if (buf.size() < n) buf.resize(n);
-    return buf.data();
+float* scratch(size_t n, int slot) {
+    thread_local std::vector<float> buf[2];
+    std::vector<float>& b = buf[slot & 1];
+    if (b.size() < n) b.resize(n);
+    return b.data();
 }
 
 std::pair<int64_t, int64_t> share(int64_t n, int ith, int nth, int64_t align) {
@@ -181,17 +182,22 @@ void widen_f16(const uint16_t* src, float* dst, int64_t n) {
 }
 #endif
 
-// A row of `type` (f16 or a type ggml can dequantize) as n floats.
+}  // namespace
+
 void widen_row(ggml_type type, const void* src, float* dst, int64_t n) {
     if (type == GGML_TYPE_F16) {
         widen_f16(static_cast<const uint16_t*>(src), dst, n);
+    } else if (type == GGML_TYPE_F32) {
+        std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
     } else {
         ggml_get_type_traits(type)->to_float(src, dst, n);
     }
 }
 
+namespace {
+
 // Floats of a non-f32 matrix widened at a time.
-constexpr int64_t kWideBlock = int64_t{1} << 18;
+constexpr int64_t kWideBlock = int64_t{1} << 21;
 
 void mul_mat_op(ggml_tensor* dst, int ith, int nth, void*) {
     const ggml_tensor* a = dst->src[0];
@@ -300,6 +306,26 @@ GGDIFF_CLONES void im2col_rows(const ConvShape& g, const float* x, int64_t r0, i
 // Column chunks of at most this many floats per thread.
 constexpr int64_t kColBudget = 1 << 21;
 
+// out (rows c1 - c0, ldo) = W[c0..c1) (each row k values of the kernel w) x col (k x n,
+// ldcol). A kernel stored narrower than f32 (f16, bf16) is widened a block of output
+// channels at a time into the thread's second scratch buffer, so no f32 copy of it exists.
+void kernel_product(const ggml_tensor* w, int64_t c0, int64_t c1, int64_t k, const float* col,
+                    int64_t ldcol, int64_t n, float* out, int64_t ldo) {
+    if (w->type == GGML_TYPE_F32) {
+        gemm(false, c1 - c0, n, k, 1.0f, at<const float>(w) + c0 * k, k, col, ldcol, out, ldo);
+        return;
+    }
+    const size_t row_bytes = ggml_row_size(w->type, k);
+    const int64_t rows = std::clamp<int64_t>(kWideBlock / k, 16, 1024);
+    float* wide = scratch(static_cast<size_t>(std::min(rows, c1 - c0) * k), 1);
+    for (int64_t o = c0; o < c1; o += rows) {
+        const int64_t nr = std::min(rows, c1 - o);
+        for (int64_t r = 0; r < nr; ++r)
+            widen_row(w->type, at<const char>(w, (o + r) * row_bytes), wide + r * k, k);
+        gemm(false, nr, n, k, 1.0f, wide, k, col, ldcol, out + (o - c0) * ldo, ldo);
+    }
+}
+
 void conv2d_op(ggml_tensor* dst, int ith, int nth, void* params) {
     const ggml_tensor* w = dst->src[0];
     const ggml_tensor* x = dst->src[1];
@@ -309,7 +335,6 @@ void conv2d_op(ggml_tensor* dst, int ith, int nth, void* params) {
     const int64_t k = g.kw * g.kh * g.c;
     const int64_t pixels = g.ow * g.oh;
     const bool pointwise = g.kw == 1 && g.kh == 1 && g.s == 1 && g.p == 0;
-    const float* wd = at<const float>(w);
     const float* bd = bias ? at<const float>(bias) : nullptr;
 
     // Large images: each thread takes a band of output rows with every channel. Small ones
@@ -339,7 +364,7 @@ void conv2d_op(ggml_tensor* dst, int ith, int nth, void* params) {
                 im2col_rows(g, xd, 0, g.oh, col + in * pixels, ld);
             }
         }
-        gemm(false, ocs, ld, k, 1.0f, wd + c0 * k, k, col, ld, out, ld);
+        kernel_product(w, c0, c1, k, col, ld, ld, out, ld);
         if (bd) add_bias_rows(out, ocs, ld, ld, bd + c0);
         for (int64_t in = 0; in < batch; ++in) {
             float* od = at<float>(dst, in * dst->nb[3]) + c0 * pixels;
@@ -367,7 +392,7 @@ void conv2d_op(ggml_tensor* dst, int ith, int nth, void* params) {
                 ldcol = cp;
             }
             float* out = od + c0 * pixels + a * g.ow;
-            gemm(false, c1 - c0, cp, k, 1.0f, wd + c0 * k, k, col, ldcol, out, pixels);
+            kernel_product(w, c0, c1, k, col, ldcol, cp, out, pixels);
             if (bd) add_bias_rows(out, c1 - c0, cp, pixels, bd + c0);
         }
     }
@@ -449,11 +474,21 @@ bool enabled(const ggml_context* ctx) {
     return ctx && ctx == t_kernel_ctx;
 }
 
+bool weight_type_ok(ggml_type type) {
+    return type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16;
+}
+
+bool can_conv2d(const ggml_tensor* w, const ggml_tensor* x, const ggml_tensor* b) {
+    return kernels_available() && weight_type_ok(w->type) && ggml_is_contiguous(w) &&
+           x->type == GGML_TYPE_F32 && (!b || b->type == GGML_TYPE_F32) && x->ne[2] == w->ne[2];
+}
+
 bool can_mul_mat(const ggml_tensor* a, const ggml_tensor* b) {
     bool a_ok = false;
     if (a->type == GGML_TYPE_F32) {
         a_ok = a->nb[0] == sizeof(float) && a->nb[1] % 4 == 0;
-    } else if (a->type == GGML_TYPE_F16 || ggml_is_quantized(a->type)) {
+    } else if (a->type == GGML_TYPE_F16 || a->type == GGML_TYPE_BF16 ||
+               ggml_is_quantized(a->type)) {
         // Rows of whole blocks that ggml can turn into floats.
         a_ok = a->nb[0] == ggml_type_size(a->type) && a->ne[0] % ggml_blck_size(a->type) == 0 &&
                ggml_get_type_traits(a->type)->to_float != nullptr;

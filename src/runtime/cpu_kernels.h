@@ -37,17 +37,24 @@ class KernelScope {
 };
 bool enabled(const ggml_context* ctx);
 
-// ggml_mul_mat(a, b) for f32 or f16 a and f32 b whose rows are contiguous: a [K, M, A2, A3],
-// b [K, N, B2, B3] -> [M, N, B2, B3], with a broadcast over the outer dimensions. An f16 a
-// is widened to f32 block by block as the product goes.
+// Weight types the kernels read as they are (widened to f32 block by block where needed):
+// f32, f16 and bf16 for every kernel; matrices (mul_mat) also take ggml's quantized types.
+bool weight_type_ok(ggml_type type);
+
+// ggml_mul_mat(a, b) for f32, f16, bf16 or quantized a and f32 b whose rows are contiguous: a [K,
+// M, A2, A3], b [K, N, B2, B3] -> [M, N, B2, B3], with a broadcast over the outer dimensions. An
+// f16 a or bf16 or quantized a is widened to f32 block by block as the product goes.
 bool can_mul_mat(const ggml_tensor* a, const ggml_tensor* b);
 ggml_tensor* mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b);
 
-// 2-D convolution with an optional per-channel bias: w [KW, KH, C, OC] f32, x [W, H, C, N]
-// f32, b [OC] f32 or nullptr -> [OW, OH, OC, N]; symmetric zero padding, no dilation.
+// 2-D convolution with an optional per-channel bias: w [KW, KH, C, OC] f32, f16 or bf16
+// (read in place, widened a block of output channels at a time), x [W, H, C, N] f32, b [OC]
+// f32 or nullptr -> [OW, OH, OC, N]; symmetric zero padding, no dilation. can_conv2d() says
+// whether the operands suit it.
 // 3x3 stride-1 convolutions with enough 4x4 output tiles go through Winograd (two nodes:
 // the transformed kernel, 36/9 of the kernel's size in the compute buffer, then the
 // convolution).
+bool can_conv2d(const ggml_tensor* w, const ggml_tensor* x, const ggml_tensor* b);
 ggml_tensor* conv2d(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, ggml_tensor* b, int stride,
                     int pad);
 

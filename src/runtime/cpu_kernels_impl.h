@@ -23,8 +23,12 @@ void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const floa
           const float* b, int64_t ldb, float* c, int64_t ldc);
 
 // Per-thread scratch memory of at least n floats (ggml's CPU threads live as long as the
-// process, so it is reused run after run). One buffer per thread: split it, don't nest.
-float* scratch(size_t n);
+// process, so it is reused run after run). Two buffers per thread (slot 0 and 1): within a
+// slot, split it, don't nest.
+float* scratch(size_t n, int slot = 0);
+
+// A row of n values of `type` (f16, bf16, or a type ggml can dequantize) as floats.
+void widen_row(ggml_type type, const void* src, float* dst, int64_t n);
 
 // [begin, end) of `n` items for thread `ith` of `nth`, in multiples of `align` where possible.
 std::pair<int64_t, int64_t> share(int64_t n, int ith, int nth, int64_t align = 1);

@@ -5,7 +5,8 @@
 //   kernel transform  U[xi][oc][c] = (G g G^T)[xi] for the 36 frequencies xi,
 //   convolution       per band of tile rows: input tiles V = B^T d B (channels
 //                     innermost), 36 products M[xi] = V[xi] U[xi]^T, outputs A^T M A.
-// Everything stays f32; the transforms add rounding of a few ulp of the inputs.
+// Everything is computed in f32 (an f16 or bf16 kernel is widened as it is transformed);
+// the transforms add rounding of a few ulp of the inputs.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -20,7 +21,7 @@ namespace {
 // then has a few dozen to a few hundred rows).
 constexpr int64_t kBandFloats = int64_t{1} << 21;
 // The transformed kernel lives in the compute buffer: 36 * C * OC floats at most this.
-constexpr int64_t kMaxKernelFloats = int64_t{64} << 20;
+constexpr int64_t kMaxKernelFloats = int64_t{16} << 20;
 
 template <typename T>
 T* at(const ggml_tensor* t, size_t offset = 0) {
@@ -108,7 +109,8 @@ GGDIFF_CLONES void kernel_block(const float (*g)[kBlock], float (*v)[kBlock]) {
 void kernel_op(ggml_tensor* dst, int ith, int nth, void*) {
     const ggml_tensor* w = dst->src[0];
     const int64_t c_in = w->ne[2], oc = w->ne[3];
-    const float* wd = at<const float>(w);
+    // An f16 or bf16 kernel is widened 16 kernels (144 values) at a time as it is read.
+    const size_t kernel_bytes = ggml_row_size(w->type, 9);
     float* u = at<float>(dst);
     // U[xi][o][c]: for one output channel the kernels of consecutive input channels are
     // read in order, and each of the 36 rows is written in order.
@@ -118,7 +120,8 @@ void kernel_op(ggml_tensor* dst, int ith, int nth, void*) {
             const int64_t nc = std::min(kBlock, c_in - cb);
             float g[9][kBlock] = {};
             float v[36][kBlock];
-            const float* src = wd + (o * c_in + cb) * 9;
+            float src[9 * kBlock];
+            widen_row(w->type, at<const char>(w, (o * c_in + cb) * kernel_bytes), src, 9 * nc);
             for (int64_t j = 0; j < nc; ++j)
                 for (int i = 0; i < 9; ++i) g[i][j] = src[j * 9 + i];
             kernel_block(g, v);

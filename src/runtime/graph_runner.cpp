@@ -1,5 +1,7 @@
 #include "runtime/graph_runner.h"
 
+#include <atomic>
+
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -101,15 +103,54 @@ GraphRunner::GraphRunner(std::vector<ggml_backend_t> backends, std::string label
         }
     }
     // Graphs that run on the CPU alone use the CPU kernels for products, convolutions and
-    // attention (with f32 weights, see WeightStore::set_cpu_kernels).
+    // attention (weights read as stored, see WeightStore::set_cpu_kernels).
     kernels_ = cpu::kernels_available();
     for (ggml_backend_t b : backends_) {
         ggml_backend_dev_t d = ggml_backend_get_device(b);
         if (!d || ggml_backend_dev_type(d) != GGML_BACKEND_DEVICE_TYPE_CPU) kernels_ = false;
     }
     if (kernels_) GGDIFF_LOG_DEBUG("%s: CPU kernels (OpenBLAS sgemm per thread)", label_.c_str());
-    sched_ = ggml_backend_sched_new(backends_.data(), nullptr, static_cast<int>(backends_.size()),
-                                    kGraphSize, false, true);
+    sched_ = new_sched();
+}
+
+namespace {
+
+std::atomic<double> g_flops{0.0};
+
+// Products and convolutions of a graph: the CPU kernels' own counts, and ggml's products
+// (convolutions on other backends are im2col products).
+double graph_flops(ggml_cgraph* gf) {
+    double n = 0.0;
+    for (int i = 0; i < ggml_graph_n_nodes(gf); ++i) {
+        const ggml_tensor* t = ggml_graph_node(gf, i);
+        if (t->op == GGML_OP_MUL_MAT) {
+            n += 2.0 * static_cast<double>(ggml_nelements(t)) *
+                 static_cast<double>(t->src[0]->ne[0]);
+        } else {
+            n += cpu::kernel_flops(t);
+        }
+    }
+    return n;
+}
+
+}  // namespace
+
+double computed_flops() {
+    return g_flops.load();
+}
+
+ggml_backend_sched_t GraphRunner::new_sched() {
+    return ggml_backend_sched_new(backends_.data(), nullptr, static_cast<int>(backends_.size()),
+                                  kGraphSize, false, true);
+}
+
+void GraphRunner::release_compute() {
+    // ggml's scheduler keeps its buffers until it is freed: a new one allocates again on
+    // the next run.
+    if (!sched_) return;
+    ggml_backend_sched_free(sched_);
+    sched_ = new_sched();
+    n_splits_ = 0;
 }
 
 GraphRunner::~GraphRunner() {
@@ -187,6 +228,10 @@ Result<std::vector<HostTensor>> GraphRunner::run(WeightStore& weights, const Bui
     if (status != GGML_STATUS_SUCCESS) {
         ggml_free(ctx);
         return Status::Error(label_ + ": graph computation failed");
+    }
+    const double flops = graph_flops(gf);
+    double seen = g_flops.load();
+    while (!g_flops.compare_exchange_weak(seen, seen + flops)) {
     }
     std::vector<HostTensor> results;
     for (ggml_tensor* o : outs) {

@@ -1,6 +1,6 @@
 // GraphRunner: builds a compute graph from a callback, allocates it on one device
 // (or several through ggml_backend_sched), uploads inputs, computes, and returns
-// host tensors. Compute buffers are kept and reused between runs.
+// host tensors. Compute buffers are kept and reused between runs until release_compute().
 #pragma once
 
 #include <ggml-backend.h>
@@ -73,6 +73,9 @@ class GraphRunner {
     // Kernel choices for the graphs this runner builds (see kernel_choices.h).
     void set_kernel_choices(const KernelChoices& choices) { choices_ = choices; }
 
+    // Frees the compute buffers kept between runs (the next run allocates them again).
+    void release_compute();
+
     const std::string& label() const { return label_; }
     int last_n_splits() const { return n_splits_; }
     // Whether this runner's graphs use the CPU kernels (runtime/cpu_kernels.h): all of
@@ -89,10 +92,15 @@ class GraphRunner {
     bool kernels_ = false;
 
     void pin_nodes(ggml_cgraph* gf);
+    ggml_backend_sched_t new_sched();
     // Builds the graph in a new no-alloc context (returned; the caller frees it).
     ggml_context* build_graph(WeightStore& weights, const BuildFn& build, GraphBuilder& gb,
                               std::vector<ggml_tensor*>& outs);
 };
+
+// Floating-point operations of the matrix products, convolutions and attention of every
+// graph computed so far in this process (monotonic; differences give a phase's count).
+double computed_flops();
 
 // Backends for plain CPU compute: the CPU backend, preceded by BLAS when present and the
 // CPU kernels (runtime/cpu_kernels.h) are not available.

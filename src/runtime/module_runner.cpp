@@ -236,9 +236,19 @@ Status ModuleRunner::begin_phase() {
 }
 
 void ModuleRunner::end_phase() {
+    // Nothing of this module stays in memory until its next phase: its compute buffers
+    // are freed, weights read per phase are freed, and the pages of weights used in place
+    // from the mapped checkpoint are dropped (the next phase faults them back in).
+    if (runner_) runner_->release_compute();
     if (placement_.params == ModuleDevices::Params::Disk ||
         placement_.params == ModuleDevices::Params::Device) {
         weights_->release();
+        return;
+    }
+    const size_t dropped = weights_->release_pages();
+    if (dropped > 0) {
+        GGDIFF_LOG_DEBUG("%s: end of phase, %.1f MiB of mapped weights released", label_.c_str(),
+                         dropped / 1048576.0);
     }
 }
 

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "io/checkpoint_file.h"
 #include "io/weight_type.h"
+#include "runtime/cpu_kernels.h"
 
 namespace ggdiff {
 namespace {
@@ -60,7 +61,8 @@ const std::vector<nn::WeightAdapter>* WeightStore::adapters(const std::string& n
 }
 
 int WeightStore::choose_type(const TensorInfo& info, size_t n_dims) const {
-    // Stored float types that every backend op handles are used as they are.
+    // Stored types that the ops handle are used as they are (in place from the mapped
+    // file where the weight stays in host memory).
     int stored = -1;
     switch (info.dtype) {
         case DType::F32:
@@ -69,6 +71,10 @@ int WeightStore::choose_type(const TensorInfo& info, size_t n_dims) const {
         case DType::F16:
             stored = GGML_TYPE_F16;
             break;
+        case DType::BF16:
+            // The CPU kernels widen bf16 as they read it; other backends get f16.
+            stored = cpu_kernels_ ? GGML_TYPE_BF16 : -1;
+            break;
         case DType::GGML:
             stored = info.ggml_type;
             break;
@@ -76,28 +82,18 @@ int WeightStore::choose_type(const TensorInfo& info, size_t n_dims) const {
             stored = -1;
     }
     if (n_dims <= 1) return GGML_TYPE_F32;  // norms and biases stay f32
-    // With the CPU kernels float weights are f32: convolution kernels are read as f32
-    // every run, and f16 matrices, though the products can widen them block by block,
-    // cost about 4% of a UNet step that way (for half the memory; --type f16 keeps them).
-    const int fallback = cpu_kernels_ ? GGML_TYPE_F32 : GGML_TYPE_F16;
+    // Convolution kernels: float types only (im2col, and the CPU kernels widen f16/bf16).
+    auto conv_type = [this](int t) {
+        const bool ok = t == GGML_TYPE_F32 || t == GGML_TYPE_F16 ||
+                        (cpu_kernels_ && cpu::weight_type_ok(static_cast<ggml_type>(t)));
+        return ok ? t : GGML_TYPE_F16;
+    };
     if (weight_type_ >= 0) {
-        // Convolution kernels go through im2col, which needs a float kernel.
-        if (n_dims == 4) return fallback;
         const int t = choose_weight_type(info, weight_type_);
-        // An explicit float request is honoured; f16 standing in for a quantized type
-        // becomes the fallback type.
-        const bool float_request = !ggml_is_quantized(static_cast<ggml_type>(weight_type_));
-        if (t == GGML_TYPE_F16 && !float_request) return fallback;
-        return t;
+        return n_dims == 4 ? conv_type(t) : t;
     }
-    if (stored >= 0) {
-        const bool quantized = ggml_is_quantized(static_cast<ggml_type>(stored));
-        if (n_dims == 4 && quantized) return fallback;
-        if (cpu_kernels_ && (stored == GGML_TYPE_F16 || stored == GGML_TYPE_BF16))
-            return GGML_TYPE_F32;
-        return stored;
-    }
-    return fallback;  // BF16, F8, F64, ints: widened/narrowed to f16 (f32 for the CPU kernels)
+    if (stored >= 0) return n_dims == 4 ? conv_type(stored) : stored;
+    return GGML_TYPE_F16;  // F8, F64, ints, and bf16 off the CPU kernels: converted to f16
 }
 
 ggml_tensor* WeightStore::get(const std::string& name, const std::vector<int64_t>& ne_in) {
@@ -322,6 +318,24 @@ void WeightStore::release() {
         kv.second->data = nullptr;
         kv.second->buffer = nullptr;
     }
+}
+
+size_t WeightStore::release_pages() {
+    size_t n = 0;
+    for (const auto& [name, t] : order_) {
+        if (!in_mapped_file(name)) continue;
+        index_.release(*infos_.at(name));
+        n += ggml_nbytes(t);
+    }
+    return n;
+}
+
+size_t WeightStore::mapped_bytes() const {
+    size_t n = 0;
+    for (const auto& [name, t] : order_) {
+        if (in_mapped_file(name)) n += ggml_nbytes(t);
+    }
+    return n;
 }
 
 const TensorInfo* WeightStore::source(const std::string& name) const {

@@ -34,10 +34,9 @@ class WeightStore : public nn::Weights {
     using AdapterTable = std::map<std::string, std::vector<nn::WeightAdapter>>;
     void set_adapters(const AdapterTable* table) { adapters_ = table; }
 
-    // Types for the CPU kernels (runtime/cpu_kernels.h): float weights in f32 whatever
-    // their stored float type, unless --type asked for a float type (kept) or a quantized
-    // one (kept for matrices). Takes effect for weights declared afterwards
-    // (GraphRunner::declare sets it).
+    // Types for the CPU kernels (runtime/cpu_kernels.h): they read f16 and bf16 weights
+    // as stored (widening blocks as they go), so bf16 is kept rather than converted to f16.
+    // Takes effect for weights declared afterwards (GraphRunner::declare sets it).
     void set_cpu_kernels(bool on) { cpu_kernels_ = on; }
 
     // The compute context of the graph being built (reshaped views are made there).
@@ -63,6 +62,13 @@ class WeightStore : public nn::Weights {
     ggml_tensor* tensor(const std::string& name) const;
     // Frees the device buffer (weights must be loaded again before use).
     void release();
+
+    // Drops the pages of the weights used in place from the mapped file from this process's
+    // memory (the weights stay usable: the next use reads them again, from the page cache
+    // or the file). Returns their bytes.
+    size_t release_pages();
+    // Bytes of the weights used in place from the mapped file.
+    size_t mapped_bytes() const;
 
     size_t bytes() const;
     size_t count() const { return tensors_.size(); }

@@ -234,9 +234,11 @@ std::vector<double> conv_ref(const ConvCase& c, const std::vector<float>& x,
     return out;
 }
 
-void check_conv(const ConvCase& c, double tol) {
+// The kernel is cast to `wtype` in the graph (f16 and bf16 kernels are read as stored and
+// widened by the convolution); the reference uses the rounded values.
+void check_conv(const ConvCase& c, double tol, ggml_type wtype = GGML_TYPE_F32) {
     const auto x = random_values(static_cast<size_t>(c.w * c.h * c.c * c.n), 7);
-    const auto w = random_values(static_cast<size_t>(c.k * c.k * c.c * c.oc), 8);
+    auto w = random_values(static_cast<size_t>(c.k * c.k * c.c * c.oc), 8);
     const auto b = random_values(static_cast<size_t>(c.oc), 9);
     std::vector<std::vector<int64_t>> shapes{{c.k, c.k, c.c, c.oc}, {c.w, c.h, c.c, c.n}};
     std::vector<std::vector<float>> data{w, x};
@@ -245,11 +247,17 @@ void check_conv(const ConvCase& c, double tol) {
         data.push_back(b);
     }
     Graph g{shapes, [&](ggml_context* ctx, std::vector<ggml_tensor*>& in) {
-                return ggdiff::cpu::conv2d(ctx, in[0], in[1], c.bias ? in[2] : nullptr, c.stride,
+                ggml_tensor* kernel = wtype == GGML_TYPE_F32 ? in[0] : ggml_cast(ctx, in[0], wtype);
+                EXPECT_TRUE(ggdiff::cpu::can_conv2d(kernel, in[1], c.bias ? in[2] : nullptr));
+                return ggdiff::cpu::conv2d(ctx, kernel, in[1], c.bias ? in[2] : nullptr, c.stride,
                                            c.pad);
             }};
     std::vector<int64_t> ne;
     const auto got = g.run(data, &ne);
+    for (float& v : w) {
+        if (wtype == GGML_TYPE_F16) v = ggml_fp16_to_fp32(ggml_fp32_to_fp16(v));
+        if (wtype == GGML_TYPE_BF16) v = ggml_bf16_to_fp32(ggml_fp32_to_bf16(v));
+    }
     const int64_t ow = (c.w + 2 * c.pad - c.k) / c.stride + 1;
     const int64_t oh = (c.h + 2 * c.pad - c.k) / c.stride + 1;
     EXPECT_EQ(ne, (std::vector<int64_t>{ow, oh, c.oc, c.n}));
@@ -281,6 +289,42 @@ TEST_F(CpuKernels, WinogradConvolutionMatchesReference) {
                                                    {70, 66, 8, 16, 1, 3, 1, 1, true}}) {
         check_conv(c, 2e-5);
     }
+}
+
+TEST_F(CpuKernels, ConvolutionsReadF16AndBf16KernelsAsStored) {
+    // Each path: output channels shared out, one product for a small batch, bands of rows,
+    // 1x1, Winograd; and more output channels than one widened block holds.
+    for (ggml_type t : {GGML_TYPE_F16, GGML_TYPE_BF16}) {
+        SCOPED_TRACE(ggml_type_name(t));
+        for (const ConvCase& c : std::vector<ConvCase>{{9, 7, 5, 19, 1, 3, 1, 1, true},
+                                                       {6, 6, 8, 40, 2, 3, 1, 1, true},
+                                                       {20, 16, 6, 17, 1, 3, 1, 1, false},
+                                                       {21, 19, 12, 8, 2, 1, 1, 0, true},
+                                                       {30, 27, 9, 20, 2, 3, 1, 1, true},
+                                                       {6, 6, 300, 1600, 1, 3, 1, 1, true}}) {
+            check_conv(c, 2e-5, t);
+        }
+    }
+    // Quantized kernels are not convolution kernels (the weight store keeps those float).
+    ggml_init_params p = {4 * ggml_tensor_overhead(), nullptr, true};
+    ggml_context* ctx = ggml_init(p);
+    ggml_tensor* q = ggml_new_tensor_4d(ctx, GGML_TYPE_Q8_0, 32, 1, 4, 8);
+    ggml_tensor* x = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 8, 8, 4, 1);
+    EXPECT_FALSE(ggdiff::cpu::can_conv2d(q, x, nullptr));
+    ggml_free(ctx);
+}
+
+TEST_F(CpuKernels, MulMatWidensBf16Matrices) {
+    auto a = random_values(320 * 300, 15);
+    const auto b = random_values(320 * 20, 16);
+    Graph g{{{320, 300}, {320, 20}}, [](ggml_context* ctx, std::vector<ggml_tensor*>& in) {
+                ggml_tensor* narrow = ggml_cast(ctx, in[0], GGML_TYPE_BF16);
+                EXPECT_TRUE(ggdiff::cpu::can_mul_mat(narrow, in[1]));
+                return ggdiff::cpu::mul_mat(ctx, narrow, in[1]);
+            }};
+    const auto got = g.run({a, b});
+    for (float& x : a) x = ggml_bf16_to_fp32(ggml_fp32_to_bf16(x));
+    EXPECT_LT(rel_error(got, mul_mat_ref(a, b, 320, 300, 20, 1, 1)), 1e-5);
 }
 
 // --- attention ---------------------------------------------------------------------

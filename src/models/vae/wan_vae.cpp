@@ -73,8 +73,7 @@ Status read_blocks(const TensorIndex& index, WanVaeConfig& cfg, const std::strin
 
 ggml_tensor* conv_w(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* b, int stride,
                     int pad) {
-    if (cpu::enabled(ctx) && w->type == GGML_TYPE_F32 && x->type == GGML_TYPE_F32 &&
-        (!b || b->type == GGML_TYPE_F32) && x->ne[2] == w->ne[2]) {
+    if (cpu::enabled(ctx) && cpu::can_conv2d(w, x, b)) {
         return cpu::conv2d(ctx, w, x, b, stride, pad);
     }
     ggml_tensor* y = ggml_conv_2d(ctx, w, x, stride, stride, pad, pad, 1, 1);
