@@ -188,13 +188,15 @@ bool check_mode_inputs(const CliRun& r, std::string& error) {
     const std::string mode = r.text("mode");
     const bool any_model = r.given("model") || r.given("diffusion-model");
     // img_gen without a model uses the library's built-in one.
-    if (mode == "convert" && !any_model) {
-        error = "-M " + mode + " needs a model: pass -m/--model or --diffusion-model";
-    } else if (mode == "info" && !any_model) {
+    // convert and info also take a single part (a text encoder or VAE file alone).
+    if ((mode == "convert" || mode == "info") && !any_model) {
         for (const char* f : {"vae", "clip_l", "clip_g", "t5xxl", "llm", "taesd"}) {
             if (r.given(f)) return true;
         }
-        error = "-M info needs at least one model file (-m FILE ...)";
+        error = mode == "convert"
+                    ? "-M convert needs a model file: -m/--model, --diffusion-model, or a part "
+                      "(--llm, --t5xxl, --clip_l, --clip_g, --vae)"
+                    : "-M info needs at least one model file (-m FILE ...)";
     } else if (mode == "metadata" && !r.given("image")) {
         error = "-M metadata needs --image FILE";
     }

@@ -162,7 +162,9 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
         if (DiffusersUnetMap::detect(names) || DiffusersFluxMap::detect(names) ||
             any_starts_with(names, "input_blocks.") || any_starts_with(names, "double_blocks.") ||
             any_starts_with(names, "joint_blocks.") ||
-            (any_starts_with(names, "transformer_blocks.") && any_starts_with(names, "img_in."))) {
+            (any_starts_with(names, "transformer_blocks.") && any_starts_with(names, "img_in.")) ||
+            (any_starts_with(names, "cap_embedder.") &&
+             (any_starts_with(names, "x_embedder.") || is_diffusers_z_image_layout(names)))) {
             if (notes)
                 notes->push_back("bare diffusion model: filed under " +
                                  std::string(kDiffusionPrefix));
@@ -213,6 +215,9 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
         convert_all(
             &w, [](const std::string& n, std::string* o) { return DiffusersFluxMap::map(n, o); });
         if (notes) notes->push_back("diffusers FLUX transformer layout renamed to the original");
+    } else if (kind == RoleKind::Diffusion && is_diffusers_z_image_layout(w.names)) {
+        convert_all(&w, diffusers_z_image_to_original);
+        if (notes) notes->push_back("diffusers Z-Image layout renamed to the original names");
     } else if (kind == RoleKind::Vae && DiffusersVaeMap::detect(w.names)) {
         DiffusersVaeMap m(w.names);
         convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });
@@ -224,6 +229,9 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
     } else if (kind == RoleKind::TextEncoder && is_openclip_layout(w.names)) {
         openclip = true;
         if (notes) notes->push_back("open_clip text encoder renamed to HF CLIP layout");
+    } else if (kind == RoleKind::TextEncoder && is_llama_gguf_layout(w.names)) {
+        convert_all(&w, llama_gguf_to_hf);
+        if (notes) notes->push_back("llama.cpp language model names renamed to HF layout");
     }
     std::vector<NameMapping> out;
     emit(w, prefix, openclip, starts_with(prefix, "text_encoders."), &out);

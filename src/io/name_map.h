@@ -21,6 +21,10 @@
 //   Text encoders of DiT  text_encoders.<clip_l|clip_g|t5xxl>.<HF names>: a full checkpoint's
 //   checkpoints           "text_encoders.X.transformer." wrapper is dropped; its "vae." VAE
 //                         becomes first_stage_model.
+//   Z-Image DiT           original names (x_embedder, layers.N.attention.qkv, ...); diffusers
+//                         names are renamed, keeping separate attention.to_q/to_k/to_v.
+//   Language models       HF causal-LM layout "<role prefix>model.*"; llama.cpp GGUF names
+//                         (token_embd, blk.N.*) are renamed to it.
 //   Anything else         kept as stored, under the role prefix.
 #pragma once
 
@@ -93,5 +97,15 @@ class DiffusersControlNetMap {
 
 bool openclip_to_hf(const std::string& name, std::vector<std::string>* out);
 bool is_openclip_layout(const std::vector<std::string>& names);
+
+// llama.cpp GGUF names of a Qwen-family LM ("token_embd.weight", "blk.N.attn_q.weight", ...)
+// -> HF names ("model.embed_tokens.weight", "model.layers.N.self_attn.q_proj.weight", ...).
+bool is_llama_gguf_layout(const std::vector<std::string>& names);
+bool llama_gguf_to_hf(const std::string& name, std::string* out);
+
+// diffusers ZImageTransformer2DModel names ("all_x_embedder.2-1.*", "layers.N.attention.norm_q",
+// "...to_out.0") -> the original Z-Image names ("x_embedder.*", "...q_norm", "...out").
+bool is_diffusers_z_image_layout(const std::vector<std::string>& names);
+bool diffusers_z_image_to_original(const std::string& name, std::string* out);
 
 }  // namespace ggdiff

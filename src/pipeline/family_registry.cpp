@@ -11,6 +11,7 @@ const std::vector<const FamilyRecipe*>& family_recipes() {
         &kQwenImageLayeredRecipe,
         &kQwenImageRecipe,
         &kFluxRecipe,
+        &kZImageRecipe,
     };
     return recipes;
 }

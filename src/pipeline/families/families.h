@@ -10,6 +10,7 @@ extern const FamilyRecipe kSdxlRecipe;              // SDXL (base)
 extern const FamilyRecipe kQwenImageLayeredRecipe;  // Qwen Image Layered (before Qwen Image)
 extern const FamilyRecipe kQwenImageRecipe;         // Qwen Image
 extern const FamilyRecipe kFluxRecipe;              // FLUX.1 dev, schnell
+extern const FamilyRecipe kZImageRecipe;            // Z-Image (Turbo)
 
 // The UNet families' noise prediction: eps unless --prediction or the checkpoint's
 // metadata says v. `family` names the family in the error for other --prediction values.

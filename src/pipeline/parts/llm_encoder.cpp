@@ -45,16 +45,16 @@ Result<std::shared_ptr<const Qwen2Tokenizer>> load_llm_tokenizer(const FamilyCon
 
 Result<std::unique_ptr<LlmTextEncoder>> LlmTextEncoder::create(
     const FamilyContext& ctx, const ModuleDevices& where, const models::QwenLlmConfig& cfg,
-    std::shared_ptr<const Qwen2Tokenizer> tokenizer, const char* label) {
+    std::shared_ptr<const Qwen2Tokenizer> tokenizer, const char* label, int out_layer) {
     auto enc = std::unique_ptr<LlmTextEncoder>(new LlmTextEncoder());
     enc->index_ = &ctx.index;
     enc->cfg_ = cfg;
     enc->tokenizer_ = std::move(tokenizer);
-    auto runner = make_module(ctx, where, label, [&cfg](GraphBuilder& gb) {
+    auto runner = make_module(ctx, where, label, [&cfg, out_layer](GraphBuilder& gb) {
         const int64_t t = 8;
         ggml_tensor* x = gb.input(HostTensor({cfg.hidden, t, 1}));
         ggml_tensor* pos = gb.input_i32(position_ids(t), {t});
-        return std::vector<ggml_tensor*>{models::build_qwen_llm(gb.nn(), cfg, x, pos)};
+        return std::vector<ggml_tensor*>{models::build_qwen_llm(gb.nn(), cfg, x, pos, out_layer)};
     });
     if (!runner.ok()) return runner.status();
     enc->runner_ = std::move(*runner);

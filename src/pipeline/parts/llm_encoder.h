@@ -27,9 +27,11 @@ struct ChatTemplate {
 
 class LlmTextEncoder {
   public:
+    // `out_layer`: the ChatTemplate::out_layer it will be asked for (only the layers up to it
+    // are loaded).
     static Result<std::unique_ptr<LlmTextEncoder>> create(
         const FamilyContext& ctx, const ModuleDevices& where, const models::QwenLlmConfig& cfg,
-        std::shared_ptr<const Qwen2Tokenizer> tokenizer, const char* label);
+        std::shared_ptr<const Qwen2Tokenizer> tokenizer, const char* label, int out_layer = -1);
 
     // Hidden states [hidden, tokens, 1] of template(prompt): the prompt's A1111 emphasis
     // weights scale its tokens' states (mean restored over the whole sequence), then the
