@@ -98,6 +98,15 @@ ggml_tensor* layer_norm(Ctx& c, ggml_tensor* x, const std::string& prefix, int64
     return ggml_add(c.ctx, y, c.W(prefix + ".bias", {dim}));
 }
 
+ggml_tensor* expand_kv_heads(ggml_context* ctx, ggml_tensor* x, int64_t d, int64_t kv,
+                             int64_t heads) {
+    if (kv == heads) return x;
+    const int64_t t = x->ne[1], n = x->ne[2];
+    ggml_tensor* x4 = ggml_reshape_4d(ctx, x, d, 1, kv, t * n);
+    ggml_tensor* shape = ggml_new_tensor_4d(ctx, x->type, d, heads / kv, kv, t * n);
+    return ggml_reshape_3d(ctx, ggml_repeat(ctx, x4, shape), d * heads, t, n);
+}
+
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int heads,
                        bool causal) {
     const int64_t dim = q->ne[0];

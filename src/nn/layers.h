@@ -40,6 +40,11 @@ ggml_tensor* layer_norm(Ctx& c, ggml_tensor* x, const std::string& prefix, int64
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int heads,
                        bool causal = false);
 
+// Grouped-query attention's keys or values for every query head: [kv*d, T, N] ->
+// [heads*d, T, N], each of the kv heads serving heads/kv query heads in turn.
+ggml_tensor* expand_kv_heads(ggml_context* ctx, ggml_tensor* x, int64_t d, int64_t kv,
+                             int64_t heads);
+
 // Attention with an additive bias on the logits (T5's relative position bias): logits are
 // q.k * scale + bias, bias [Tk, Tq, heads, 1] (broadcast over the batch).
 ggml_tensor* attention_biased(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,

@@ -61,15 +61,6 @@ ggml_tensor* head_rms(nn::Ctx& c, ggml_tensor* x, const std::string& name, int64
     return ggml_reshape_3d(c.ctx, rms(c, x, name, d, eps), dim, t, n);
 }
 
-// [kv*d, T, N] -> [heads*d, T, N]: each key/value head serves heads/kv query heads in turn.
-ggml_tensor* expand_kv(ggml_context* ctx, ggml_tensor* x, int64_t d, int64_t kv, int64_t heads) {
-    if (kv == heads) return x;
-    const int64_t t = x->ne[1], n = x->ne[2];
-    ggml_tensor* x4 = ggml_reshape_4d(ctx, x, d, 1, kv, t * n);
-    ggml_tensor* shape = ggml_new_tensor_4d(ctx, x->type, d, heads / kv, kv, t * n);
-    return ggml_reshape_3d(ctx, ggml_repeat(ctx, x4, shape), d * heads, t, n);
-}
-
 ggml_tensor* attention(nn::Ctx& c, const ZImageConfig& cfg, const std::string& p, ggml_tensor* x,
                        ggml_tensor* cos, ggml_tensor* sin) {
     ggml_context* ctx = c.ctx;
@@ -79,8 +70,8 @@ ggml_tensor* attention(nn::Ctx& c, const ZImageConfig& cfg, const std::string& p
     ggml_tensor* k = head_rms(c, rows(ctx, qkv, qw, kw), p + "k_norm.weight", d, cfg.eps);
     ggml_tensor* v = rows(ctx, qkv, qw + kw, kw);
     q = rope(ctx, q, cos, sin, cfg.heads);
-    k = expand_kv(ctx, rope(ctx, k, cos, sin, cfg.kv_heads), d, cfg.kv_heads, cfg.heads);
-    v = expand_kv(ctx, v, d, cfg.kv_heads, cfg.heads);
+    k = nn::expand_kv_heads(ctx, rope(ctx, k, cos, sin, cfg.kv_heads), d, cfg.kv_heads, cfg.heads);
+    v = nn::expand_kv_heads(ctx, v, d, cfg.kv_heads, cfg.heads);
     ggml_tensor* o = nn::attention(ctx, q, k, v, static_cast<int>(cfg.heads));
     return nn::linear(c, o, p + "out", qw, cfg.width, false);
 }

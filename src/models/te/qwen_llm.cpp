@@ -19,15 +19,6 @@ ggml_tensor* rms(nn::Ctx& c, ggml_tensor* x, const std::string& name, int64_t di
     return ggml_mul(c.ctx, ggml_rms_norm(c.ctx, x, eps), c.W(name, {dim}));
 }
 
-// [kv*d, T, N] -> [heads*d, T, N]: each key/value head serves heads/kv query heads in turn.
-ggml_tensor* expand_kv(ggml_context* ctx, ggml_tensor* x, int64_t d, int64_t kv, int64_t heads) {
-    if (kv == heads) return x;
-    const int64_t t = x->ne[1], n = x->ne[2];
-    ggml_tensor* x4 = ggml_reshape_4d(ctx, x, d, 1, kv, t * n);
-    ggml_tensor* shape = ggml_new_tensor_4d(ctx, x->type, d, heads / kv, kv, t * n);
-    return ggml_reshape_3d(ctx, ggml_repeat(ctx, x4, shape), d * heads, t, n);
-}
-
 }  // namespace
 
 Result<QwenLlmConfig> detect_qwen_llm(const TensorIndex& index, const std::string& role_prefix) {
@@ -132,8 +123,8 @@ ggml_tensor* build_qwen_llm(nn::Ctx& c, const QwenLlmConfig& cfg, ggml_tensor* x
         k = ggml_rope_ext(ctx, k, positions, nullptr, static_cast<int>(d), GGML_ROPE_TYPE_NEOX, 0,
                           cfg.rope_theta, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
         q = ggml_reshape_3d(ctx, q, qw, t, n);
-        k = expand_kv(ctx, ggml_reshape_3d(ctx, k, kw, t, n), d, cfg.kv_heads, cfg.heads);
-        v = expand_kv(ctx, v, d, cfg.kv_heads, cfg.heads);
+        k = nn::expand_kv_heads(ctx, ggml_reshape_3d(ctx, k, kw, t, n), d, cfg.kv_heads, cfg.heads);
+        v = nn::expand_kv_heads(ctx, v, d, cfg.kv_heads, cfg.heads);
         a = nn::attention(ctx, q, k, v, static_cast<int>(cfg.heads), /*causal=*/true);
         x = ggml_add(ctx, x, nn::linear(c, a, p + "self_attn.o_proj", qw, h, false));
 
