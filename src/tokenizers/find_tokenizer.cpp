@@ -57,7 +57,12 @@ Result<std::string> find_llm_tokenizer(const std::vector<std::string>& model_pat
             looked.push_back(parent / "tokenizer");
     }
     std::string places;
-    for (const fs::path& dir : looked) {
+    for (size_t i = 0; i < looked.size(); ++i) {
+        const fs::path& dir = looked[i];
+        // Files in one folder (the model and its text encoder) give the same places twice.
+        if (std::find(looked.begin(), looked.begin() + static_cast<long>(i), dir) !=
+            looked.begin() + static_cast<long>(i))
+            continue;
         if (is_bpe_vocab_folder(dir)) return dir.string();
         places += (places.empty() ? "" : ", ") + dir.string();
     }

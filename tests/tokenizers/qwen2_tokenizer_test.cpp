@@ -109,6 +109,14 @@ TEST(FindLlmTokenizer, FlagNextToModelAndErrors) {
     auto missing = find_llm_tokenizer({(root / "none" / "llm.safetensors").string()}, "");
     ASSERT_FALSE(missing);
     EXPECT_NE(missing.status().message().find("--llm-tokenizer"), std::string::npos);
+    // The DiT and the text encoder in one folder: each place is named once.
+    const std::string dir = (root / "none").string();
+    auto same_folder = find_llm_tokenizer({dir + "/dit.safetensors", dir + "/llm.safetensors"}, "");
+    ASSERT_FALSE(same_folder);
+    const std::string text = same_folder.status().message();
+    const std::string place = dir + "/tokenizer";
+    ASSERT_NE(text.find(place), std::string::npos) << text;
+    EXPECT_EQ(text.find(place, text.find(place) + 1), std::string::npos) << text;
     auto bad_flag = find_llm_tokenizer({}, (root / "absent").string());
     ASSERT_FALSE(bad_flag);
     EXPECT_NE(bad_flag.status().message().find("no such file"), std::string::npos);
