@@ -21,10 +21,6 @@ uint64_t status_kib(const char* key) {
 
 }  // namespace
 
-uint64_t resident_bytes() {
-    return status_kib("VmRSS");
-}
-
 uint64_t peak_resident_bytes() {
     return status_kib("VmHWM");
 }

@@ -6,9 +6,8 @@
 
 namespace ggdiff {
 
-// Resident bytes now (VmRSS) and the largest since the start or the last reset (VmHWM);
-// 0 where /proc is not available.
-uint64_t resident_bytes();
+// The largest resident set since the start or the last reset (VmHWM); 0 where /proc is not
+// available.
 uint64_t peak_resident_bytes();
 // Sets the high-water mark to the current resident set (/proc/self/clear_refs "5");
 // false where the kernel does not allow it (the peak then counts from the start).

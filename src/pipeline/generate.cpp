@@ -405,8 +405,9 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
         };
         GGDIFF_TRY(sampling::sample(sampler, denoise, x, sigmas, *sampler_rng, so));
         x = p.param.inverse_noise_scaling(sigmas.back(), x);
-        timings_.sampling += seconds_since(ts);
-        timings_.steps.push_back(seconds_since(ts) / std::max(1, total));
+        const double sampled = seconds_since(ts);
+        timings_.sampling += sampled;
+        timings_.steps.push_back(sampled / std::max(1, total));
         if (b + 1 == o.batch) f.denoiser->end_phase();
         close_phase(timings_.sampling_figures);
 

@@ -199,6 +199,21 @@ namespace {
 // Floats of a non-f32 matrix widened at a time.
 constexpr int64_t kWideBlock = int64_t{1} << 21;
 
+// Rows [r0, r1) of a matrix of `type` with k values per row, rows `stride` bytes apart from
+// `base`, widened to f32 a cache-sized block of rows at a time into scratch slot `slot`;
+// use(first_row, rows, wide) gets each block (rows of k floats).
+template <typename Use>
+void for_widened_rows(ggml_type type, const char* base, size_t stride, int64_t r0, int64_t r1,
+                      int64_t k, int slot, Use use) {
+    const int64_t rows = std::clamp<int64_t>(kWideBlock / k, 16, 1024);
+    float* wide = scratch(static_cast<size_t>(std::min(rows, r1 - r0) * k), slot);
+    for (int64_t r = r0; r < r1; r += rows) {
+        const int64_t nr = std::min(rows, r1 - r);
+        for (int64_t i = 0; i < nr; ++i) widen_row(type, base + (r + i) * stride, wide + i * k, k);
+        use(r, nr, wide);
+    }
+}
+
 void mul_mat_op(ggml_tensor* dst, int ith, int nth, void*) {
     const ggml_tensor* a = dst->src[0];
     const ggml_tensor* b = dst->src[1];
@@ -230,15 +245,12 @@ void mul_mat_op(ggml_tensor* dst, int ith, int nth, void*) {
                  reinterpret_cast<const float*>(pa) + m0 * lda, lda, pc + n0 * ldc + m0, ldc);
             return;
         }
-        // f16 and quantized matrices: blocks of rows widened to f32 in cache-sized pieces.
-        const int64_t rows = std::clamp<int64_t>(kWideBlock / k, 16, 1024);
-        float* wide = scratch(static_cast<size_t>(rows * k));
-        for (int64_t mb = m0; mb < m1; mb += rows) {
-            const int64_t nr = std::min(rows, m1 - mb);
-            for (int64_t r = 0; r < nr; ++r)
-                widen_row(a->type, pa + (mb + r) * a->nb[1], wide + r * k, k);
-            gemm(true, n1 - n0, nr, k, 1.0f, pb + n0 * ldb, ldb, wide, k, pc + n0 * ldc + mb, ldc);
-        }
+        // f16, bf16 and quantized matrices: blocks of rows widened to f32 as the product goes.
+        for_widened_rows(a->type, pa, a->nb[1], m0, m1, k, 0,
+                         [&](int64_t mb, int64_t nr, const float* wide) {
+                             gemm(true, n1 - n0, nr, k, 1.0f, pb + n0 * ldb, ldb, wide, k,
+                                  pc + n0 * ldc + mb, ldc);
+                         });
     };
 
     if (batches >= 4 * nth || batches % nth == 0) {
@@ -315,15 +327,12 @@ void kernel_product(const ggml_tensor* w, int64_t c0, int64_t c1, int64_t k, con
         gemm(false, c1 - c0, n, k, 1.0f, at<const float>(w) + c0 * k, k, col, ldcol, out, ldo);
         return;
     }
-    const size_t row_bytes = ggml_row_size(w->type, k);
-    const int64_t rows = std::clamp<int64_t>(kWideBlock / k, 16, 1024);
-    float* wide = scratch(static_cast<size_t>(std::min(rows, c1 - c0) * k), 1);
-    for (int64_t o = c0; o < c1; o += rows) {
-        const int64_t nr = std::min(rows, c1 - o);
-        for (int64_t r = 0; r < nr; ++r)
-            widen_row(w->type, at<const char>(w, (o + r) * row_bytes), wide + r * k, k);
-        gemm(false, nr, n, k, 1.0f, wide, k, col, ldcol, out + (o - c0) * ldo, ldo);
-    }
+    // Slot 1: slot 0 holds the columns.
+    for_widened_rows(w->type, at<const char>(w), ggml_row_size(w->type, k), c0, c1, k, 1,
+                     [&](int64_t o, int64_t nr, const float* wide) {
+                         gemm(false, nr, n, k, 1.0f, wide, k, col, ldcol, out + (o - c0) * ldo,
+                              ldo);
+                     });
 }
 
 void conv2d_op(ggml_tensor* dst, int ith, int nth, void* params) {

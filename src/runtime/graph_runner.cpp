@@ -1,7 +1,6 @@
 #include "runtime/graph_runner.h"
 
 #include <atomic>
-
 #include <cstring>
 #include <map>
 #include <mutex>

@@ -84,8 +84,8 @@ int WeightStore::choose_type(const TensorInfo& info, size_t n_dims) const {
     if (n_dims <= 1) return GGML_TYPE_F32;  // norms and biases stay f32
     // Convolution kernels: float types only (im2col, and the CPU kernels widen f16/bf16).
     auto conv_type = [this](int t) {
-        const bool ok = t == GGML_TYPE_F32 || t == GGML_TYPE_F16 ||
-                        (cpu_kernels_ && cpu::weight_type_ok(static_cast<ggml_type>(t)));
+        const bool ok = cpu_kernels_ ? cpu::weight_type_ok(static_cast<ggml_type>(t))
+                                     : t == GGML_TYPE_F32 || t == GGML_TYPE_F16;
         return ok ? t : GGML_TYPE_F16;
     };
     if (weight_type_ >= 0) {
@@ -326,14 +326,6 @@ size_t WeightStore::release_pages() {
         if (!in_mapped_file(name)) continue;
         index_.release(*infos_.at(name));
         n += ggml_nbytes(t);
-    }
-    return n;
-}
-
-size_t WeightStore::mapped_bytes() const {
-    size_t n = 0;
-    for (const auto& [name, t] : order_) {
-        if (in_mapped_file(name)) n += ggml_nbytes(t);
     }
     return n;
 }

@@ -67,8 +67,6 @@ class WeightStore : public nn::Weights {
     // memory (the weights stay usable: the next use reads them again, from the page cache
     // or the file). Returns their bytes.
     size_t release_pages();
-    // Bytes of the weights used in place from the mapped file.
-    size_t mapped_bytes() const;
 
     size_t bytes() const;
     size_t count() const { return tensors_.size(); }

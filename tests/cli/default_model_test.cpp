@@ -9,31 +9,14 @@
 namespace ggdiff::e2e {
 namespace {
 
-// Restores the environment variable when the test ends, even on failure.
-struct ScopedEnv {
-    explicit ScopedEnv(const char* name, const std::string& value) : name_(name) {
-        if (const char* old = std::getenv(name)) old_ = old;
-        setenv(name, value.c_str(), 1);
-    }
-    ~ScopedEnv() {
-        if (old_) {
-            setenv(name_, old_->c_str(), 1);
-        } else {
-            unsetenv(name_);
-        }
-    }
-    const char* name_;
-    std::optional<std::string> old_;
-};
-
 TEST(DefaultModel, EnvironmentNamesTheModelUsedWithoutDashM) {
     ASSERT_TRUE(prerequisites_ok());
     const std::string dir = fresh_dir();
     ScopedEnv env("GGDIFF_DEFAULT_MODEL", fixture_path());
-    const RunResult r = run_ggdiff({"-p", "a photograph of an astronaut riding a horse", "-W", "64",
-                                    "-H", "64", "--steps", "4", "--sampling-method", "euler",
-                                    "--cfg-scale", "7", "-s", "42", "-o", dir + "/out.png"},
-                                   dir);
+    const RunResult r = run_ggdiff(
+        {"-p", "a photograph of an astronaut riding a horse", "-W", "64", "-H", "64", "--steps",
+         "4", "--sampling-method", "euler", "--cfg-scale", "7", "-s", "42", "-o", dir + "/out.png"},
+        dir);
     ASSERT_TRUE(r.succeeded()) << r.describe();
     // The same request as the golden case `euler`.
     const ImageDiff d = compare_images(dir + "/out.png", golden_dir() + "/euler.png");

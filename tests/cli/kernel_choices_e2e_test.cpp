@@ -15,16 +15,6 @@ namespace {
 
 const std::vector<std::string> kEulerCase = euler_request(4);
 
-// Sets environment variables for the child processes of one test.
-class ScopedEnv {
-  public:
-    ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-    ~ScopedEnv() { unsetenv(name_); }
-
-  private:
-    const char* name_;
-};
-
 RunResult run_euler(const std::string& dir, const std::string& out,
                     const std::vector<std::string>& extra) {
     std::vector<std::string> args = model_args();

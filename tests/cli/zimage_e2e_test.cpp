@@ -31,16 +31,6 @@ size_t count(const std::string& haystack, const std::string& needle) {
     return n;
 }
 
-// Sets an environment variable for the child processes of one scope.
-class ScopedEnv {
-  public:
-    ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-    ~ScopedEnv() { unsetenv(name_); }
-
-  private:
-    const char* name_;
-};
-
 double pixel_stddev(const Image& img) {
     double sum = 0.0, sq = 0.0;
     for (uint8_t v : img.pixels) {

@@ -47,6 +47,29 @@ namespace ggdiff::e2e {
 
 namespace fs = std::filesystem;
 
+// Sets an environment variable (the child processes see it) and restores it when the scope
+// ends, even on failure.
+class ScopedEnv {
+  public:
+    ScopedEnv(const char* name, const std::string& value) : name_(name) {
+        if (const char* old = std::getenv(name)) old_ = old;
+        setenv(name, value.c_str(), 1);
+    }
+    ~ScopedEnv() {
+        if (old_) {
+            setenv(name_, old_->c_str(), 1);
+        } else {
+            unsetenv(name_);
+        }
+    }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+  private:
+    const char* name_;
+    std::optional<std::string> old_;
+};
+
 inline std::string binary_path() {
     return std::string(GGDIFF_BINARY_DIR) + "/ggdiff";
 }
