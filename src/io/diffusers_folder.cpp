@@ -15,6 +15,7 @@ namespace {
 
 constexpr const char* kDiffusion = "model.diffusion_model.";
 constexpr const char* kVae = "first_stage_model.";
+constexpr const char* kLlm = "text_encoders.llm.";
 constexpr uint64_t kMaxIndexBytes = 64ull << 20;
 
 std::string join(const std::string& dir, const std::string& name) {
@@ -81,6 +82,22 @@ Result<std::vector<std::string>> component_weight_files(const std::string& dir) 
                          ": no diffusion_pytorch_model.safetensors or model.safetensors in folder");
 }
 
+namespace {
+
+// Whether a pipeline's text_encoder/ is a Qwen language model (Z-Image: Qwen3, Qwen Image:
+// Qwen2.5-VL), by its config.json's model_type; those go under the LLM prefix.
+bool is_language_model_folder(const std::string& dir) {
+    const std::string config = join(dir, "config.json");
+    if (!is_regular_file(config)) return false;
+    auto text = read_text_file(config, kMaxIndexBytes);
+    if (!text.ok() || !check_json_nesting(*text, 16).ok()) return false;
+    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+    if (!j.is_object() || !j.contains("model_type") || !j["model_type"].is_string()) return false;
+    return j["model_type"].get<std::string>().rfind("qwen", 0) == 0;
+}
+
+}  // namespace
+
 Result<std::vector<FolderPart>> diffusers_folder_parts(const std::string& dir,
                                                        const std::string& prefix) {
     std::vector<FolderPart> parts;
@@ -109,7 +126,9 @@ Result<std::vector<FolderPart>> diffusers_folder_parts(const std::string& dir,
                                  ": diffusers pipeline without a unet/ or transformer/ folder");
         }
         wanted = {{denoiser, kDiffusion}, {"vae", kVae}};
-        if (dit) {
+        if (dit && !sdxl && is_language_model_folder(join(dir, "text_encoder"))) {
+            wanted.push_back({"text_encoder", kLlm});
+        } else if (dit) {
             wanted.push_back({"text_encoder", "text_encoders.clip_l."});
             wanted.push_back(
                 {"text_encoder_2", three ? "text_encoders.clip_g." : "text_encoders.t5xxl."});
@@ -124,6 +143,8 @@ Result<std::vector<FolderPart>> diffusers_folder_parts(const std::string& dir,
         wanted = {{denoiser, prefix}};
     } else if (prefix == kVae) {
         wanted = {{"vae", prefix}};
+    } else if (prefix == kLlm) {
+        wanted = {{"text_encoder", prefix}};
     } else if (prefix == "text_encoders.clip_l.") {
         wanted = {{"text_encoder", prefix}};
     } else if (prefix == "text_encoders.clip_g.") {

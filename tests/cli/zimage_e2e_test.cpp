@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 
 #include "../golden/zimage_e2e.h"
 #include "../io/io_test_util.h"
@@ -183,6 +184,31 @@ TEST_F(ZImageCli, Img2Img) {
     ASSERT_TRUE(info.denoising_strength.has_value());
     EXPECT_FLOAT_EQ(*info.denoising_strength, 0.6f);
     EXPECT_FALSE(info_of("txt2img.png").denoising_strength.has_value());
+}
+
+// A diffusers ZImagePipeline folder as -m: transformer/, text_encoder/ (a Qwen3 language
+// model, told apart from FLUX's CLIP by its config.json), vae/ and tokenizer/ beside them.
+TEST_F(ZImageCli, DiffusersFolderAsTheModel) {
+    const fs::path pipe = fs::path(dir_) / "Z-Image-Turbo";
+    for (const char* sub : {"transformer", "text_encoder", "vae", "tokenizer"})
+        fs::create_directories(pipe / sub);
+    std::ofstream(pipe / "model_index.json") << R"({"_class_name": "ZImagePipeline"})";
+    std::ofstream(pipe / "text_encoder" / "config.json") << R"({"model_type": "qwen3"})";
+    fs::create_symlink(zimage_fixture("zimage_tiny_dit"),
+                       pipe / "transformer" / "diffusion_pytorch_model.safetensors");
+    fs::create_symlink(zimage_fixture("zimage_tiny_llm"),
+                       pipe / "text_encoder" / "model.safetensors");
+    fs::create_symlink(zimage_fixture("flux_ae"),
+                       pipe / "vae" / "diffusion_pytorch_model.safetensors");
+    for (const auto& f : fs::directory_iterator(shared_dir() + "/data/qwen2_synthetic"))
+        fs::copy_file(f.path(), pipe / "tokenizer" / f.path().filename());
+
+    RunResult r = run(zimage_euler_args(), "folder.png", {"-m", pipe.string()});
+    ASSERT_TRUE(r.succeeded()) << r.describe();
+    EXPECT_TRUE(contains(r.err + r.out, "Z-Image")) << r.describe();
+    const ImageDiff d = diff("folder.png", zimage_golden_dir() + "/zimage_euler.png");
+    ASSERT_TRUE(d.ok) << d.error;
+    EXPECT_LE(d.mean_abs, 1.5);
 }
 
 // Quantized weights: --type q8_0 converts at load; -M convert writes GGUF parts (q8_0 DiT,
