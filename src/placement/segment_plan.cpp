@@ -1,0 +1,97 @@
+#include "placement/segment_plan.h"
+
+#include <algorithm>
+
+#include "core/log.h"
+
+namespace ggdiff::placement {
+namespace {
+
+double mib(uint64_t b) {
+    return static_cast<double>(b) / 1048576.0;
+}
+
+}  // namespace
+
+Result<SegmentPlan> plan_segments(const std::string& module,
+                                  const std::vector<TensorRecord>& tensors, uint64_t budget,
+                                  bool stream) {
+    SegmentPlan plan;
+    plan.module = module;
+    plan.budget = budget;
+    std::vector<uint64_t> block_bytes;
+    for (const TensorRecord& t : tensors) {
+        if (t.block < 0) {
+            plan.resident_bytes += t.bytes;
+            continue;
+        }
+        if (static_cast<size_t>(t.block) >= block_bytes.size())
+            block_bytes.resize(static_cast<size_t>(t.block) + 1, 0);
+        block_bytes[static_cast<size_t>(t.block)] += t.bytes;
+    }
+    plan.num_blocks = static_cast<int>(block_bytes.size());
+    uint64_t all_blocks = 0;
+    for (uint64_t b : block_bytes) all_blocks += b;
+
+    if (plan.resident_bytes + all_blocks <= budget || block_bytes.empty()) {
+        plan.segments.push_back({0, plan.num_blocks, all_blocks});
+        plan.segment_capacity = budget > plan.resident_bytes ? budget - plan.resident_bytes : 0;
+        if (plan.resident_bytes + all_blocks > budget) {
+            return Status::Error(string_format(
+                "%s: its %.1f MiB of weights do not fit the %.1f MiB budget and it has no "
+                "blocks to cut at",
+                module.c_str(), mib(plan.resident_bytes + all_blocks), mib(budget)));
+        }
+        return plan;
+    }
+    if (plan.resident_bytes >= budget) {
+        return Status::Error(string_format(
+            "%s: the weights outside its blocks (%.1f MiB) alone exceed the %.1f MiB budget "
+            "(short by %.1f MiB)",
+            module.c_str(), mib(plan.resident_bytes), mib(budget),
+            mib(plan.resident_bytes - budget)));
+    }
+    plan.cut = true;
+    plan.streamed = stream;
+    const uint64_t left = budget - plan.resident_bytes;
+    plan.segment_capacity = stream ? left / 2 : left;
+    Segment cur;
+    for (int i = 0; i < plan.num_blocks; ++i) {
+        const uint64_t b = block_bytes[static_cast<size_t>(i)];
+        if (b > plan.segment_capacity) {
+            return Status::Error(string_format(
+                "%s: block %d (%.1f MiB) does not fit a segment: capacity %.1f MiB%s, short by "
+                "%.1f MiB",
+                module.c_str(), i, mib(b), mib(plan.segment_capacity),
+                stream ? " (half of what is left, as --stream-layers keeps two segments)" : "",
+                mib(b - plan.segment_capacity)));
+        }
+        if (cur.end > cur.begin && cur.bytes + b > plan.segment_capacity) {
+            plan.segments.push_back(cur);
+            cur = Segment{i, i, 0};
+        }
+        cur.end = i + 1;
+        cur.bytes += b;
+    }
+    plan.segments.push_back(cur);
+    return plan;
+}
+
+std::vector<std::string> segment_log_lines(const SegmentPlan& plan) {
+    std::vector<std::string> out;
+    if (!plan.cut) {
+        out.push_back(string_format(
+            "%s: %.1f MiB of weights fit the %.1f MiB budget whole", plan.module.c_str(),
+            mib(plan.resident_bytes + (plan.segments.empty() ? 0 : plan.segments[0].bytes)),
+            mib(plan.budget)));
+        return out;
+    }
+    for (size_t k = 0; k < plan.segments.size(); ++k) {
+        const Segment& s = plan.segments[k];
+        out.push_back(string_format("%s segment %zu: blocks [%d, %d), %.1f MiB",
+                                    plan.module.c_str(), k, s.begin, s.end, mib(s.bytes)));
+    }
+    return out;
+}
+
+}  // namespace ggdiff::placement
