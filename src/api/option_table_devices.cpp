@@ -36,8 +36,10 @@ void add_device_options(std::vector<OptionSpec>& out) {
         .bind(to_text(GGDIFF_FIELD(model.split_mode)));
     opt(out, g, "max-vram", OptType::String, kModel)
         .help(
-            "GiB budget per GPU for --auto-fit and splits: N caps it, -N leaves N free; one "
-            "value or DEVICE=N,...")
+            "GiB budget per GPU for --auto-fit, splits and graph cutting: N caps it, -N leaves "
+            "N free; one value or DEVICE=N,... A diffusion model or main text encoder that "
+            "does not fit its device's budget runs in segments of blocks, each uploaded "
+            "before it runs")
         .bind(to_text(GGDIFF_FIELD(model.max_vram)));
     opt(out, g, "auto-fit", OptType::Bool, kModel | kOptionalValue)
         .help("Place the model's components on the devices automatically: on or off")
@@ -48,8 +50,11 @@ void add_device_options(std::vector<OptionSpec>& out) {
         .help("Remote ggml RPC servers host:port,... (they become devices RPC0, RPC1, ...)")
         .bind(to_text(GGDIFF_FIELD(rpc_servers)));
     opt(out, g, "stream-layers", OptType::Bool, kModel)
-        .not_yet()
-        .help("Stream diffusion weights to the device layer by layer");
+        .help(
+            "With --max-vram cutting a module into segments: keep the leading blocks on the "
+            "device and bring the next segment in while the current one computes (two "
+            "segments at a time); no effect without a --max-vram budget for the device")
+        .bind(to_bool(GGDIFF_FIELD(model.stream_layers)));
     opt(out, g, "offload-to-cpu", OptType::Bool, kModel)
         .help(
             "Keep every module's weights in RAM and move them to its device for the phase that "

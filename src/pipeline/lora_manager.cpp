@@ -176,14 +176,16 @@ Status LoraManager::apply(Family& family, const std::vector<LoraRequest>& loras)
             const ggml_tensor* w = runner.weights().tensor(weight);
             auto u = read_lora_update(f, module, torch_shape(w), mult, weight);
             if (!u.ok()) return u.status();
-            const bool split = runner.in_split_buffer(weight);
+            // Row-split buffers and weights re-read per segment (--max-vram cutting) cannot
+            // keep a merged update.
+            const bool split = runner.in_split_buffer(weight) || runner.cuts_graph();
             const bool quantized = ggml_is_quantized(w->type);
             bool at_runtime = mode_ == LoraApplyMode::AtRuntime ||
                               (mode_ == LoraApplyMode::Auto && (split || quantized));
             if (!at_runtime && split) {
                 GGDIFF_LOG_WARN(
-                    "LoRA %s: %s is in a row-split buffer and cannot be merged; skipped (use "
-                    "--lora-apply-mode auto or at_runtime)",
+                    "LoRA %s: %s is in a row-split buffer or cut by --max-vram and cannot be "
+                    "merged; skipped (use --lora-apply-mode auto or at_runtime)",
                     r.name.c_str(), weight.c_str());
                 continue;
             }

@@ -37,6 +37,9 @@ struct ModelOptions {
     std::string split_mode;
     std::string max_vram;
     bool auto_fit = false;
+    // --stream-layers: with a --max-vram budget that cuts a module's graph, keep the leading
+    // segments on the device and upload the next segment during the current one.
+    bool stream_layers = false;
     bool vae_on_cpu = false, clip_on_cpu = false;
     bool offload_to_cpu = false;  // params of every module in RAM (= --params-backend cpu)
     // Kernel choices off the CPU kernels: --fa (every module), --diffusion-fa,

@@ -37,7 +37,8 @@ uint64_t converted_bytes(const TensorInfo& t, int weight_type) {
 }
 
 ModuleDevices module_devices(const placement::PlacementSpec& spec, placement::Module m,
-                             const std::vector<placement::DeviceInfo>& devices) {
+                             const std::vector<placement::DeviceInfo>& devices,
+                             bool stream_layers) {
     const placement::ModulePlacement mp = spec.module(m);
     ModuleDevices md;
     md.module = placement::module_name(m);
@@ -54,6 +55,18 @@ ModuleDevices module_devices(const placement::PlacementSpec& spec, placement::Mo
     for (const placement::DeviceInfo& d : devices) {
         if (spec.max_vram.gib_for(d.name)) {
             md.free_override[d.name] = placement::split_free_bytes(d, spec.max_vram);
+        }
+    }
+    // Graph cutting applies to the denoiser and the text encoders on one GPU-type device
+    // with a --max-vram budget (ModuleRunner leaves it off under a layer split).
+    const bool cuttable = m == placement::Module::Diffusion || m == placement::Module::TextEncoder;
+    if (cuttable && !md.devices.empty()) {
+        for (const placement::DeviceInfo& d : devices) {
+            if (d.name != md.devices.front() || !placement::is_gpu_type(d.type)) continue;
+            if (spec.max_vram.gib_for(d.name)) {
+                md.cut_budget = placement::device_budget(d, spec.max_vram);
+                md.stream_layers = stream_layers;
+            }
         }
     }
     return md;
@@ -123,12 +136,19 @@ Result<EnginePlacement> resolve_placement(const ModelOptions& o, const TensorInd
         ep.auto_fit = true;
     }
     const std::vector<placement::DeviceInfo> devices = placement_devices();
-    ep.te = module_devices(effective, placement::Module::TextEncoder, devices);
-    ep.diffusion = module_devices(effective, placement::Module::Diffusion, devices);
-    ep.vae = module_devices(effective, placement::Module::Vae, devices);
-    ep.control = module_devices(effective, placement::Module::ControlNet, devices);
+    ep.te = module_devices(effective, placement::Module::TextEncoder, devices, o.stream_layers);
+    ep.diffusion =
+        module_devices(effective, placement::Module::Diffusion, devices, o.stream_layers);
+    ep.vae = module_devices(effective, placement::Module::Vae, devices, o.stream_layers);
+    ep.control = module_devices(effective, placement::Module::ControlNet, devices, o.stream_layers);
     // The auto-fit plan places the three big modules; a ControlNet runs beside the denoiser
     // (its outputs feed every UNet block), unless --control-net-cpu says otherwise.
+    if (o.stream_layers && ep.diffusion.cut_budget == 0 && ep.te.cut_budget == 0) {
+        GGDIFF_LOG_WARN(
+            "--stream-layers has no effect: it streams the segments of a module cut by a "
+            "--max-vram budget, and neither the diffusion model's nor the text encoder's device "
+            "has one (e.g. --max-vram 4 or --max-vram RPC0=4)");
+    }
     if (ep.auto_fit && !o.control_net_cpu && ep.control.devices.empty() &&
         !ep.diffusion.devices.empty()) {
         ep.control.devices = {ep.diffusion.devices.front()};

@@ -60,9 +60,10 @@ Result<SegmentPlan> plan_segments(const std::string& module,
         const uint64_t b = block_bytes[static_cast<size_t>(i)];
         if (b > plan.segment_capacity) {
             return Status::Error(string_format(
-                "%s: block %d (%.1f MiB) does not fit a segment: capacity %.1f MiB%s, short by "
-                "%.1f MiB",
-                module.c_str(), i, mib(b), mib(plan.segment_capacity),
+                "%s: segment %zu (block %d, %.1f MiB) does not fit: capacity %.1f MiB%s, short "
+                "by %.1f MiB",
+                module.c_str(), plan.segments.size() + (cur.end > cur.begin ? 1 : 0), i, mib(b),
+                mib(plan.segment_capacity),
                 stream ? " (half of what is left, as --stream-layers keeps two segments)" : "",
                 mib(b - plan.segment_capacity)));
         }
@@ -74,7 +75,48 @@ Result<SegmentPlan> plan_segments(const std::string& module,
         cur.bytes += b;
     }
     plan.segments.push_back(cur);
+    if (stream) {
+        // Residency: keep the most leading blocks that leave room for two slots of the
+        // largest block still streamed; stream the rest in segments of half what remains.
+        const int n = plan.num_blocks;
+        std::vector<uint64_t> prefix(static_cast<size_t>(n) + 1, 0);
+        for (int i = 0; i < n; ++i)
+            prefix[static_cast<size_t>(i) + 1] =
+                prefix[static_cast<size_t>(i)] + block_bytes[static_cast<size_t>(i)];
+        int keep = 0;
+        for (int k = 0; k < n; ++k) {
+            uint64_t largest = 0;
+            for (int i = k; i < n; ++i)
+                largest = std::max(largest, block_bytes[static_cast<size_t>(i)]);
+            if (prefix[static_cast<size_t>(k)] + 2 * largest <= left) keep = k;
+        }
+        plan.segments.clear();
+        plan.segment_capacity = (left - prefix[static_cast<size_t>(keep)]) / 2;
+        if (keep > 0) {
+            plan.segments.push_back({0, keep, prefix[static_cast<size_t>(keep)]});
+            plan.resident_segments = 1;
+        }
+        Segment run{keep, keep, 0};
+        for (int i = keep; i < n; ++i) {
+            const uint64_t b = block_bytes[static_cast<size_t>(i)];
+            if (run.end > run.begin && run.bytes + b > plan.segment_capacity) {
+                plan.segments.push_back(run);
+                run = Segment{i, i, 0};
+            }
+            run.end = i + 1;
+            run.bytes += b;
+        }
+        plan.segments.push_back(run);
+    }
     return plan;
+}
+
+uint64_t SegmentPlan::streamed_bytes() const {
+    if (!cut) return 0;
+    uint64_t n = 0;
+    for (size_t k = static_cast<size_t>(resident_segments); k < segments.size(); ++k)
+        n += segments[k].bytes;
+    return n;
 }
 
 std::vector<std::string> segment_log_lines(const SegmentPlan& plan) {
@@ -88,8 +130,10 @@ std::vector<std::string> segment_log_lines(const SegmentPlan& plan) {
     }
     for (size_t k = 0; k < plan.segments.size(); ++k) {
         const Segment& s = plan.segments[k];
-        out.push_back(string_format("%s segment %zu: blocks [%d, %d), %.1f MiB",
-                                    plan.module.c_str(), k, s.begin, s.end, mib(s.bytes)));
+        const bool kept = static_cast<int>(k) < plan.resident_segments;
+        out.push_back(string_format("%s segment %zu: blocks [%d, %d), %.1f MiB%s",
+                                    plan.module.c_str(), k, s.begin, s.end, mib(s.bytes),
+                                    kept ? " (kept on the device)" : ""));
     }
     return out;
 }

@@ -2,11 +2,13 @@
 // weights do not fit the budget runs as segments of consecutive blocks, each loaded before it
 // runs and freed after. Non-block weights (embedders, final norms) stay resident for the whole
 // phase. With streaming (--stream-layers) the next segment is uploaded while the current one
-// computes, so two segments are resident at once and each gets half of what is left.
+// computes, so two segments are resident at once and each gets half of what is left; then
+// as many leading segments as the rest of the budget allows stay on the device for good
+// (residency: `resident_segments`), the others are streamed through the two slots.
 //
 // Blocks are walked in order; a segment is closed when it holds at least one block and the
 // next block would exceed the segment capacity. A single block larger than the capacity makes
-// the plan fail, naming the block, its size, the capacity and the shortfall.
+// the plan fail, naming the segment and its block, its size, the capacity and the shortfall.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,10 @@ struct SegmentPlan {
     uint64_t segment_capacity = 0;  // bytes one segment may hold
     std::vector<Segment> segments;
     int num_blocks = 0;
+    // Streaming: segments [0, resident_segments) stay on the device for the whole phase.
+    int resident_segments = 0;
+    // Bytes of weights uploaded per evaluation once the resident segments are in place.
+    uint64_t streamed_bytes() const;
 };
 
 // `budget`: what the device may hold of the module's weights (its --max-vram share minus the

@@ -215,7 +215,7 @@ Result<std::vector<HostTensor>> GraphRunner::run(WeightStore& weights, const Bui
                          ggml_graph_n_nodes(gf), splits, ggml_backend_sched_get_n_copies(sched_));
     }
     n_splits_ = splits;
-    for (const auto& in : gb.inputs_) ggml_backend_tensor_set(in.tensor, in.data, 0, in.bytes);
+    gb.upload_inputs();
     ggml_status status = GGML_STATUS_SUCCESS;
     if (GraphProfile::enabled()) {
         GraphProfile profile(sched_);
@@ -228,24 +228,34 @@ Result<std::vector<HostTensor>> GraphRunner::run(WeightStore& weights, const Bui
         ggml_free(ctx);
         return Status::Error(label_ + ": graph computation failed");
     }
+    count_flops(gf);
+    auto results = read_outputs(outs, label_);
+    ggml_free(ctx);
+    return results;
+}
+
+void GraphBuilder::upload_inputs() const {
+    for (const auto& in : inputs_) ggml_backend_tensor_set(in.tensor, in.data, 0, in.bytes);
+}
+
+void count_flops(ggml_cgraph* gf) {
     const double flops = graph_flops(gf);
     double seen = g_flops.load();
     while (!g_flops.compare_exchange_weak(seen, seen + flops)) {
     }
+}
+
+Result<std::vector<HostTensor>> read_outputs(const std::vector<ggml_tensor*>& outs,
+                                             const std::string& label) {
     std::vector<HostTensor> results;
     for (ggml_tensor* o : outs) {
+        if (o->type != GGML_TYPE_F32) return Status::Error(label + ": output is not f32");
         HostTensor h;
         for (int i = 0; i < ggml_n_dims(o); ++i) h.ne.push_back(o->ne[i]);
         h.data.resize(static_cast<size_t>(ggml_nelements(o)));
-        if (o->type == GGML_TYPE_F32) {
-            ggml_backend_tensor_get(o, h.data.data(), 0, h.data.size() * sizeof(float));
-        } else {
-            ggml_free(ctx);
-            return Status::Error(label_ + ": output is not f32");
-        }
+        ggml_backend_tensor_get(o, h.data.data(), 0, h.data.size() * sizeof(float));
         results.push_back(std::move(h));
     }
-    ggml_free(ctx);
     return results;
 }
 

@@ -31,6 +31,9 @@ class GraphBuilder {
     // An int32 input (token ids, positions).
     ggml_tensor* input_i32(const std::vector<int32_t>& value, const std::vector<int64_t>& ne);
 
+    // Copies the declared inputs into their (allocated) tensors.
+    void upload_inputs() const;
+
   private:
     friend class GraphRunner;
     struct Pending {
@@ -76,6 +79,12 @@ class GraphRunner {
     // Frees the compute buffers kept between runs (the next run allocates them again).
     void release_compute();
 
+    // Builds the graph in a new no-alloc context (returned; the caller frees it) with this
+    // runner's kernel choices; `outs` receives the outputs (for runners of their own, such
+    // as SegmentRunner).
+    ggml_context* build_graph(WeightStore& weights, const BuildFn& build, GraphBuilder& gb,
+                              std::vector<ggml_tensor*>& outs);
+
     const std::string& label() const { return label_; }
     int last_n_splits() const { return n_splits_; }
     // Whether this runner's graphs use the CPU kernels (runtime/cpu_kernels.h): all of
@@ -93,10 +102,13 @@ class GraphRunner {
 
     void pin_nodes(ggml_cgraph* gf);
     ggml_backend_sched_t new_sched();
-    // Builds the graph in a new no-alloc context (returned; the caller frees it).
-    ggml_context* build_graph(WeightStore& weights, const BuildFn& build, GraphBuilder& gb,
-                              std::vector<ggml_tensor*>& outs);
 };
+
+// The outputs of a computed graph as host tensors (f32 outputs only).
+Result<std::vector<HostTensor>> read_outputs(const std::vector<ggml_tensor*>& outs,
+                                             const std::string& label);
+// Adds a computed graph's products, convolutions and attention to computed_flops().
+void count_flops(ggml_cgraph* gf);
 
 // Floating-point operations of the matrix products, convolutions and attention of every
 // graph computed so far in this process (monotonic; differences give a phase's count).

@@ -79,6 +79,33 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
     if (!st.ok()) return st.with_context(label_);
 
     if (devs.size() > 1) GGDIFF_TRY(plan_split(backends));
+    if (placement_.cut_budget > 0 && placement_.devices.size() > 1) {
+        // MISSION: a layer split takes the module's placement; --max-vram only sets the shares.
+        note(placement_.module + ": layer split across several devices: --max-vram sets the " +
+                 "split shares, graph cutting" +
+                 (placement_.stream_layers ? " and --stream-layers are" : " is") +
+                 " off for this module",
+             placement_.stream_layers);
+        placement_.cut_budget = 0;
+    }
+    if (placement_.cut_budget > 0 && !placement_.devices.empty() &&
+        !is_cpu_name(placement_.devices.front())) {
+        // Whether the module is cut is known once its graph is measured at the requested size
+        // (the first run); until then no weight goes to the device.
+        records_ = tensor_records();
+        placement::assign_blocks(records_);
+        segments_ = std::make_unique<SegmentRunner>(
+            backends.front(), placement_.module, label_, placement_.cut_budget,
+            placement_.stream_layers, placement_.params == ModuleDevices::Params::Disk);
+        GGDIFF_LOG_DEBUG("%s: %zu weights, %.1f MiB, cut by --max-vram if they do not fit",
+                         label_.c_str(), weights_->count(), weights_->bytes() / 1048576.0);
+        return Status::Ok();
+    }
+    return load_weights();
+}
+
+Status ModuleRunner::load_weights() {
+    const std::vector<std::string>& devs = placement_.devices;
 
     // An explicit params device keeps the weights; each phase stages them (every range
     // to its own device) and frees the staged copies after. Params on the one device
@@ -131,8 +158,7 @@ void ModuleRunner::record_op_support(ggml_cgraph* gf) {
     }
 }
 
-Status ModuleRunner::plan_split(std::vector<ggml_backend_t>& backends) {
-    const std::vector<std::string>& devs = placement_.devices;
+std::vector<placement::TensorRecord> ModuleRunner::tensor_records() const {
     std::vector<placement::TensorRecord> records;
     for (const auto& [name, t] : weights_->declared()) {
         placement::TensorRecord r;
@@ -144,6 +170,12 @@ Status ModuleRunner::plan_split(std::vector<ggml_backend_t>& backends) {
         if (op != consumer_op_.end()) r.op = op->second;
         records.push_back(std::move(r));
     }
+    return records;
+}
+
+Status ModuleRunner::plan_split(std::vector<ggml_backend_t>& backends) {
+    const std::vector<std::string>& devs = placement_.devices;
+    std::vector<placement::TensorRecord> records = tensor_records();
     placement::assign_blocks(records);
     std::vector<placement::DeviceInfo> infos;
     for (const std::string& name : devs) {
@@ -231,7 +263,7 @@ ggml_backend_buffer_type_t ModuleRunner::buffer_type_for(const std::string& name
 }
 
 Status ModuleRunner::begin_phase() {
-    if (weights_->loaded()) return Status::Ok();
+    if (segments_ || weights_->loaded()) return Status::Ok();
     return load();
 }
 
@@ -240,6 +272,10 @@ void ModuleRunner::end_phase() {
     // are freed, weights read per phase are freed, and the pages of weights used in place
     // from the mapped checkpoint are dropped (the next phase faults them back in).
     if (runner_) runner_->release_compute();
+    if (segments_) {
+        segments_->release(*weights_);
+        return;
+    }
     if (placement_.params == ModuleDevices::Params::Disk ||
         placement_.params == ModuleDevices::Params::Device) {
         weights_->release();
@@ -253,6 +289,22 @@ void ModuleRunner::end_phase() {
 }
 
 Result<std::vector<HostTensor>> ModuleRunner::run(const BuildFn& build) {
+    if (segments_ && !cut_decided_) {
+        auto cut = segments_->plan(*runner_, *weights_, build, records_);
+        if (!cut.ok()) return cut.status().with_context(label_);
+        cut_decided_ = true;
+        log_.insert(log_.end(), segments_->log_lines().begin(), segments_->log_lines().end());
+        if (!*cut) {
+            // It fits the budget whole: loaded and run the usual way from now on.
+            segments_.reset();
+            GGDIFF_TRY(load_weights());
+        }
+    }
+    if (segments_) {
+        auto out = segments_->run(*runner_, *weights_, build, records_);
+        if (!out.ok()) return out.status().with_context(label_);
+        return out;
+    }
     GGDIFF_TRY(begin_phase());
     return runner_->run(*weights_, build);
 }

@@ -14,6 +14,7 @@
 #include "io/tensor_index.h"
 #include "placement/layer_split.h"
 #include "runtime/graph_runner.h"
+#include "runtime/segment_runner.h"
 #include "runtime/weight_store.h"
 
 namespace ggdiff {
@@ -27,6 +28,10 @@ struct ModuleDevices {
     // Free bytes to share a split by, per device name (from --max-vram); others: the
     // device's own free memory.
     std::map<std::string, uint64_t> free_override;
+    // Graph cutting (--max-vram) on the one compute device: the module's budget there in
+    // bytes (0: none) and whether the segments are streamed (--stream-layers).
+    uint64_t cut_budget = 0;
+    bool stream_layers = false;
 };
 
 class ModuleRunner {
@@ -57,6 +62,11 @@ class ModuleRunner {
     bool resident() const { return placement_.params == ModuleDevices::Params::Compute; }
     // Whether a weight lives in a row-split buffer (cannot be patched in place).
     bool in_split_buffer(const std::string& name) const;
+    // Whether the weights may be cut into segments uploaded per evaluation (--max-vram): they
+    // are read from the checkpoint for every upload, so they cannot be patched in place.
+    bool cuts_graph() const { return segments_ != nullptr; }
+    // The graph-cutting runner, while the module is (or may be) cut; nullptr otherwise.
+    const SegmentRunner* segments() const { return segments_.get(); }
     // The buffer type a weight is (or will be) loaded into; for split-buffer weights, the
     // main device's.
     ggml_backend_buffer_type_t buffer_type_for(const std::string& name) const;
@@ -67,6 +77,8 @@ class ModuleRunner {
 
   private:
     Status plan_split(std::vector<ggml_backend_t>& backends);
+    std::vector<placement::TensorRecord> tensor_records() const;
+    Status load_weights();
     Status load();
     void note(const std::string& line, bool warn = false);
 
@@ -76,6 +88,9 @@ class ModuleRunner {
     std::string label_;
     std::unique_ptr<WeightStore> weights_;
     std::unique_ptr<GraphRunner> runner_;
+    std::unique_ptr<SegmentRunner> segments_;
+    bool cut_decided_ = false;
+    std::vector<placement::TensorRecord> records_;
     KernelChoices choices_;
     std::optional<placement::LayerSplitPlan> split_;
     std::map<const ggml_tensor*, ggml_backend_t> pin_map_;

@@ -60,11 +60,35 @@ TEST(SegmentPlan, StreamingHalvesTheCapacity) {
     EXPECT_EQ(ranges(*p), (std::vector<std::pair<int, int>>{{0, 2}, {2, 3}, {3, 4}}));
 }
 
+TEST(SegmentPlan, StreamingKeepsLeadingBlocksWhereTwoSlotsStillFit) {
+    // 200 MiB budget, 20 resident: 180 left. Keeping blocks [0,2) (80) leaves 100 = two slots
+    // of the largest block streamed (50); keeping [0,3) would need 120 + 100. The rest streams
+    // in segments of (180 - 80) / 2 = 50 MiB.
+    const auto blocks = std::vector<uint64_t>{40, 40, 40, 40, 30, 30, 50};
+    auto p = plan_segments("diffusion", model(20, blocks), 200 * kMiB, true);
+    ASSERT_TRUE(p) << p.status().message();
+    EXPECT_EQ(ranges(*p),
+              (std::vector<std::pair<int, int>>{{0, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 7}}));
+    EXPECT_EQ(p->resident_segments, 1);
+    EXPECT_EQ(p->segment_capacity, 50 * kMiB);
+    EXPECT_EQ(p->streamed_bytes(), 190 * kMiB);
+    const auto lines = segment_log_lines(*p);
+    ASSERT_EQ(lines.size(), 6u);
+    EXPECT_EQ(lines[0], "diffusion segment 0: blocks [0, 2), 80.0 MiB (kept on the device)");
+    EXPECT_EQ(lines[1], "diffusion segment 1: blocks [2, 3), 40.0 MiB");
+    // Cutting alone keeps nothing: every segment goes through the one slot.
+    auto c = plan_segments("diffusion", model(20, blocks), 200 * kMiB, false);
+    ASSERT_TRUE(c) << c.status().message();
+    EXPECT_EQ(ranges(*c), (std::vector<std::pair<int, int>>{{0, 4}, {4, 7}}));
+    EXPECT_EQ(c->resident_segments, 0);
+    EXPECT_EQ(c->streamed_bytes(), 270 * kMiB);
+}
+
 TEST(SegmentPlan, ABlockLargerThanASegmentIsNamed) {
     auto p = plan_segments("diffusion", model(10, {30, 95, 20}), 100 * kMiB, false);
     ASSERT_FALSE(p);
     EXPECT_EQ(p.status().message(),
-              "diffusion: block 1 (95.0 MiB) does not fit a segment: capacity 90.0 MiB, short by "
+              "diffusion: segment 1 (block 1, 95.0 MiB) does not fit: capacity 90.0 MiB, short by "
               "5.0 MiB");
     auto s = plan_segments("diffusion", model(10, {30, 50, 20}), 100 * kMiB, true);
     ASSERT_FALSE(s);
