@@ -339,3 +339,107 @@ TEST_F(Twin, ValidSpecReachesTheModelFile) {
 }
 
 }  // namespace
+
+// --max-vram graph cutting and --stream-layers (issue 15). The segments' log lines, in order.
+struct SegmentLine {
+    int begin, end;
+    bool kept;
+};
+std::vector<SegmentLine> segment_lines(const std::string& log, const std::string& module) {
+    std::vector<SegmentLine> out;
+    const std::regex re(module +
+                        R"( segment (\d+): blocks \[(\d+), (\d+)\), [\d.]+ MiB( \(kept)?)");
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+         ++it) {
+        out.push_back({std::stoi((*it)[2].str()), std::stoi((*it)[3].str()), (*it)[4].matched});
+    }
+    return out;
+}
+
+// The segments cover every block once, in order, and there are at least `min_segments`.
+void expect_segments(const std::string& log, const std::string& module, int blocks,
+                     size_t min_segments) {
+    const auto segs = segment_lines(log, module);
+    ASSERT_GE(segs.size(), min_segments) << log;
+    int next = 0;
+    for (const SegmentLine& s : segs) {
+        EXPECT_EQ(s.begin, next) << log;
+        EXPECT_LT(s.begin, s.end) << log;
+        next = s.end;
+    }
+    EXPECT_EQ(next, blocks) << log;
+}
+
+// The image of `r` is identical to `reference` (same device type, same order of operations).
+void expect_identical(const RunResult& r, const std::string& out, const std::string& reference) {
+    ASSERT_TRUE(r.succeeded()) << r.describe();
+    ASSERT_FALSE(reference.empty());
+    const auto d = ggdiff::e2e::compare_images(out, reference);
+    ASSERT_TRUE(d.ok) << d.error;
+    EXPECT_EQ(d.max_abs, 0) << "mean " << d.mean_abs << "\n" << r.describe();
+}
+
+TEST_F(Twin, MaxVramCutsTheDiffusionModelIntoSegments) {
+    // 0.012 GiB on RPC0: the UNet's 19.8 MiB do not fit, so it runs as segments, each
+    // uploaded before it runs. The text encoder runs on RPC1 (no budget there).
+    const std::string out = dir_ + "/cut.png";
+    RunResult r =
+        generate({"--backend", "all=RPC0,te=RPC1", "--max-vram", "RPC0=0.012"}, out, dir_);
+    const std::string log = log_of(r);
+    expect_identical(r, out, single_device());
+    expect_segments(log, "diffusion", kUnetBlocks, 2);
+    EXPECT_TRUE(contains(log, "cut (each segment uploaded before it runs)")) << log;
+    for (const SegmentLine& s : segment_lines(log, "diffusion")) EXPECT_FALSE(s.kept) << log;
+    EXPECT_TRUE(segment_lines(log, "te").empty()) << log;
+    // Every segment is uploaded again for each of the 4 steps x 2 (CFG) evaluations.
+    EXPECT_TRUE(contains(log, "19.8 MiB of weights uploaded per evaluation")) << log;
+}
+
+TEST_F(Twin, StreamLayersKeepsLeadingBlocksAndStreamsTheRest) {
+    // Both modules cut: the UNet on RPC0 (0.012 GiB), CLIP's 12 layers on RPC1 (0.12 GiB, its
+    // 76 MiB token embedding stays resident), with --stream-layers.
+    const std::string out = dir_ + "/stream.png";
+    RunResult r = generate(
+        {"--backend", "all=RPC0,te=RPC1", "--max-vram", "RPC0=0.012,RPC1=0.12", "--stream-layers"},
+        out, dir_);
+    const std::string log = log_of(r);
+    expect_identical(r, out, single_device());
+    expect_segments(log, "diffusion", kUnetBlocks, 3);
+    expect_segments(log, "te", kClipLayers, 3);
+    for (const char* module : {"diffusion", "te"}) {
+        const auto segs = segment_lines(log, module);
+        ASSERT_FALSE(segs.empty());
+        EXPECT_TRUE(segs.front().kept) << module << " keeps nothing on the device\n" << log;
+        EXPECT_FALSE(segs.back().kept) << log;
+    }
+    EXPECT_TRUE(contains(log, "streamed (")) << log;
+}
+
+TEST_F(Twin, MaxVramTooSmallNamesSegmentCapacityAndShortfall) {
+    const std::string out = dir_ + "/small.png";
+    RunResult r =
+        generate({"--backend", "all=RPC0,te=RPC1", "--max-vram", "RPC0=0.0045", "--stream-layers"},
+                 out, dir_);
+    EXPECT_FALSE(r.succeeded()) << r.describe();
+    EXPECT_EQ(r.term_signal, 0) << r.describe();
+    const std::string log = log_of(r);
+    EXPECT_TRUE(std::regex_search(
+        log, std::regex(R"(diffusion: segment \d+ \(block \d+, [\d.]+ MiB\) does not fit: )"
+                        R"(capacity [\d.]+ MiB.*short by [\d.]+ MiB)")))
+        << log;
+    EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(Twin, LayerSplitTurnsGraphCuttingOff) {
+    // (The text encoder on the CPU: a budget of 0.012 GiB on RPC0 would cut it as well.)
+    RunResult r = twin({"--backend", "all=RPC0,te=CPU,diffusion=RPC0&RPC1", "--max-vram", "0.012",
+                        "--stream-layers"},
+                       single_device());
+    const std::string log = log_of(r);
+    expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, kUnetBlocks);
+    EXPECT_TRUE(contains(log,
+                         "diffusion: layer split across several devices: --max-vram sets the "
+                         "split shares, graph cutting and --stream-layers are off"))
+        << log;
+    EXPECT_TRUE(segment_lines(log, "diffusion").empty()) << log;
+}
