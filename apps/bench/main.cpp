@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
         {"--type", "type"},
         {"--backend", "backend"},
         {"--params-backend", "params-backend"},
+        {"--max-vram", "max-vram"},
         {"--rpc-servers", "rpc-servers"},
         {"-b,--batch-count", "batch-count"},
         {"--lora-model-dir", "lora-model-dir"},
@@ -83,6 +84,8 @@ int main(int argc, char** argv) {
         app.add_option_function<std::string>(
             flag, [&opts, n = name](const std::string& v) { opts[n] = v; }, "as for ggdiff");
     }
+    app.add_flag_function(
+        "--stream-layers", [&opts](int64_t) { opts["stream-layers"] = "true"; }, "as for ggdiff");
     app.add_option("--index-only", index_only,
                    "only open and index these checkpoint files (no compute)");
     bool no_sgemm = false;

@@ -71,7 +71,8 @@ int ggdiff_last_generation_stats(const ggdiff_model* model, char** out) {
         phases.push_back({{"name", name},
                           {"seconds", seconds},
                           {"gflop", f.flops / 1e9},
-                          {"peak_rss_mib", static_cast<double>(f.peak_rss) / 1048576.0}});
+                          {"peak_rss_mib", static_cast<double>(f.peak_rss) / 1048576.0},
+                          {"uploaded_mib", static_cast<double>(f.uploaded) / 1048576.0}});
     };
     add("text", t.text, t.text_figures);
     if (t.encode > 0) add("encode", t.encode, t.encode_figures);

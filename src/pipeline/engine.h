@@ -21,6 +21,7 @@ namespace ggdiff {
 struct PhaseFigures {
     double flops = 0;       // products, convolutions, attention (runtime::computed_flops)
     uint64_t peak_rss = 0;  // bytes; from the phase's start where the kernel lets us reset
+    uint64_t uploaded = 0;  // weight bytes uploaded by --max-vram graph cutting
 };
 
 // Wall-clock figures of the last generate() call (for -v and ggdiff-bench).

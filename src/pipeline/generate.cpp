@@ -15,6 +15,7 @@
 #include "pipeline/image_conditions.h"
 #include "pipeline/latent_image.h"
 #include "runtime/graph_runner.h"
+#include "runtime/segment_runner.h"
 #include "sampling/sampling.h"
 #include "tokenizers/prompt_limits.h"
 
@@ -207,12 +208,15 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
     const char* peaks_env = std::getenv("GGDIFF_PHASE_PEAKS");
     const bool phase_peaks = peaks_env && std::strcmp(peaks_env, "1") == 0;
     double flops_mark = computed_flops();
+    uint64_t upload_mark = uploaded_weight_bytes();
     if (phase_peaks) reset_peak_resident();
-    auto close_phase = [&flops_mark, phase_peaks](PhaseFigures& fig) {
+    auto close_phase = [&flops_mark, &upload_mark, phase_peaks](PhaseFigures& fig) {
         fig.flops += computed_flops() - flops_mark;
+        fig.uploaded += uploaded_weight_bytes() - upload_mark;
         fig.peak_rss = std::max(fig.peak_rss, peak_resident_bytes());
         if (phase_peaks) reset_peak_resident();
         flops_mark = computed_flops();
+        upload_mark = uploaded_weight_bytes();
     };
     auto cond = f.text->encode(tr);
     if (!cond.ok()) return cond.status();

@@ -1,6 +1,7 @@
 #include "runtime/segment_runner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -18,7 +19,13 @@ const ggml_tensor* root(const ggml_tensor* t) {
     return t->view_src ? t->view_src : t;
 }
 
+std::atomic<uint64_t> g_uploaded{0};
+
 }  // namespace
+
+uint64_t uploaded_weight_bytes() {
+    return g_uploaded.load();
+}
 
 uint64_t compute_margin(uint64_t compute_bytes) {
     return std::max<uint64_t>(1048576, compute_bytes / 16);
@@ -329,6 +336,7 @@ Status SegmentRunner::upload(WeightStore& weights, int segment, bool async) {
         }
         if (pages_out_ && !async) weights.index().release(*info);
         stats_.uploaded_bytes += nb;
+        g_uploaded += nb;
     }
     return Status::Ok();
 }

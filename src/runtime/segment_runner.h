@@ -40,6 +40,10 @@ namespace ggdiff {
 // the buffer, at least 1 MiB, covers those without giving back much of a small card.
 uint64_t compute_margin(uint64_t compute_bytes);
 
+// Weight bytes every SegmentRunner of this process has uploaded so far (monotonic; differences
+// give a phase's count).
+uint64_t uploaded_weight_bytes();
+
 struct SegmentStats {
     uint64_t uploaded_bytes = 0;  // weights uploaded during the last run
     double upload_seconds = 0.0;
