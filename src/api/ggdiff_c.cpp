@@ -217,7 +217,8 @@ int ggdiff_model_load(const ggdiff_options* options, ggdiff_model** out_model) {
             ggdiff::Status st = ggdiff::add_rpc_servers(options->opts.rpc_servers);
             if (!st.ok()) return fail(st);
         }
-        auto engine = ggdiff::Engine::load(ggdiff::effective_model_options(options->opts));
+        auto engine = ggdiff::Engine::load(ggdiff::effective_model_options(options->opts),
+                                           &options->opts.gen);
         if (!engine.ok()) return fail(engine.status());
         *out_model = new ggdiff_model{std::move(*engine), options->opts.model};
         return 0;
@@ -331,7 +332,15 @@ int ggdiff_auto_fit_plan(const ggdiff_options* options, char** out_json) {
     if (!spec.ok()) return fail(spec.status());
     auto index = ggdiff::open_model_files(model);
     if (!index.ok()) return fail(index.status());
-    auto plan = ggdiff::plan_auto_fit_for(model, *index, model.weight_type);
+    // The reserves are the compute buffers measured at the requested size (graphs built, no
+    // weight read); the standard ones if that fails.
+    auto measured = ggdiff::Engine::measure_compute(model, *index, o.gen);
+    if (!measured.ok()) {
+        GGDIFF_LOG_WARN("could not measure the compute buffers (%s); using the standard reserves",
+                        measured.status().message().c_str());
+    }
+    auto plan = ggdiff::plan_auto_fit_for(model, *index, model.weight_type,
+                                          measured.ok() ? &*measured : nullptr);
     if (!plan.ok()) return fail(plan.status());
     *out_json = dup_string(ggdiff::placement::plan_to_json(*plan));
     return 0;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,7 +40,17 @@ class Engine {
 
     // Opens the checkpoint files, picks the family from the registry, validates placement
     // and loads the weights. Errors name the file, tensor or flag at fault.
-    static Result<std::unique_ptr<Engine>> load(const ModelOptions& options);
+    // `request` (may be null): the generation the placement is sized for; with --auto-fit or
+    // a layer split, the modules' compute buffers are measured at its size first.
+    static Result<std::unique_ptr<Engine>> load(const ModelOptions& options,
+                                                const GenerateOptions* request = nullptr);
+
+    // The compute buffer of each module ("te", "diffusion", "vae", ...) for `request`,
+    // measured by building the family's graphs at its size without reading weights or
+    // computing (one sampling step, the first batch item, LoRA tags left out).
+    static Result<std::map<std::string, uint64_t>> measure_compute(const ModelOptions& options,
+                                                                   const TensorIndex& index,
+                                                                   GenerateOptions request);
 
     Result<std::vector<GeneratedImage>> generate(const GenerateOptions& options,
                                                  const ProgressFn& progress,

@@ -6,12 +6,8 @@ namespace ggdiff {
 
 const std::vector<const FamilyRecipe*>& family_recipes() {
     static const std::vector<const FamilyRecipe*> recipes = {
-        &kSdRecipe,
-        &kSdxlRecipe,
-        &kQwenImageLayeredRecipe,
-        &kQwenImageRecipe,
-        &kFluxRecipe,
-        &kZImageRecipe,
+        &kSdRecipe,        &kSdxlRecipe, &kQwenImageLayeredRecipe,
+        &kQwenImageRecipe, &kFluxRecipe, &kZImageRecipe,
     };
     return recipes;
 }

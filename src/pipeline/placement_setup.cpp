@@ -72,7 +72,27 @@ ModuleDevices module_devices(const placement::PlacementSpec& spec, placement::Mo
     return md;
 }
 
+std::map<placement::Module, uint64_t> by_module(const ComputeFigures& measured) {
+    std::map<placement::Module, uint64_t> out;
+    for (placement::Module m :
+         {placement::Module::Diffusion, placement::Module::TextEncoder, placement::Module::Vae}) {
+        auto it = measured.find(placement::module_name(m));
+        if (it != measured.end()) out[m] = it->second;
+    }
+    return out;
+}
+
 }  // namespace
+
+bool placement_uses_headroom(const ModelOptions& o) {
+    if (o.auto_fit) return true;
+    auto spec = validate_placement(o);
+    if (!spec.ok()) return false;
+    for (placement::Module m : {placement::Module::Diffusion, placement::Module::TextEncoder}) {
+        if (spec->module(m).devices.size() > 1) return true;
+    }
+    return false;
+}
 
 std::vector<placement::DeviceInfo> placement_devices() {
     std::vector<placement::DeviceInfo> out;
@@ -90,7 +110,7 @@ Result<placement::PlacementSpec> validate_placement(const ModelOptions& o) {
 }
 
 Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& o, const TensorIndex& index,
-                                                 int weight_type) {
+                                                 int weight_type, const ComputeFigures* measured) {
     auto spec = validate_placement(o);
     if (!spec.ok()) return spec.status();
     uint64_t bytes[4] = {0, 0, 0, 0};
@@ -109,13 +129,14 @@ Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& o, const Te
     in.components = placement::standard_components(bytes[static_cast<int>(Component::Diffusion)],
                                                    bytes[static_cast<int>(Component::TextEncoder)],
                                                    bytes[static_cast<int>(Component::Vae)]);
+    if (measured) placement::apply_measured_reserves(in.components, by_module(*measured));
     in.max_vram = spec->max_vram;
     in.split_mode = spec->split_mode;
     return placement::plan_auto_fit(in);
 }
 
 Result<EnginePlacement> resolve_placement(const ModelOptions& o, const TensorIndex& index,
-                                          int weight_type) {
+                                          int weight_type, const ComputeFigures* measured) {
     auto spec = validate_placement(o);
     if (!spec.ok()) return spec.status();
     placement::PlacementSpec effective = *spec;
@@ -124,7 +145,7 @@ Result<EnginePlacement> resolve_placement(const ModelOptions& o, const TensorInd
         if (!o.backend.empty() || !o.params_backend.empty()) {
             GGDIFF_LOG_WARN("--auto-fit: ignoring --backend and --params-backend");
         }
-        auto plan = plan_auto_fit_for(o, index, weight_type);
+        auto plan = plan_auto_fit_for(o, index, weight_type, measured);
         if (!plan.ok()) return plan.status();
         // The planner's warnings already start with "auto-fit: ".
         for (const std::string& w : plan->warnings) GGDIFF_LOG_WARN("%s", w.c_str());
@@ -143,6 +164,14 @@ Result<EnginePlacement> resolve_placement(const ModelOptions& o, const TensorInd
     ep.control = module_devices(effective, placement::Module::ControlNet, devices, o.stream_layers);
     // The auto-fit plan places the three big modules; a ControlNet runs beside the denoiser
     // (its outputs feed every UNet block), unless --control-net-cpu says otherwise.
+    if (measured) {
+        // Layer-split shares keep the measured compute buffer (with its margin) per device.
+        for (ModuleDevices* md : {&ep.te, &ep.diffusion}) {
+            auto it = measured->find(md->module);
+            if (it != measured->end() && it->second > 0)
+                md->split_headroom = it->second + placement::compute_margin(it->second);
+        }
+    }
     if (o.stream_layers && ep.diffusion.cut_budget == 0 && ep.te.cut_budget == 0) {
         GGDIFF_LOG_WARN(
             "--stream-layers has no effect: it streams the segments of a module cut by a "

@@ -2,6 +2,7 @@
 // is read), auto-fit planning, and the per-module device assignment.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "io/tensor_index.h"
@@ -21,14 +22,26 @@ struct EnginePlacement {
 // --vae-on-cpu) against the devices present. Errors name the bad token.
 Result<placement::PlacementSpec> validate_placement(const ModelOptions& options);
 
-// The auto-fit plan for these files (no weights are read).
+// Compute buffers measured at the requested size, per module name ("te", "diffusion",
+// "vae", ...; see ComputeProbe).
+using ComputeFigures = std::map<std::string, uint64_t>;
+
+// The auto-fit plan for these files (no weights are read); `measured` (may be null) replaces
+// the standard reserves.
 Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& options,
-                                                 const TensorIndex& index, int weight_type);
+                                                 const TensorIndex& index, int weight_type,
+                                                 const ComputeFigures* measured = nullptr);
 
 // Per-module devices, params location and split mode; with --auto-fit, from the plan
-// (printed as a table with the derived flags).
+// (printed as a table with the derived flags). `measured` (may be null) sizes the auto-fit
+// reserves and the layer-split headroom.
 Result<EnginePlacement> resolve_placement(const ModelOptions& options, const TensorIndex& index,
-                                          int weight_type);
+                                          int weight_type,
+                                          const ComputeFigures* measured = nullptr);
+
+// Whether these flags place anything by compute headroom (--auto-fit or a layer split), so
+// that measuring the compute buffers first is worth it.
+bool placement_uses_headroom(const ModelOptions& options);
 
 // placement::DeviceInfo for every ggml device.
 std::vector<placement::DeviceInfo> placement_devices();

@@ -14,6 +14,8 @@ FitComponent make_component(const ComponentSize& c) {
     f.params_bytes = c.params_bytes;
     f.reserve_bytes = c.reserve_bytes;
     f.splittable = c.splittable;
+    f.measured_bytes = c.measured_bytes;
+    f.default_reserve_bytes = c.default_reserve_bytes ? c.default_reserve_bytes : c.reserve_bytes;
     return f;
 }
 
@@ -90,6 +92,17 @@ std::vector<ComponentSize> standard_components(uint64_t diffusion_bytes, uint64_
     if (te_bytes) out.push_back({Module::TextEncoder, te_bytes, 2 * kGiB, true});
     if (vae_bytes) out.push_back({Module::Vae, vae_bytes, 1 * kGiB, false});
     return out;
+}
+
+void apply_measured_reserves(std::vector<ComponentSize>& components,
+                             const std::map<Module, uint64_t>& measured) {
+    for (ComponentSize& c : components) {
+        auto it = measured.find(c.module);
+        if (it == measured.end() || it->second == 0) continue;
+        c.default_reserve_bytes = c.reserve_bytes;
+        c.measured_bytes = it->second;
+        c.reserve_bytes = it->second + compute_margin(it->second);
+    }
 }
 
 const char* fit_mode_name(FitMode m) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,12 +31,21 @@ struct ComponentSize {
     uint64_t params_bytes = 0;   // weights after the requested type conversion
     uint64_t reserve_bytes = 0;  // compute buffers
     bool splittable = false;
+    // The compute buffer measured at the requested size (0: not measured) and the standard
+    // reserve it replaced.
+    uint64_t measured_bytes = 0;
+    uint64_t default_reserve_bytes = 0;
 };
 
 // The three components with their standard reserves: diffusion 2 GiB splittable,
 // te 2 GiB splittable, vae 1 GiB not splittable. Components of 0 bytes are left out.
 std::vector<ComponentSize> standard_components(uint64_t diffusion_bytes, uint64_t te_bytes,
                                                uint64_t vae_bytes);
+
+// Replaces the standard reserves by the measured compute buffers (per module, at the
+// requested size) plus compute_margin; components without a measurement keep theirs.
+void apply_measured_reserves(std::vector<ComponentSize>& components,
+                             const std::map<Module, uint64_t>& measured);
 
 struct AutoFitInput {
     std::vector<DeviceInfo> devices;  // every device; only GPU-type ones get budgets
@@ -59,6 +69,8 @@ struct FitComponent {
     uint64_t params_bytes = 0;
     uint64_t reserve_bytes = 0;
     bool splittable = false;
+    uint64_t measured_bytes = 0;  // see ComponentSize
+    uint64_t default_reserve_bytes = 0;
     std::vector<std::string> targets;  // one device, the split devices, the CPU, or none
     bool split = false;
     SplitMode split_mode = SplitMode::Layer;  // meaningful when split

@@ -71,6 +71,13 @@ std::string plan_to_json(const AutoFitPlan& plan) {
         w.key("module").value(module_name(c.module));
         w.key("params_bytes").value(c.params_bytes);
         w.key("reserve_bytes").value(c.reserve_bytes);
+        w.key("compute_measured_bytes");
+        if (c.measured_bytes) {
+            w.value(c.measured_bytes);
+        } else {
+            w.null();
+        }
+        w.key("default_reserve_bytes").value(c.default_reserve_bytes);
         w.key("splittable").value(c.splittable);
         w.key("targets").begin_array();
         for (const std::string& t : c.targets) w.value(t);
@@ -118,11 +125,19 @@ std::string plan_to_table(const AutoFitPlan& plan) {
             rows.push_back({d.name, format_gib(d.free_bytes), format_gib(d.budget_bytes)});
         out += format_table(rows, {false, true, true}, "  ");
     }
-    std::vector<std::vector<std::string>> rows = {{"component", "params", "reserve", "target"}};
-    for (const FitComponent& c : plan.components)
+    std::vector<std::vector<std::string>> rows = {
+        {"component", "params", "compute", "reserve", "target"}};
+    bool measured = false;
+    for (const FitComponent& c : plan.components) {
         rows.push_back({module_name(c.module), format_gib(c.params_bytes),
-                        format_gib(c.reserve_bytes), target_text(c)});
-    out += format_table(rows, {false, true, true, false}, "  ");
+                        c.measured_bytes ? format_size(c.measured_bytes) : "-",
+                        format_size(c.reserve_bytes), target_text(c)});
+        measured = measured || c.measured_bytes > 0;
+    }
+    out += format_table(rows, {false, true, true, true, false}, "  ");
+    out += measured ? "  compute: measured at the requested size; reserve: compute + margin "
+                      "(standard reserves where not measured)\n"
+                    : "  reserve: the standard compute reserves (nothing measured)\n";
     const std::string args = plan_args(plan);
     if (!args.empty()) out += "  derived: " + args + "\n";
     return out;

@@ -25,9 +25,22 @@ struct DeviceInfo {
     bool has_split_buffer = false;  // the registry offers ggml_backend_split_buffer_type
 };
 
-// Splits shares of a device: max(free - 2 GiB, free / 8). Used by layer and row split.
-uint64_t split_weight(uint64_t free_bytes);
+// The compute headroom a split keeps per device when nothing better is known.
+constexpr uint64_t kDefaultSplitHeadroom = 2ull << 30;
+
+// Splits shares of a device: max(free - headroom, free / 8); the headroom is 2 GiB, or the
+// module's compute buffer measured at the requested size plus compute_margin. Used by layer
+// and row split.
+uint64_t split_weight(uint64_t free_bytes, uint64_t headroom = kDefaultSplitHeadroom);
 // Each device's fraction of split_weight over all devices (equal if all weights are 0).
-std::vector<double> split_proportions(const std::vector<DeviceInfo>& devices);
+std::vector<double> split_proportions(const std::vector<DeviceInfo>& devices,
+                                      uint64_t headroom = kDefaultSplitHeadroom);
+
+// Bytes kept free next to a measured compute buffer: ggml's allocator lays a graph out
+// exactly, but a device adds its own per-buffer rounding and bookkeeping (CUDA's pool
+// granularity, the RPC server's allocation alignment, buffer-type alignment differing from
+// the CPU's the figure was measured with, inputs copied in separately); 1/16 of the buffer,
+// at least 1 MiB, covers those without giving back much of a small card.
+uint64_t compute_margin(uint64_t compute_bytes);
 
 }  // namespace ggdiff::placement

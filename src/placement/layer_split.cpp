@@ -39,7 +39,7 @@ void apply_op_support(LayerSplitPlan& plan, const std::vector<TensorRecord>& ten
 Result<LayerSplitPlan> plan_layer_split(const std::string& module,
                                         const std::vector<TensorRecord>& tensors,
                                         const std::vector<DeviceInfo>& devices,
-                                        const OpSupport& supports) {
+                                        const OpSupport& supports, uint64_t headroom) {
     if (devices.empty()) return Status::Error(module + ": layer split needs at least one device");
     LayerSplitPlan plan;
     plan.module = module;
@@ -51,7 +51,7 @@ Result<LayerSplitPlan> plan_layer_split(const std::string& module,
         plan.devices.push_back(d.name);
     }
     const size_t n = devices.size();
-    plan.shares = split_proportions(devices);
+    plan.shares = split_proportions(devices, headroom);
     plan.tensor_device.assign(tensors.size(), 0);
 
     // Blocks in order with their bytes.

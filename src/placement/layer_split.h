@@ -58,7 +58,8 @@ struct LayerSplitPlan {
 Result<LayerSplitPlan> plan_layer_split(const std::string& module,
                                         const std::vector<TensorRecord>& tensors,
                                         const std::vector<DeviceInfo>& devices,
-                                        const OpSupport& supports = {});
+                                        const OpSupport& supports = {},
+                                        uint64_t headroom = kDefaultSplitHeadroom);
 
 // "<module> layer split: <device> <- blocks [a, b)" per device, or one line saying why the
 // module falls back to its first device.

@@ -1,5 +1,7 @@
 #include "runtime/graph_runner.h"
 
+#include <ggml-alloc.h>
+
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -236,6 +238,28 @@ Result<std::vector<HostTensor>> GraphRunner::run(WeightStore& weights, const Bui
 
 void GraphBuilder::upload_inputs() const {
     for (const auto& in : inputs_) ggml_backend_tensor_set(in.tensor, in.data, 0, in.bytes);
+}
+
+uint64_t measure_compute_buffer(WeightStore& weights, ggml_cgraph* gf,
+                                ggml_backend_buffer_type_t buft) {
+    // The allocator skips tensors that have data: weights not in memory yet get a stand-in
+    // address for the measurement only.
+    std::vector<ggml_tensor*> stand_ins;
+    for (const auto& entry : weights.declared()) {
+        if (!entry.second->data) {
+            entry.second->data = reinterpret_cast<void*>(static_cast<uintptr_t>(4096));
+            stand_ins.push_back(entry.second);
+        }
+    }
+    if (!buft) {
+        buft = ggml_backend_dev_buffer_type(ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU));
+    }
+    ggml_gallocr_t probe = ggml_gallocr_new(buft);
+    size_t size = 0;
+    ggml_gallocr_reserve_n_size(probe, gf, nullptr, nullptr, &size);
+    ggml_gallocr_free(probe);
+    for (ggml_tensor* t : stand_ins) t->data = nullptr;
+    return static_cast<uint64_t>(size);
 }
 
 void count_flops(ggml_cgraph* gf) {

@@ -90,6 +90,8 @@ class GraphRunner {
     // Whether this runner's graphs use the CPU kernels (runtime/cpu_kernels.h): all of
     // its backends are CPU backends and the kernels are available.
     bool uses_cpu_kernels() const { return kernels_; }
+    // Builds graphs without the CPU kernels (as on other devices; for measuring).
+    void disable_cpu_kernels() { kernels_ = false; }
 
   private:
     std::vector<ggml_backend_t> backends_;
@@ -107,6 +109,10 @@ class GraphRunner {
 // The outputs of a computed graph as host tensors (f32 outputs only).
 Result<std::vector<HostTensor>> read_outputs(const std::vector<ggml_tensor*>& outs,
                                              const std::string& label);
+// The compute buffer ggml's allocator lays out for `gf` in the CPU buffer type (weights
+// without memory get a stand-in address for the measurement; nothing is read or written).
+uint64_t measure_compute_buffer(WeightStore& weights, ggml_cgraph* gf,
+                                ggml_backend_buffer_type_t buft = nullptr);
 // Adds a computed graph's products, convolutions and attention to computed_flops().
 void count_flops(ggml_cgraph* gf);
 

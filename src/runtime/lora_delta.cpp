@@ -3,7 +3,6 @@
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 
-
 #include "io/checkpoint_file.h"
 #include "runtime/cpu_kernels.h"
 #include "runtime/graph_runner.h"

@@ -20,7 +20,26 @@ ggml_backend_buffer_type_t buft_of_device(const std::string& name) {
     return d ? ggml_backend_dev_buffer_type(d) : nullptr;
 }
 
+thread_local ComputeProbe* g_probe = nullptr;
+
 }  // namespace
+
+ComputeProbe::ComputeProbe() : previous_(g_probe) {
+    g_probe = this;
+}
+
+ComputeProbe::~ComputeProbe() {
+    g_probe = previous_;
+}
+
+ComputeProbe* ComputeProbe::active() {
+    return g_probe;
+}
+
+void ComputeProbe::record(const std::string& module, uint64_t bytes) {
+    uint64_t& b = bytes_[module];
+    b = std::max(b, bytes);
+}
 
 ModuleRunner::ModuleRunner(const TensorIndex& index, int weight_type, ModuleDevices placement,
                            int threads, std::string label)
@@ -73,6 +92,11 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
                      device_list.empty() ? "CPU" : device_list.c_str());
     runner_ = std::make_unique<GraphRunner>(backends, label_);
     runner_->set_kernel_choices(choices_);
+    if (ComputeProbe::active()) {
+        // Measuring only: the graphs as a GPU builds them, no weight read.
+        runner_->disable_cpu_kernels();
+        return runner_->declare(*weights_, declare).with_context(label_);
+    }
     std::function<void(ggml_cgraph*)> inspect;
     if (devs.size() > 1) inspect = [this](ggml_cgraph* gf) { record_op_support(gf); };
     Status st = runner_->declare(*weights_, declare, inspect);
@@ -222,7 +246,14 @@ Status ModuleRunner::plan_split(std::vector<ggml_backend_t>& backends) {
         return it == unsupported_.end() ||
                std::find(it->second.begin(), it->second.end(), device) == it->second.end();
     };
-    auto plan = placement::plan_layer_split(placement_.module, records, infos, supports);
+    const uint64_t headroom = placement_.split_headroom > 0 ? placement_.split_headroom
+                                                            : placement::kDefaultSplitHeadroom;
+    note(string_format("%s: split shares keep %.1f MiB per device for compute (%s)",
+                       placement_.module.c_str(), headroom / 1048576.0,
+                       placement_.split_headroom > 0
+                           ? "measured at the requested size, with its margin"
+                           : "the default; nothing measured"));
+    auto plan = placement::plan_layer_split(placement_.module, records, infos, supports, headroom);
     if (!plan.ok()) return plan.status();
     for (const std::string& w : placement::layer_split_warnings(*plan)) note(w, true);
     if (!plan->split) {
@@ -288,7 +319,33 @@ void ModuleRunner::end_phase() {
     }
 }
 
+Result<std::vector<HostTensor>> ModuleRunner::measure(const BuildFn& build) {
+    GraphBuilder gb;
+    std::vector<ggml_tensor*> outs;
+    ggml_context* ctx = runner_->build_graph(*weights_, build, gb, outs);
+    if (!weights_->status().ok()) {
+        ggml_free(ctx);
+        return weights_->status().with_context(label_);
+    }
+    ggml_cgraph* gf = ggml_new_graph_custom(ctx, 32768, false);
+    for (ggml_tensor* o : outs) {
+        ggml_set_output(o);
+        ggml_build_forward_expand(gf, o);
+    }
+    ComputeProbe::active()->record(placement_.module, measure_compute_buffer(*weights_, gf));
+    std::vector<HostTensor> zeros;
+    for (ggml_tensor* o : outs) {
+        HostTensor h;
+        for (int i = 0; i < ggml_n_dims(o); ++i) h.ne.push_back(o->ne[i]);
+        h.data.assign(static_cast<size_t>(ggml_nelements(o)), 0.0f);
+        zeros.push_back(std::move(h));
+    }
+    ggml_free(ctx);
+    return zeros;
+}
+
 Result<std::vector<HostTensor>> ModuleRunner::run(const BuildFn& build) {
+    if (ComputeProbe::active()) return measure(build);
     if (segments_ && !cut_decided_) {
         auto cut = segments_->plan(*runner_, *weights_, build, records_);
         if (!cut.ok()) return cut.status().with_context(label_);

@@ -32,6 +32,29 @@ struct ModuleDevices {
     // bytes (0: none) and whether the segments are streamed (--stream-layers).
     uint64_t cut_budget = 0;
     bool stream_layers = false;
+    // Compute headroom a layer split keeps per device: the module's compute buffer measured
+    // at the requested size plus its margin (0: the 2 GiB default).
+    uint64_t split_headroom = 0;
+};
+
+// Measuring compute buffers (auto-fit and layer-split headroom): while a ComputeProbe lives
+// on this thread, ModuleRunners created here only declare their weights (nothing is read)
+// and run() measures the compute buffer of each graph with ggml's allocator instead of
+// computing it (zeros come back), as a GPU would build the graph (no CPU kernels).
+class ComputeProbe {
+  public:
+    ComputeProbe();
+    ~ComputeProbe();
+    ComputeProbe(const ComputeProbe&) = delete;
+    ComputeProbe& operator=(const ComputeProbe&) = delete;
+    static ComputeProbe* active();
+    void record(const std::string& module, uint64_t bytes);
+    // The largest compute buffer measured per module ("te", "diffusion", "vae", ...).
+    const std::map<std::string, uint64_t>& bytes() const { return bytes_; }
+
+  private:
+    ComputeProbe* previous_;
+    std::map<std::string, uint64_t> bytes_;
 };
 
 class ModuleRunner {
@@ -77,6 +100,7 @@ class ModuleRunner {
 
   private:
     Status plan_split(std::vector<ggml_backend_t>& backends);
+    Result<std::vector<HostTensor>> measure(const BuildFn& build);
     std::vector<placement::TensorRecord> tensor_records() const;
     Status load_weights();
     Status load();

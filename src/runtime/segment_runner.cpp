@@ -27,10 +27,6 @@ uint64_t uploaded_weight_bytes() {
     return g_uploaded.load();
 }
 
-uint64_t compute_margin(uint64_t compute_bytes) {
-    return std::max<uint64_t>(1048576, compute_bytes / 16);
-}
-
 SegmentRunner::SegmentRunner(ggml_backend_t backend, std::string module, std::string label,
                              uint64_t budget, bool stream, bool pages_out)
     : backend_(backend),
@@ -53,21 +49,7 @@ SegmentRunner::~SegmentRunner() {
 }
 
 Result<uint64_t> SegmentRunner::measure(WeightStore& weights, ggml_cgraph* gf) {
-    // The allocator skips tensors that have data: weights not on the device yet get a
-    // stand-in address for the measurement only (nothing is read or written).
-    std::vector<ggml_tensor*> stand_ins;
-    for (const auto& entry : weights.declared()) {
-        if (!entry.second->data) {
-            entry.second->data = reinterpret_cast<void*>(static_cast<uintptr_t>(4096));
-            stand_ins.push_back(entry.second);
-        }
-    }
-    ggml_gallocr_t probe = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend_));
-    size_t size = 0;
-    ggml_gallocr_reserve_n_size(probe, gf, nullptr, nullptr, &size);
-    ggml_gallocr_free(probe);
-    for (ggml_tensor* t : stand_ins) t->data = nullptr;
-    return static_cast<uint64_t>(size);
+    return measure_compute_buffer(weights, gf, ggml_backend_get_default_buffer_type(backend_));
 }
 
 void SegmentRunner::free_buffers(WeightStore& weights) {
@@ -199,7 +181,7 @@ Result<bool> SegmentRunner::plan(GraphRunner& builder, WeightStore& weights, con
     uint64_t compute = *probe;
     Status st = Status::Ok();
     for (int attempt = 0; attempt < 3; ++attempt) {
-        const uint64_t reserve = compute + compute_margin(compute);
+        const uint64_t reserve = compute + placement::compute_margin(compute);
         head_ = string_format(
             "%s: --max-vram budget %.1f MiB on %s; compute buffer %.1f MiB measured (+ %.1f MiB "
             "margin)",

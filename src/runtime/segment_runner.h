@@ -27,18 +27,13 @@
 #include <string>
 #include <vector>
 
+#include "placement/device_info.h"
 #include "placement/segment_plan.h"
 #include "placement/tensor_record.h"
 #include "runtime/graph_runner.h"
 #include "runtime/weight_store.h"
 
 namespace ggdiff {
-
-// Bytes kept free next to a measured compute buffer: ggml's allocator lays the graph out
-// exactly, but a device adds its own per-buffer rounding and bookkeeping (CUDA's pool
-// granularity, the RPC server's allocation alignment, inputs copied in separately); 1/16 of
-// the buffer, at least 1 MiB, covers those without giving back much of a small card.
-uint64_t compute_margin(uint64_t compute_bytes);
 
 // Weight bytes every SegmentRunner of this process has uploaded so far (monotonic; differences
 // give a phase's count).

@@ -171,10 +171,11 @@ TEST(AutoFitReport, ResidentAndCpuTables) {
               "  CUDA0   24.00 GiB  23.50 GiB\n"
               "  CUDA1   12.00 GiB  11.50 GiB\n"
               "  CUDA2    8.00 GiB   7.50 GiB\n"
-              "  component     params   reserve  target\n"
-              "  diffusion  13.00 GiB  2.00 GiB  CUDA0\n"
-              "  te          8.00 GiB  2.00 GiB  CUDA1\n"
-              "  vae         0.16 GiB  1.00 GiB  CUDA0\n"
+              "  component     params  compute   reserve  target\n"
+              "  diffusion  13.00 GiB        -  2.00 GiB  CUDA0\n"
+              "  te          8.00 GiB        -  2.00 GiB  CUDA1\n"
+              "  vae         0.16 GiB        -  1.00 GiB  CUDA0\n"
+              "  reserve: the standard compute reserves (nothing measured)\n"
               "  derived: --backend diffusion=CUDA0,te=CUDA1,vae=CUDA0\n");
     AutoFitPlan c = plan_auto_fit(input(three_gpus(), 40 * kGiB, 0, 0));
     EXPECT_EQ(plan_to_table(c),
@@ -183,14 +184,16 @@ TEST(AutoFitReport, ResidentAndCpuTables) {
               "  CUDA0   24.00 GiB  23.50 GiB\n"
               "  CUDA1   12.00 GiB  11.50 GiB\n"
               "  CUDA2    8.00 GiB   7.50 GiB\n"
-              "  component     params   reserve  target\n"
-              "  diffusion  40.00 GiB  2.00 GiB  CPU (fits on no GPU)\n"
+              "  component     params  compute   reserve  target\n"
+              "  diffusion  40.00 GiB        -  2.00 GiB  CPU (fits on no GPU)\n"
+              "  reserve: the standard compute reserves (nothing measured)\n"
               "  derived: --backend diffusion=CPU\n");
     AutoFitPlan n = plan_auto_fit(input({device("CPU", 8 * kGiB, DeviceType::Cpu)}, kGiB, 0, 0));
     EXPECT_EQ(plan_to_table(n),
               "auto-fit: no GPU devices; using the default device\n"
-              "  component    params   reserve  target\n"
-              "  diffusion  1.00 GiB  2.00 GiB  default device\n");
+              "  component    params  compute   reserve  target\n"
+              "  diffusion  1.00 GiB        -  2.00 GiB  default device\n"
+              "  reserve: the standard compute reserves (nothing measured)\n");
 }
 
 TEST(AutoFit, FitsNowhereRunsOnTheCpu) {
@@ -224,12 +227,15 @@ TEST(AutoFit, NoGpuUsesTheDefaultDevice) {
     EXPECT_EQ(plan_to_json(p),
               "{\"mode\":\"default-device\",\"time_share\":false,\"devices\":[],\"components\":["
               "{\"module\":\"diffusion\",\"params_bytes\":2147483648,\"reserve_bytes\":2147483648,"
+              "\"compute_measured_bytes\":null,\"default_reserve_bytes\":2147483648,"
               "\"splittable\":true,\"targets\":[],\"split\":false,\"split_mode\":null,"
               "\"on_cpu\":false,\"params\":\"compute\"},"
               "{\"module\":\"te\",\"params_bytes\":1073741824,\"reserve_bytes\":2147483648,"
+              "\"compute_measured_bytes\":null,\"default_reserve_bytes\":2147483648,"
               "\"splittable\":true,\"targets\":[],\"split\":false,\"split_mode\":null,"
               "\"on_cpu\":false,\"params\":\"compute\"},"
               "{\"module\":\"vae\",\"params_bytes\":167772160,\"reserve_bytes\":1073741824,"
+              "\"compute_measured_bytes\":null,\"default_reserve_bytes\":1073741824,"
               "\"splittable\":false,\"targets\":[],\"split\":false,\"split_mode\":null,"
               "\"on_cpu\":false,\"params\":\"compute\"}],"
               "\"backend\":\"\",\"params_backend\":\"\",\"split_mode\":\"\",\"args\":\"\","
@@ -258,12 +264,15 @@ TEST(AutoFitReport, JsonAndTable) {
               "{\"name\":\"CUDA2\",\"free_bytes\":8589934592,\"budget_bytes\":8053063680}],"
               "\"components\":["
               "{\"module\":\"diffusion\",\"params_bytes\":32212254720,\"reserve_bytes\":2147483648,"
+              "\"compute_measured_bytes\":null,\"default_reserve_bytes\":2147483648,"
               "\"splittable\":true,\"targets\":[\"CUDA0\",\"CUDA1\",\"CUDA2\"],\"split\":true,"
               "\"split_mode\":\"layer\",\"on_cpu\":false,\"params\":\"disk\"},"
               "{\"module\":\"te\",\"params_bytes\":9663676416,\"reserve_bytes\":2147483648,"
+              "\"compute_measured_bytes\":null,\"default_reserve_bytes\":2147483648,"
               "\"splittable\":true,\"targets\":[\"CUDA0\"],\"split\":false,\"split_mode\":null,"
               "\"on_cpu\":false,\"params\":\"disk\"},"
               "{\"module\":\"vae\",\"params_bytes\":167772160,\"reserve_bytes\":1073741824,"
+              "\"compute_measured_bytes\":null,\"default_reserve_bytes\":1073741824,"
               "\"splittable\":false,\"targets\":[\"CUDA0\"],\"split\":false,\"split_mode\":null,"
               "\"on_cpu\":false,\"params\":\"disk\"}],"
               "\"backend\":\"diffusion=CUDA0&CUDA1&CUDA2,te=CUDA0,vae=CUDA0\","
@@ -277,12 +286,68 @@ TEST(AutoFitReport, JsonAndTable) {
         "  CUDA0   24.00 GiB  23.50 GiB\n"
         "  CUDA1   12.00 GiB  11.50 GiB\n"
         "  CUDA2    8.00 GiB   7.50 GiB\n"
-        "  component     params   reserve  target\n"
-        "  diffusion  30.00 GiB  2.00 GiB  CUDA0&CUDA1&CUDA2 (layer split), params from disk\n"
-        "  te          9.00 GiB  2.00 GiB  CUDA0, params from disk\n"
-        "  vae         0.16 GiB  1.00 GiB  CUDA0, params from disk\n"
+        "  component     params  compute   reserve  target\n"
+        "  diffusion  30.00 GiB        -  2.00 GiB  CUDA0&CUDA1&CUDA2 (layer split), params from "
+        "disk\n"
+        "  te          9.00 GiB        -  2.00 GiB  CUDA0, params from disk\n"
+        "  vae         0.16 GiB        -  1.00 GiB  CUDA0, params from disk\n"
+        "  reserve: the standard compute reserves (nothing measured)\n"
         "  derived: --backend 'diffusion=CUDA0&CUDA1&CUDA2,te=CUDA0,vae=CUDA0' "
         "--params-backend diffusion=disk,te=disk,vae=disk\n");
+}
+
+}  // namespace
+}  // namespace ggdiff::placement
+
+namespace ggdiff::placement {
+namespace {
+
+TEST(AutoFit, MeasuredReservesReplaceTheStandardOnes) {
+    std::vector<ComponentSize> c = standard_components(kGiB, 500 * kMiB, 160 * kMiB);
+    apply_measured_reserves(c, {{Module::Diffusion, 300 * kMiB}, {Module::Vae, 0}});
+    ASSERT_EQ(c.size(), 3u);
+    // 300 MiB + 300/16 margin = 318.75 MiB; the text encoder (not measured) and the VAE
+    // (measured as 0) keep the standard 2 GiB and 1 GiB.
+    EXPECT_EQ(c[0].reserve_bytes, 300 * kMiB + 300 * kMiB / 16);
+    EXPECT_EQ(c[0].measured_bytes, 300 * kMiB);
+    EXPECT_EQ(c[0].default_reserve_bytes, 2 * kGiB);
+    EXPECT_EQ(c[1].reserve_bytes, 2 * kGiB);
+    EXPECT_EQ(c[1].measured_bytes, 0u);
+    EXPECT_EQ(c[2].reserve_bytes, kGiB);
+    // The margin never goes below 1 MiB.
+    EXPECT_EQ(compute_margin(2 * kMiB), kMiB);
+    EXPECT_EQ(compute_margin(64 * kMiB), 4 * kMiB);
+}
+
+TEST(AutoFit, MeasuredReservesKeepSmallCardsInThePlan) {
+    // Two 1.5 GiB cards (budgets 1 GiB each): with the standard 2 GiB reserves nothing fits a
+    // card and the 1.2 GiB denoiser runs on the CPU; with its 200 MiB compute buffer measured
+    // (212.5 MiB reserved) it is split over both cards, and the rest fits too.
+    auto make = [](bool measured) {
+        AutoFitInput in = input({device("CPU", 64 * kGiB, DeviceType::Cpu),
+                                 device("RPC0", 1536 * kMiB), device("RPC1", 1536 * kMiB)},
+                                1200 * kMiB, 300 * kMiB, 100 * kMiB);
+        if (measured) {
+            apply_measured_reserves(in.components, {{Module::Diffusion, 200 * kMiB},
+                                                    {Module::TextEncoder, 20 * kMiB},
+                                                    {Module::Vae, 150 * kMiB}});
+        }
+        return plan_auto_fit(in);
+    };
+    AutoFitPlan standard = make(false);
+    EXPECT_EQ(targets(standard, Module::Diffusion), (std::vector<std::string>{"CPU"}));
+    AutoFitPlan measured = make(true);
+    EXPECT_EQ(measured.mode, FitMode::TimeShare);
+    EXPECT_EQ(targets(measured, Module::Diffusion), (std::vector<std::string>{"RPC0", "RPC1"}));
+    EXPECT_EQ(targets(measured, Module::TextEncoder), (std::vector<std::string>{"RPC0"}));
+    EXPECT_EQ(targets(measured, Module::Vae), (std::vector<std::string>{"RPC0"}));
+    // The report shows both figures.
+    const std::string json = plan_to_json(measured);
+    EXPECT_NE(json.find("\"compute_measured_bytes\":209715200"), std::string::npos) << json;
+    EXPECT_NE(json.find("\"default_reserve_bytes\":2147483648"), std::string::npos) << json;
+    const std::string table = plan_to_table(measured);
+    EXPECT_NE(table.find("200.0 MiB  212.5 MiB"), std::string::npos) << table;
+    EXPECT_NE(table.find("compute: measured at the requested size"), std::string::npos) << table;
 }
 
 }  // namespace

@@ -228,3 +228,25 @@ TEST(LayerSplit, BadInput) {
 
 }  // namespace
 }  // namespace ggdiff::placement
+
+namespace ggdiff::placement {
+namespace {
+
+TEST(LayerSplit, MeasuredHeadroomSharesBySpaceLeftAfterCompute) {
+    // 10 blocks of 300 MiB over 3 GiB and 1 GiB free. With the 2 GiB default headroom the
+    // shares are 1024 : 128 MiB (the small card at its free/8 floor): 2667 MiB for A -> 8
+    // blocks. With 256 MiB measured headroom they are 2816 : 768: 2357 MiB for A -> 7 blocks.
+    auto t = model(10, 300 * kMiB, 0);
+    const std::vector<DeviceInfo> devs = {gpu("A", 3 * kGiB), gpu("B", kGiB)};
+    auto standard = plan_layer_split("diffusion", t, devs);
+    ASSERT_TRUE(standard.ok());
+    EXPECT_EQ(ranges_of(*standard), (std::vector<std::pair<int, int>>{{0, 8}, {8, 10}}));
+    auto measured = plan_layer_split("diffusion", t, devs, {}, 256 * kMiB);
+    ASSERT_TRUE(measured.ok());
+    EXPECT_EQ(ranges_of(*measured), (std::vector<std::pair<int, int>>{{0, 7}, {7, 10}}));
+    EXPECT_EQ(split_weight(3 * kGiB, 256 * kMiB), 2816 * kMiB);
+    EXPECT_EQ(split_weight(kGiB), kGiB / 8);
+}
+
+}  // namespace
+}  // namespace ggdiff::placement

@@ -101,9 +101,10 @@ TEST_F(FluxTwin, T5LayerSplit) {
 // --auto-fit with budgets that hold the DiT only when it is split over both workers.
 TEST_F(FluxTwin, AutoFitSplitsTheDit) {
     auto dry_run = [&](const std::vector<std::string>& extra) -> nlohmann::json {
+        // At the size of the run: the reserves are the compute buffers measured at it.
         std::vector<std::string> args = flux::model_args();
-        args.insert(args.end(),
-                    {"-p", "x", "--rpc-servers", servers(), "--auto-fit", "--fit-dry-run"});
+        for (const std::string& a : flux::case_args("flux_euler")) args.push_back(a);
+        args.insert(args.end(), {"--rpc-servers", servers(), "--auto-fit", "--fit-dry-run"});
         args.insert(args.end(), extra.begin(), extra.end());
         RunResult r = e2e::run_ggdiff(args, dir_ + "/dry", 120);
         EXPECT_TRUE(r.succeeded()) << r.describe();

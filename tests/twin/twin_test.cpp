@@ -173,9 +173,10 @@ TEST_F(Twin, CpuInDeviceListFallsBackToFirstDevice) {
 // the larger budget first.
 TEST_F(Twin, AutoFitSplitsTheDiffusionModel) {
     auto dry_run = [&](const std::vector<std::string>& extra) -> nlohmann::json {
+        // At the size of the run: the reserves are the compute buffers measured at it.
         std::vector<std::string> args = ggdiff::e2e::model_args();
-        args.insert(args.end(),
-                    {"-p", "x", "--rpc-servers", servers(), "--auto-fit", "--fit-dry-run"});
+        for (const std::string& a : request_args()) args.push_back(a);
+        args.insert(args.end(), {"--rpc-servers", servers(), "--auto-fit", "--fit-dry-run"});
         args.insert(args.end(), extra.begin(), extra.end());
         RunResult r = ggdiff::e2e::run_ggdiff(args, dir_ + "/dry", 120);
         EXPECT_TRUE(r.succeeded()) << r.describe();
@@ -201,7 +202,13 @@ TEST_F(Twin, AutoFitSplitsTheDiffusionModel) {
     ASSERT_TRUE(unet.contains("params_bytes")) << sizes.dump(1);
     const uint64_t params = unet["params_bytes"].get<uint64_t>();
     const uint64_t reserve = unet["reserve_bytes"].get<uint64_t>();
-    EXPECT_EQ(reserve, 2 * kGiB);
+    // The reserve is the UNet's compute buffer measured at 64x64 plus its margin (1/16, at
+    // least 1 MiB), in place of the standard 2 GiB.
+    ASSERT_TRUE(unet["compute_measured_bytes"].is_number()) << sizes.dump(1);
+    const uint64_t measured = unet["compute_measured_bytes"].get<uint64_t>();
+    EXPECT_GT(measured, 0u);
+    EXPECT_EQ(reserve, measured + std::max<uint64_t>(1 << 20, measured / 16));
+    EXPECT_EQ(unet["default_reserve_bytes"].get<uint64_t>(), 2 * kGiB);
     ASSERT_GT(params, 0u);
 
     // RPC1 gets 70% of the UNet above the reserve, RPC0 55%: neither holds it alone.
