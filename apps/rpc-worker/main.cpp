@@ -9,12 +9,16 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ggdiff.h"
+#include "mem_limit_proxy.h"
 
 namespace {
 
@@ -90,6 +94,92 @@ bool is_loopback(const std::string& ip) {
     return ip.rfind("127.", 0) == 0;
 }
 
+// A loopback port nothing listens on now (the kernel's pick for port 0), or -1.
+int free_loopback_port() {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    int port = -1;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+        port = ntohs(addr.sin_port);
+    }
+    close(fd);
+    return port;
+}
+
+struct Serving {
+    std::string endpoint;
+    int threads;
+    int64_t mem_mib;  // 0: no --mem
+};
+
+void log_serving(const char* served, const Serving& s) {
+    if (s.mem_mib > 0) {
+        std::fprintf(stderr,
+                     "ggdiff-rpc: serving %s on %s (%d threads, %lld MiB per device: --mem)\n",
+                     served, s.endpoint.c_str(), s.threads, static_cast<long long>(s.mem_mib));
+    } else {
+        std::fprintf(stderr, "ggdiff-rpc: serving %s on %s (%d threads)\n", served,
+                     s.endpoint.c_str(), s.threads);
+    }
+}
+
+[[noreturn]] void exit_now(int code) {
+    std::fflush(nullptr);
+    _exit(code);  // ggml's server thread has no stop call: end the process around it
+}
+
+// --mem: ggml's RPC server runs on a free loopback port, and a MemLimitProxy in front of it
+// serves the user's endpoint, advertising and enforcing the limit (mem_limit_proxy.h).
+int serve_with_mem_limit(const std::string& ip, int port, const std::vector<std::string>& devices,
+                         const std::string& cache_dir, const Serving& serving) {
+    const int inner_port = free_loopback_port();
+    if (inner_port <= 0) {
+        std::fprintf(stderr, "error: --mem: no free loopback port for ggml's RPC server\n");
+        return 1;
+    }
+    const std::string inner = "127.0.0.1:" + std::to_string(inner_port);
+    std::promise<std::string> served;
+    std::future<std::string> served_names = served.get_future();
+    std::thread([&served, inner, devices, cache_dir, threads = serving.threads] {
+        std::vector<const char*> names;
+        for (const std::string& d : devices) names.push_back(d.c_str());
+        ggdiff_rpc_serve(
+            inner.c_str(), names.data(), static_cast<int>(names.size()), threads, cache_dir.c_str(),
+            [](const char* names, void* user) {
+                static_cast<std::promise<std::string>*>(user)->set_value(names);
+            },
+            &served);
+        std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
+        exit_now(1);
+    }).detach();
+
+    std::string error;
+    if (!ggdiff_rpc::check_rpc_server(inner_port, 60000, &error)) {
+        std::fprintf(stderr, "error: --mem: %s\n", error.c_str());
+        exit_now(1);
+    }
+    ggdiff_rpc::MemLimitProxy proxy(
+        static_cast<uint64_t>(serving.mem_mib) << 20, inner_port,
+        [](const std::string& line) { std::fprintf(stderr, "ggdiff-rpc: %s\n", line.c_str()); });
+    if (!proxy.listen(ip, port, &error)) {
+        std::fprintf(stderr, "error: cannot listen on %s: %s\n", serving.endpoint.c_str(),
+                     error.c_str());
+        exit_now(1);
+    }
+    log_serving(served_names.get().c_str(), serving);
+    std::fprintf(stderr,
+                 "ggdiff-rpc: --mem: clients see %lld MiB free and total per device, and buffers "
+                 "past it are refused; ggml's own server runs behind this one on %s\n",
+                 static_cast<long long>(serving.mem_mib), inner.c_str());
+    proxy.serve();  // until a signal ends the process
+    exit_now(0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,6 +205,14 @@ int main(int argc, char** argv) {
                    "device to serve, as named by `ggdiff --list-devices` (repeatable; "
                    "default: the CPU device)");
     app.add_option("--cache-dir", cache_dir, "directory for the RPC tensor cache (optional)");
+    int64_t mem_mib = 0;
+    app.add_option("--mem", mem_mib,
+                   "advertise and enforce this much memory (MiB) on each served device: "
+                   "clients are told free = total = MiB, and a buffer that would take the "
+                   "device's live buffers past it is refused like a failed allocation "
+                   "(default: the devices' own memory)")
+        ->check(CLI::TypeValidator<int64_t>("whole number"))
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
     CLI11_PARSE(app, argc, argv);
 
     install_signal_handlers();
@@ -142,18 +240,14 @@ int main(int argc, char** argv) {
                      "\n",
                      endpoint.c_str());
     }
-    struct Serving {
-        std::string endpoint;
-        int threads;
-    } serving{endpoint, threads};
+    Serving serving{endpoint, threads, mem_mib};
+    if (mem_mib > 0) return serve_with_mem_limit(ip, port, devices, cache_dir, serving);
     std::vector<const char*> names;
     for (const std::string& d : devices) names.push_back(d.c_str());
     ggdiff_rpc_serve(
         endpoint.c_str(), names.data(), static_cast<int>(names.size()), threads, cache_dir.c_str(),
         [](const char* served, void* user) {
-            const auto* s = static_cast<const Serving*>(user);
-            std::fprintf(stderr, "ggdiff-rpc: serving %s on %s (%d threads)\n", served,
-                         s->endpoint.c_str(), s->threads);
+            log_serving(served, *static_cast<const Serving*>(user));
         },
         &serving);
     std::fflush(stdout);

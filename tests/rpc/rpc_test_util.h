@@ -152,8 +152,8 @@ class Worker {
     ~Worker() { stop(); }
 
     // Starts the worker and waits (bounded) until it accepts connections. Retries on a
-    // new port when the chosen one was taken in the meantime.
-    bool start(std::string* error, int threads = 1) {
+    // new port when the chosen one was taken in the meantime. mem_mib > 0: `--mem mem_mib`.
+    bool start(std::string* error, int threads = 1, int mem_mib = 0) {
         const std::string exe = binary("ggdiff-rpc");
         if (!file_exists(exe)) {
             *error = exe + " is missing: build the ggdiff-rpc target";
@@ -163,9 +163,11 @@ class Worker {
             port_ = free_port();
             if (port_ <= 0) continue;
             log_ = temp_path("worker" + std::to_string(port_) + ".log");
-            pid_ = spawn({exe, "--host", "127.0.0.1", "--port", std::to_string(port_), "--threads",
-                          std::to_string(threads)},
-                         log_, log_ + ".err");
+            std::vector<std::string> argv = {exe, "--host", "127.0.0.1", "--port",
+                                             std::to_string(port_)};
+            argv.insert(argv.end(), {"--threads", std::to_string(threads)});
+            if (mem_mib > 0) argv.insert(argv.end(), {"--mem", std::to_string(mem_mib)});
+            pid_ = spawn(argv, log_, log_ + ".err");
             if (pid_ < 0) {
                 *error = "fork failed";
                 return false;

@@ -18,9 +18,12 @@ TEST(RpcWorkerCli, HelpListsTheOptions) {
     RunResult r = rpc_test::run({worker_bin(), "--help"});
     ASSERT_TRUE(r.finished && r.exited);
     EXPECT_EQ(r.code, 0);
-    for (const char* opt : {"--host", "--port", "--threads", "--device"}) {
+    for (const char* opt : {"--host", "--port", "--threads", "--device", "--mem"}) {
         EXPECT_NE(r.out.find(opt), std::string::npos) << opt << "\n" << r.out;
     }
+    // --help says what --mem does.
+    EXPECT_NE(r.out.find("free = total"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("refused"), std::string::npos) << r.out;
 }
 
 TEST(RpcWorkerCli, BadValuesAreRejectedNamingTheFlag) {
@@ -29,9 +32,11 @@ TEST(RpcWorkerCli, BadValuesAreRejectedNamingTheFlag) {
         const char* flag;
     };
     const Case cases[] = {
-        {{"--port", "0"}, "--port"},      {{"--port", "65536"}, "--port"},
-        {{"--port", "http"}, "--port"},   {{"--threads", "0"}, "--threads"},
-        {{"--bogus"}, "--bogus"},         {{"--host", "::1", "--port", "1"}, "IPv6"},
+        {{"--port", "0"}, "--port"},    {{"--port", "65536"}, "--port"},
+        {{"--port", "http"}, "--port"}, {{"--threads", "0"}, "--threads"},
+        {{"--bogus"}, "--bogus"},       {{"--host", "::1", "--port", "1"}, "IPv6"},
+        {{"--mem", "0"}, "--mem"},      {{"--mem", "-5"}, "--mem"},
+        {{"--mem", "lots"}, "--mem"},
     };
     for (const Case& c : cases) {
         std::vector<std::string> argv = {worker_bin()};

@@ -111,10 +111,14 @@ inline std::string join(const std::vector<std::string>& v, const std::string& se
 // stopped) and a scratch folder. Suites check their own prerequisites, then call SetUp().
 class TwoWorkers : public ::testing::Test {
   protected:
+    // Above 0: both workers run with `--mem worker_mem_mib()` (they advertise and enforce
+    // that much device memory).
+    virtual int worker_mem_mib() const { return 0; }
+
     void SetUp() override {
         std::string error;
-        ASSERT_TRUE(w0_.start(&error)) << error;
-        ASSERT_TRUE(w1_.start(&error)) << error;
+        ASSERT_TRUE(w0_.start(&error, 1, worker_mem_mib())) << error;
+        ASSERT_TRUE(w1_.start(&error, 1, worker_mem_mib())) << error;
         dir_ = e2e::fresh_dir();
     }
     void TearDown() override {
