@@ -450,3 +450,65 @@ TEST_F(Twin, LayerSplitTurnsGraphCuttingOff) {
         << log;
     EXPECT_TRUE(segment_lines(log, "diffusion").empty()) << log;
 }
+
+// Two workers with 200 MiB of device memory each (ggdiff-rpc --mem 200): the fixture's 414.5
+// MiB of weights plus its compute buffers fit neither alone nor both together. With
+// --max-vram 0.15 (153.6 MiB, under the workers' 200) the text encoder (235 MiB) is cut into
+// segments on RPC0, the UNet (19.8 MiB) runs whole after it on RPC0, the VAE on RPC1: the image
+// is the unlimited single-device image.
+class TwinMem200 : public Twin {
+  protected:
+    int worker_mem_mib() const override { return 200; }
+
+    // Everything on one unlimited worker (`--backend RPC0`), made once per build.
+    std::string unlimited_reference() const {
+        const std::string key = "unlimited RPC0|" + join(request_args(), " ") + "|" +
+                                file_stamp(ggdiff::e2e::fixture_path());
+        return cached_image("references", key, [&](const std::string& path) {
+            rpc_test::Worker unlimited;
+            std::string error;
+            if (!unlimited.start(&error)) {
+                RunResult failed;
+                failed.spawn_failed = true;
+                failed.err = error;
+                return failed;
+            }
+            std::vector<std::string> args = ggdiff::e2e::model_args();
+            for (const std::string& a : request_args()) args.push_back(a);
+            args.insert(args.end(),
+                        {"--rpc-servers", unlimited.endpoint(), "--backend", "RPC0", "-o", path});
+            return ggdiff::e2e::run_ggdiff(args, dir_ + "/reference", 300);
+        });
+    }
+
+    void expect_streamed_on_limited_workers(const std::vector<std::string>& extra, bool streamed) {
+        const std::string ref = unlimited_reference();
+        const std::string out = dir_ + "/limited.png";
+        std::vector<std::string> args = {"--backend", "all=RPC0,vae=RPC1", "--max-vram", "0.15"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        RunResult r = generate(args, out, dir_);
+        const std::string log = log_of(r);
+        expect_identical(r, out, ref);
+        expect_segments(log, "te", kClipLayers, 2);
+        EXPECT_TRUE(contains(log, streamed ? "streamed (" : "cut (each segment")) << log;
+        EXPECT_TRUE(contains(log, "te: --max-vram budget 153.6 MiB on RPC0")) << log;
+        EXPECT_TRUE(segment_lines(log, "diffusion").empty()) << "the UNet fits whole\n" << log;
+    }
+};
+
+TEST_F(TwinMem200, ModelLargerThanBothWorkersRunsStreamed) {
+    // Without cutting the text encoder's weights alone exceed RPC0's 200 MiB.
+    const std::string out = dir_ + "/whole.png";
+    RunResult whole = generate({"--backend", "all=RPC0,vae=RPC1"}, out, dir_);
+    EXPECT_FALSE(whole.succeeded()) << whole.describe();
+    EXPECT_TRUE(contains(log_of(whole), "cannot allocate")) << whole.describe();
+    // Nor do both workers hold it with a layer split of both modules.
+    RunResult split =
+        generate({"--backend", "te=RPC0&RPC1,diffusion=RPC0&RPC1,vae=RPC1"}, out, dir_);
+    EXPECT_FALSE(split.succeeded()) << split.describe();
+    expect_streamed_on_limited_workers({"--stream-layers"}, true);
+}
+
+TEST_F(TwinMem200, ModelLargerThanBothWorkersRunsCut) {
+    expect_streamed_on_limited_workers({}, false);
+}
