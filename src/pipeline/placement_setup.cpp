@@ -4,6 +4,7 @@
 #include "devices/devices.h"
 #include "io/weight_type.h"
 #include "placement/auto_fit_report.h"
+#include "placement/data_parallel.h"
 #include "placement/max_vram.h"
 
 namespace ggdiff {
@@ -37,8 +38,8 @@ uint64_t converted_bytes(const TensorInfo& t, int weight_type) {
 }
 
 ModuleDevices module_devices(const placement::PlacementSpec& spec, placement::Module m,
-                             const std::vector<placement::DeviceInfo>& devices) {
-    const placement::ModulePlacement mp = spec.module(m);
+                             size_t replica, const std::vector<placement::DeviceInfo>& devices) {
+    const placement::ModulePlacement mp = spec.module(m, replica);
     ModuleDevices md;
     md.module = placement::module_name(m);
     md.devices = mp.devices;
@@ -101,15 +102,18 @@ Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& o, const Te
     return placement::plan_auto_fit(in);
 }
 
-Result<EnginePlacement> resolve_placement(const ModelOptions& o, const TensorIndex& index,
-                                          int weight_type) {
+Result<std::vector<EnginePlacement>> resolve_placement(const ModelOptions& o,
+                                                       const TensorIndex& index, int weight_type) {
     auto spec = validate_placement(o);
     if (!spec.ok()) return spec.status();
     placement::PlacementSpec effective = *spec;
-    EnginePlacement ep;
+    bool auto_fit = false;
     if (o.auto_fit) {
         if (!o.backend.empty() || !o.params_backend.empty()) {
-            GGDIFF_LOG_WARN("--auto-fit: ignoring --backend and --params-backend");
+            GGDIFF_LOG_WARN("--auto-fit: ignoring --backend and --params-backend%s",
+                            placement::replica_count(spec->backend) > 1
+                                ? " (also its '|' lists: auto-fit plans one replica)"
+                                : "");
         }
         auto plan = plan_auto_fit_for(o, index, weight_type);
         if (!plan.ok()) return plan.status();
@@ -120,20 +124,31 @@ Result<EnginePlacement> resolve_placement(const ModelOptions& o, const TensorInd
         GGDIFF_LOG_INFO("auto-fit: %s", placement::plan_args(*plan).c_str());
         effective = plan->spec;
         effective.max_vram = spec->max_vram;
-        ep.auto_fit = true;
+        auto_fit = true;
     }
     const std::vector<placement::DeviceInfo> devices = placement_devices();
-    ep.te = module_devices(effective, placement::Module::TextEncoder, devices);
-    ep.diffusion = module_devices(effective, placement::Module::Diffusion, devices);
-    ep.vae = module_devices(effective, placement::Module::Vae, devices);
-    ep.control = module_devices(effective, placement::Module::ControlNet, devices);
-    // The auto-fit plan places the three big modules; a ControlNet runs beside the denoiser
-    // (its outputs feed every UNet block), unless --control-net-cpu says otherwise.
-    if (ep.auto_fit && !o.control_net_cpu && ep.control.devices.empty() &&
-        !ep.diffusion.devices.empty()) {
-        ep.control.devices = {ep.diffusion.devices.front()};
+    const size_t replicas = placement::replica_count(effective.backend);
+    std::vector<EnginePlacement> out;
+    for (size_t k = 0; k < replicas; ++k) {
+        EnginePlacement ep;
+        ep.auto_fit = auto_fit;
+        ep.te = module_devices(effective, placement::Module::TextEncoder, k, devices);
+        ep.diffusion = module_devices(effective, placement::Module::Diffusion, k, devices);
+        ep.vae = module_devices(effective, placement::Module::Vae, k, devices);
+        ep.control = module_devices(effective, placement::Module::ControlNet, k, devices);
+        // The auto-fit plan places the three big modules; a ControlNet runs beside the
+        // denoiser (its outputs feed every UNet block), unless --control-net-cpu says otherwise.
+        if (ep.auto_fit && !o.control_net_cpu && ep.control.devices.empty() &&
+            !ep.diffusion.devices.empty()) {
+            ep.control.devices = {ep.diffusion.devices.front()};
+        }
+        if (replicas > 1) {
+            ep.replica_devices = placement::replica_devices(effective.backend, k);
+            ep.replica = placement::replica_name(effective.backend, k);
+        }
+        out.push_back(std::move(ep));
     }
-    return ep;
+    return out;
 }
 
 }  // namespace ggdiff

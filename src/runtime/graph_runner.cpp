@@ -18,10 +18,12 @@ constexpr size_t kGraphSize = 32768;
 
 std::mutex g_backend_mutex;
 std::map<std::string, ggml_backend_t> g_backends;
+thread_local int t_backend_instance = 0;
 
 ggml_backend_t cached_backend(ggml_backend_dev_t dev, int n_threads) {
     std::lock_guard<std::mutex> lock(g_backend_mutex);
-    const std::string key = ggml_backend_dev_name(dev);
+    std::string key = ggml_backend_dev_name(dev);
+    if (t_backend_instance != 0) key += "#" + std::to_string(t_backend_instance);
     auto it = g_backends.find(key);
     ggml_backend_t b = nullptr;
     if (it != g_backends.end()) {
@@ -36,6 +38,14 @@ ggml_backend_t cached_backend(ggml_backend_dev_t dev, int n_threads) {
 }
 
 }  // namespace
+
+BackendInstanceScope::BackendInstanceScope(int instance) : previous_(t_backend_instance) {
+    t_backend_instance = instance;
+}
+
+BackendInstanceScope::~BackendInstanceScope() {
+    t_backend_instance = previous_;
+}
 
 ggml_tensor* GraphBuilder::input(const HostTensor& value) {
     int64_t d[4] = {1, 1, 1, 1};
@@ -115,6 +125,7 @@ GraphRunner::GraphRunner(std::vector<ggml_backend_t> backends, std::string label
 namespace {
 
 std::atomic<double> g_flops{0.0};
+thread_local double t_flops = 0.0;
 
 // Products and convolutions of a graph: the CPU kernels' own counts, and ggml's products
 // (convolutions on other backends are im2col products).
@@ -136,6 +147,10 @@ double graph_flops(ggml_cgraph* gf) {
 
 double computed_flops() {
     return g_flops.load();
+}
+
+double computed_flops_on_this_thread() {
+    return t_flops;
 }
 
 ggml_backend_sched_t GraphRunner::new_sched() {
@@ -232,6 +247,7 @@ Result<std::vector<HostTensor>> GraphRunner::run(WeightStore& weights, const Bui
     double seen = g_flops.load();
     while (!g_flops.compare_exchange_weak(seen, seen + flops)) {
     }
+    t_flops += flops;
     std::vector<HostTensor> results;
     for (ggml_tensor* o : outs) {
         HostTensor h;
