@@ -225,7 +225,8 @@ bool parse_cli(int argc, const char* const* argv, CliRun& out, std::string& erro
         "Example:\n"
         "  ggdiff -m model.safetensors -p \"a lighthouse at dusk\" -n \"blurry\" -W 512 -H 512 "
         "--steps 20 --cfg-scale 7 --sampling-method euler_a -s 42 -b 2 -o out.png\n"
-        "Devices: --list-devices; --backend \"diffusion=CUDA0&CUDA1,te=CPU\"; --auto-fit");
+        "Devices: --list-devices; --backend \"diffusion=CUDA0&CUDA1,te=CPU\" (layer split); "
+        "--backend \"all=CUDA0|CUDA1\" -b 4 (data parallel); --auto-fit");
     std::string set_error;
     add_schema_options(app, out.options.get(), set_error);
     out.help_text = app.help();

@@ -311,13 +311,16 @@ int on_progress(const char* phase, int step, int total, double, void* user) {
     Job& j = *c->job;
     JobProgress& p = j.progress;
     std::string ph = phase ? phase : "";
-    // "sampling 2/3" (one batch item of several) is reported as the sampling phase.
+    // "sampling 2/3" is one batch item of several; a plain "sampling" covers the whole batch
+    // (its only item, or every item of a data-parallel batch at once).
+    const bool whole_batch = ph == "sampling";
     if (ph.rfind("sampling", 0) == 0) ph = "sampling";
     p.phase = ph;
     p.step = step;
     p.total = total;
     const double within = ph == "sampling" && total > 0 ? static_cast<double>(step) / total : 0.0;
-    p.fraction = std::clamp((p.images_done + within) / std::max(1, p.batch), 0.0, 1.0);
+    const double fraction = whole_batch ? within : (p.images_done + within) / std::max(1, p.batch);
+    p.fraction = std::clamp(std::max(p.fraction, fraction), 0.0, 1.0);
     j.version++;
     c->cv->notify_all();
     return j.cancel_requested ? 0 : 1;
@@ -338,8 +341,10 @@ void on_image(const ggdiff_image* image, int, void* user) {
     Job& j = *c->job;
     j.images.push_back(std::move(encoded));
     j.progress.images_done = static_cast<int>(j.images.size());
-    j.progress.fraction = std::clamp(
-        static_cast<double>(j.progress.images_done) / std::max(1, j.progress.batch), 0.0, 1.0);
+    j.progress.fraction =
+        std::clamp(std::max(j.progress.fraction, static_cast<double>(j.progress.images_done) /
+                                                     std::max(1, j.progress.batch)),
+                   0.0, 1.0);
     j.version++;
     c->cv->notify_all();
 }

@@ -19,7 +19,9 @@ void add_device_options(std::vector<OptionSpec>& out) {
     opt(out, g, "backend", OptType::String, kModel)
         .help(
             "Compute device: DEVICE, or MODULE=DEVICE,... (modules diffusion, te, vae, ...; "
-            "all= sets the default); DEV1&DEV2 splits a module across devices")
+            "all= sets the default); DEV1&DEV2 splits a module across devices; DEV1|DEV2 keeps "
+            "one replica per device and runs the -b batch items on them at once (item i on "
+            "replica i mod n)")
         .bind(to_text(GGDIFF_FIELD(model.backend)));
     opt(out, g, "params-backend", OptType::String, kModel)
         .help(

@@ -9,6 +9,8 @@
 #include "pipeline/lora_tags.h"
 #include "pipeline/model_files.h"
 #include "pipeline/placement_setup.h"
+#include "placement/spec_text.h"
+#include "runtime/graph_runner.h"
 
 namespace ggdiff {
 
@@ -22,7 +24,70 @@ std::string main_file_of(const ModelOptions& options) {
                                               : default_model_path();
 }
 
+// The devices a module computes on or keeps its weights on; the default device is the CPU.
+std::vector<std::string> module_device_names(const ModuleDevices& m) {
+    std::vector<std::string> out = m.devices;
+    if (m.params == ModuleDevices::Params::Device) out.push_back(m.params_device);
+    return out;
+}
+
+bool is_cpu_device(const std::string& name) {
+    ggml_backend_dev_t dev = find_device(name);
+    return dev && ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU;
+}
+
 }  // namespace
+
+void Engine::share_devices(const std::vector<EnginePlacement>& placements, bool control) {
+    // Which replicas use each non-CPU device. The CPU is safe to share: every replica has
+    // its own CPU backend instance. Other devices may not be: ggml promises nothing for two
+    // backends driving one device at once (two RPC backends of one endpoint share its
+    // connection), so the replicas take turns on them.
+    std::map<std::string, std::vector<size_t>> users;
+    auto modules = [control](const EnginePlacement& p) {
+        std::vector<const ModuleDevices*> m = {&p.te, &p.diffusion, &p.vae};
+        if (control) m.push_back(&p.control);
+        return m;
+    };
+    for (size_t k = 0; k < placements.size(); ++k) {
+        for (const ModuleDevices* m : modules(placements[k])) {
+            for (const std::string& d : module_device_names(*m)) {
+                if (is_cpu_device(d)) continue;
+                std::vector<size_t>& u = users[d];
+                if (u.empty() || u.back() != k) u.push_back(k);
+            }
+        }
+    }
+    for (const auto& [device, replicas] : users) {
+        if (replicas.size() < 2) continue;
+        device_locks_[device] = std::make_unique<std::mutex>();
+        GGDIFF_LOG_INFO(
+            "data parallel: %s serves %zu replicas; their phases on it take turns (give each "
+            "replica its own device with '|' to run them at once)",
+            device.c_str(), replicas.size());
+    }
+    // Each replica's locks per phase, in the map's (name) order: one order for every thread.
+    auto locks_of = [this](const std::vector<const ModuleDevices*>& mods) {
+        std::vector<std::mutex*> out;
+        for (const auto& [device, mutex] : device_locks_) {
+            bool used = false;
+            for (const ModuleDevices* m : mods) {
+                for (const std::string& d : module_device_names(*m)) used = used || d == device;
+            }
+            if (used) out.push_back(mutex.get());
+        }
+        return out;
+    };
+    for (size_t k = 0; k < placements.size(); ++k) {
+        const EnginePlacement& p = placements[k];
+        Replica& r = *replicas_[k];
+        r.prepare_locks = locks_of(modules(p));
+        std::vector<const ModuleDevices*> sampling = {&p.diffusion};
+        if (control) sampling.push_back(&p.control);
+        r.sampling_locks = locks_of(sampling);
+        r.decode_locks = locks_of({&p.vae});
+    }
+}
 
 Result<std::map<std::string, uint64_t>> Engine::measure_compute(const ModelOptions& options,
                                                                 const TensorIndex& index,
@@ -44,8 +109,10 @@ Result<std::map<std::string, uint64_t>> Engine::measure_compute(const ModelOptio
     auto family = recipe->load(ctx);
     if (!family.ok()) return family.status();
     std::unique_ptr<Engine> probe_engine(new Engine());
-    probe_engine->family_ = std::move(*family);
-    probe_engine->lora_ = std::make_unique<LoraManager>("", LoraApplyMode::Auto, ctx.threads);
+    auto replica = std::make_unique<Replica>();
+    replica->family = std::move(*family);
+    replica->lora = std::make_unique<LoraManager>("", LoraApplyMode::Auto, ctx.threads);
+    probe_engine->replicas_.push_back(std::move(replica));
     std::vector<LoraRequest> tags;
     auto prompt = extract_lora_tags(request.prompt, &tags);
     if (prompt.ok()) request.prompt = *prompt;
@@ -107,29 +174,58 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options,
             }
         } else {
             GGDIFF_LOG_WARN(
-                "could not measure the compute buffers (%s); using the standard "
-                "reserves",
+                "could not measure the compute buffers (%s); using the standard reserves",
                 m.status().message().c_str());
         }
     }
-    auto placement =
+    auto placements =
         resolve_placement(options, engine->index_, wtype, measured ? &*measured : nullptr);
-    if (!placement.ok()) return placement.status();
-    engine->auto_fit_ = placement->auto_fit;
-    const FamilyContext ctx{options,
-                            engine->index_,
-                            *placement,
-                            wtype,
-                            options.threads > 0 ? options.threads : default_threads(),
-                            main_file};
-    auto family = recipe->load(ctx);
-    if (!family.ok()) return family.status();
-    if (!options.control_net.empty() && !family->takes_control) {
-        return Status::Error("--control-net: " + std::string(recipe->display) +
-                             " models do not take a ControlNet here");
+    if (!placements.ok()) return placements.status();
+    engine->auto_fit_ = placements->front().auto_fit;
+    const size_t n = placements->size();
+    const int threads = options.threads > 0 ? options.threads : default_threads();
+    if (n > 1) {
+        std::vector<std::string> names;
+        for (const EnginePlacement& p : *placements) names.push_back(p.replica);
+        GGDIFF_LOG_INFO(
+            "data parallel: %zu replicas (%s), each with its own copy of the weights on its "
+            "devices (the checkpoint is mapped once)",
+            n, placement::join(names, ", ").c_str());
+        bool cpu_replica = false;
+        for (const EnginePlacement& p : *placements) {
+            for (const std::string& d : p.replica_devices)
+                cpu_replica = cpu_replica || is_cpu_device(d);
+        }
+        if (cpu_replica) {
+            GGDIFF_LOG_INFO(
+                "data parallel: the CPU is one of the replicas; its compute threads (-t %d) "
+                "contend for cores with the host work that drives the other replicas",
+                threads);
+        }
     }
-    engine->family_ = std::move(*family);
-    engine->lora_ = std::make_unique<LoraManager>(options.lora_model_dir, *lora_mode, ctx.threads);
+    for (size_t k = 0; k < n; ++k) {
+        const EnginePlacement& where = (*placements)[k];
+        const std::string context = "data parallel replica on " + where.replica;
+        if (n > 1) {
+            GGDIFF_LOG_INFO("data parallel: loading replica %zu of %zu (%s)", k + 1, n,
+                            where.replica.c_str());
+        }
+        // The replica's runners take their own backend instances (see graph_runner.h).
+        BackendInstanceScope instance(static_cast<int>(k));
+        const FamilyContext ctx{options, engine->index_, where, wtype, threads, main_file};
+        auto family = recipe->load(ctx);
+        if (!family.ok()) return n > 1 ? family.status().with_context(context) : family.status();
+        if (!options.control_net.empty() && !family->takes_control) {
+            return Status::Error("--control-net: " + std::string(recipe->display) +
+                                 " models do not take a ControlNet here");
+        }
+        auto replica = std::make_unique<Replica>();
+        replica->name = where.replica;
+        replica->family = std::move(*family);
+        replica->lora = std::make_unique<LoraManager>(options.lora_model_dir, *lora_mode, threads);
+        engine->replicas_.push_back(std::move(replica));
+    }
+    if (n > 1) engine->share_devices(*placements, !options.control_net.empty());
     return engine;
 }
 

@@ -1,12 +1,15 @@
 // Engine: a loaded model (the family's text conditioning, denoiser and autoencoder on
 // their devices) that turns GenerateOptions into images through the one generic generate
 // path (pipeline/generate.cpp). One Engine per model; generate() may be called many times
-// (not concurrently).
+// (not concurrently). With data-parallel placement (`--backend "all=RPC0|RPC1"`,
+// placement/data_parallel.h) the Engine holds one replica of the family per device of the
+// '|' lists and generate() runs the batch items on them at once.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -60,18 +63,35 @@ class Engine {
     // frames each latent decodes to (Qwen Image Layered: one per layer).
     int image_count(const GenerateOptions& options) const;
 
-    std::string family() const { return family_.name; }
+    std::string family() const { return replicas_.front()->family.name; }
     std::string model_name() const { return model_name_; }  // base name of the main file
-    const Family& family_parts() const { return family_; }
+    // The parts of the first replica (every replica's are alike).
+    const Family& family_parts() const { return replicas_.front()->family; }
     const PhaseTimings& timings() const { return timings_; }
+
+    // One copy of the model on its devices: the only one, or one of several data-parallel
+    // replicas (each computes on its own backend instances, runtime/graph_runner.h).
+    struct Replica {
+        std::string name;  // "RPC1" for logs and errors; empty without '|'
+        Family family;
+        std::unique_ptr<LoraManager> lora;
+        // The non-CPU devices this replica shares with another one (a module without '|' on
+        // a device): taken, in one global order, while a phase uses them: every module's for
+        // the preparation (LoRAs, text, init image), the denoiser's for sampling an item, the
+        // VAE's for decoding it. Empty when nothing is shared.
+        std::vector<std::mutex*> prepare_locks, sampling_locks, decode_locks;
+    };
 
   private:
     Engine() = default;
+    // Data parallel: the locks of the non-CPU devices more than one replica uses.
+    void share_devices(const std::vector<EnginePlacement>& placements, bool control);
 
-    // Declared first so that it outlives the family's parts, which read from it.
+    // Declared first so that it outlives the families' parts, which read from it (the
+    // checkpoint is mapped once, whatever the number of replicas).
     TensorIndex index_;
-    Family family_;
-    std::unique_ptr<LoraManager> lora_;
+    std::vector<std::unique_ptr<Replica>> replicas_;
+    std::map<std::string, std::unique_ptr<std::mutex>> device_locks_;  // by device name
     std::string model_name_;
     bool auto_fit_ = false;
     PhaseTimings timings_;

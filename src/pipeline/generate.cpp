@@ -1,19 +1,25 @@
 // The one generic generate path every family goes through: request validation and
 // defaults, text conditioning, seeds and the batch-seed rule, img2img, the sampler loop
-// with guidance, VAE decode with the auto-fit tiling retry, and the infotext.
+// with guidance, VAE decode with the auto-fit tiling retry, and the infotext. With
+// data-parallel replicas each one runs this path for its share of the batch items, on its
+// own thread (pipeline/batch_run.h coordinates them).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <thread>
 
 #include "core/log.h"
 #include "core/process_memory.h"
 #include "image/infotext.h"
 #include "models/vae/tiling.h"
+#include "pipeline/batch_run.h"
 #include "pipeline/engine.h"
 #include "pipeline/image_conditions.h"
 #include "pipeline/latent_image.h"
+#include "placement/data_parallel.h"
 #include "runtime/graph_runner.h"
 #include "runtime/segment_runner.h"
 #include "sampling/sampling.h"
@@ -165,57 +171,77 @@ std::vector<float> slice(const std::vector<float>& v, size_t offset, size_t n) {
                               v.begin() + static_cast<long>(offset + n));
 }
 
-}  // namespace
+// Holds the mutexes of the devices a replica shares with others (Engine::Replica) for one
+// phase; they are listed in one global order, and no thread holds two sets at once.
+class LockSet {
+  public:
+    explicit LockSet(const std::vector<std::mutex*>& mutexes) : mutexes_(mutexes) {
+        for (std::mutex* m : mutexes_) m->lock();
+    }
+    ~LockSet() {
+        for (auto it = mutexes_.rbegin(); it != mutexes_.rend(); ++it) (*it)->unlock();
+    }
+    LockSet(const LockSet&) = delete;
+    LockSet& operator=(const LockSet&) = delete;
 
-int Engine::image_count(const GenerateOptions& o) const {
-    const int frames = family_.latent_frames ? std::max(1, family_.latent_frames(o)) : 1;
-    return std::max(1, o.batch) * frames;
-}
+  private:
+    const std::vector<std::mutex*>& mutexes_;
+};
 
-Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
-                                                     const ProgressFn& progress,
-                                                     const ImageFn& on_image) {
-    Family& f = family_;
-    // Everything is validated before any compute.
-    auto planned = plan_request(o, f);
-    if (!planned.ok()) return planned.status();
-    const Plan& p = *planned;
+// One replica's share of a generate() call.
+struct ReplicaJob {
+    const Plan& plan;
+    const GenerateOptions& o;
+    const std::string& prompt;  // without its LoRA tags
+    const std::vector<LoraRequest>& loras;
+    size_t index = 0;        // replica index
+    std::vector<int> items;  // batch items, in order
+    bool alone = true;       // no other replica computes meanwhile
+    bool auto_fit = false;
+    std::string model_name;
+};
+
+// Runs `job` on `replica`: its LoRAs, text conditioning, init and reference images, then
+// each item's sampling and decode; the images go to `run` by item. Its phase timings go to
+// `t`, the seconds per step of each item to `step_secs[item]`.
+Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& run, PhaseTimings& t,
+                   std::vector<double>& step_secs) {
+    Family& f = replica.family;
+    const Plan& p = job.plan;
+    const GenerateOptions& o = job.o;
     std::vector<float> sigmas = p.sigmas;
+    std::optional<LockSet> prepare_lock;
+    prepare_lock.emplace(replica.prepare_locks);
 
-    // LoRA tags leave the prompt before it is tokenized (the saved prompt keeps them).
-    std::vector<LoraRequest> loras;
-    auto prompt = extract_lora_tags(o.prompt, &loras);
-    if (!prompt.ok()) return prompt.status();
     auto tl = Clock::now();
-    GGDIFF_TRY(lora_->apply(f, loras));
-    timings_.lora = seconds_since(tl);
-    if (!loras.empty() && progress && !progress("lora", 1, 1, timings_.lora)) {
+    GGDIFF_TRY(replica.lora->apply(f, job.loras));
+    t.lora = seconds_since(tl);
+    if (!job.loras.empty() && !run.phase("lora", 1, 1, t.lora)) {
         return Status::Error("cancelled");
     }
 
     // Text conditioning.
     auto t0 = Clock::now();
     TextRequest tr;
-    tr.prompt = *prompt;
+    tr.prompt = job.prompt;
     tr.clip_skip = o.clip_skip;
     tr.width = p.width;
     tr.height = p.height;
-    timings_.text_figures = timings_.encode_figures = PhaseFigures{};
-    timings_.sampling_figures = timings_.decode_figures = PhaseFigures{};
-    // Each phase's figures: flops computed, and the process's peak resident set at its end;
-    // with GGDIFF_PHASE_PEAKS=1 (ggdiff-bench) the peak restarts at each phase, which also
-    // hides the earlier peak from tools that read it at exit (time -v), so only on request.
+    // Each phase's figures: flops this replica computed, and the process's peak resident set
+    // at its end; with GGDIFF_PHASE_PEAKS=1 (ggdiff-bench) the peak restarts at each phase,
+    // which also hides the earlier peak from tools that read it at exit (time -v), so only on
+    // request (and not while other replicas compute).
     const char* peaks_env = std::getenv("GGDIFF_PHASE_PEAKS");
-    const bool phase_peaks = peaks_env && std::strcmp(peaks_env, "1") == 0;
-    double flops_mark = computed_flops();
+    const bool phase_peaks = peaks_env && std::strcmp(peaks_env, "1") == 0 && job.alone;
+    double flops_mark = computed_flops_on_this_thread();
     uint64_t upload_mark = uploaded_weight_bytes();
     if (phase_peaks) reset_peak_resident();
     auto close_phase = [&flops_mark, &upload_mark, phase_peaks](PhaseFigures& fig) {
-        fig.flops += computed_flops() - flops_mark;
+        fig.flops += computed_flops_on_this_thread() - flops_mark;
         fig.uploaded += uploaded_weight_bytes() - upload_mark;
         fig.peak_rss = std::max(fig.peak_rss, peak_resident_bytes());
         if (phase_peaks) reset_peak_resident();
-        flops_mark = computed_flops();
+        flops_mark = computed_flops_on_this_thread();
         upload_mark = uploaded_weight_bytes();
     };
     auto cond = f.text->encode(tr);
@@ -229,10 +255,10 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
         uncond = std::move(*u);
     }
     f.text->end_phase();
-    close_phase(timings_.text_figures);
-    timings_.text = seconds_since(t0);
-    GGDIFF_LOG_DEBUG("text encoding: %.2fs", timings_.text);
-    if (progress && !progress("text", 1, 1, timings_.text)) return Status::Error("cancelled");
+    close_phase(t.text_figures);
+    t.text = seconds_since(t0);
+    GGDIFF_LOG_DEBUG("text encoding: %.2fs", t.text);
+    if (!run.phase("text", 1, 1, t.text)) return Status::Error("cancelled");
 
     std::shared_ptr<sampling::Rng> rng = sampling::make_rng(p.rng, static_cast<uint64_t>(o.seed));
     std::shared_ptr<sampling::Rng> sampler_rng =
@@ -245,7 +271,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
     if (o.control_image) {
         control =
             make_control_hint(*o.control_image, p.width, p.height, o.canny, o.control_strength);
-    } else if (f.takes_control) {
+    } else if (f.takes_control && job.index == 0) {
         GGDIFF_LOG_WARN("a ControlNet is loaded but no --control-image is given: it is not used");
     }
 
@@ -310,12 +336,10 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
                                              : latent_mask;
         }
         sigmas = sampling::img2img_sigmas(sigmas, o.strength);
-        close_phase(timings_.encode_figures);
-        timings_.encode = seconds_since(t1);
-        GGDIFF_LOG_DEBUG("init image encoding: %.2fs", timings_.encode);
-        if (progress && !progress("encode", 1, 1, timings_.encode)) {
-            return Status::Error("cancelled");
-        }
+        close_phase(t.encode_figures);
+        t.encode = seconds_since(t1);
+        GGDIFF_LOG_DEBUG("init image encoding: %.2fs", t.encode);
+        if (!run.phase("encode", 1, 1, t.encode)) return Status::Error("cancelled");
     } else if (f.inpaint_inputs) {
         // Text to image with an inpainting model: everything to paint, nothing known.
         inpaint_input = inpaint_concat(std::vector<float>(plane, 1.0f),
@@ -334,6 +358,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
         }
         ref_latents.push_back(std::move(*enc));
     }
+    prepare_lock.reset();
 
     const bool batched = p.use_uncond && uncond.batchable_with(*cond);
     const sampling::SamplerKind sampler = p.sampler;
@@ -387,10 +412,9 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
         return res;
     };
 
-    std::vector<GeneratedImage> results;
-    timings_.steps.clear();
-    timings_.sampling = 0;
-    for (int b = 0; b < o.batch; ++b) {
+    for (const int b : job.items) {
+        if (run.stopped()) return Status::Error("cancelled");
+        const bool last = b == job.items.back();
         const int64_t seed = o.seed + b;
         rng->manual_seed(static_cast<uint64_t>(seed));
         if (sampler_rng != rng) sampler_rng->manual_seed(static_cast<uint64_t>(seed));
@@ -400,20 +424,21 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
         so.eta = o.eta;
         so.seed = static_cast<uint64_t>(seed);
         so.model = &p.param;
-        auto ts = Clock::now();
         const int total = static_cast<int>(sigmas.size()) - 1;
-        const std::string phase =
-            o.batch > 1 ? string_format("sampling %d/%d", b + 1, o.batch) : std::string("sampling");
-        so.on_step = [&](int step, int) {
-            return progress ? progress(phase, step, total, seconds_since(ts)) : true;
-        };
-        GGDIFF_TRY(sampling::sample(sampler, denoise, x, sigmas, *sampler_rng, so));
-        x = p.param.inverse_noise_scaling(sigmas.back(), x);
-        const double sampled = seconds_since(ts);
-        timings_.sampling += sampled;
-        timings_.steps.push_back(sampled / std::max(1, total));
-        if (b + 1 == o.batch) f.denoiser->end_phase();
-        close_phase(timings_.sampling_figures);
+        {
+            LockSet sampling_lock(replica.sampling_locks);
+            auto ts = Clock::now();
+            so.on_step = [&](int step, int) {
+                return run.sampling_step(b, step, total, seconds_since(ts));
+            };
+            GGDIFF_TRY(sampling::sample(sampler, denoise, x, sigmas, *sampler_rng, so));
+            x = p.param.inverse_noise_scaling(sigmas.back(), x);
+            const double sampled = seconds_since(ts);
+            t.sampling += sampled;
+            step_secs[static_cast<size_t>(b)] = sampled / std::max(1, total);
+            if (last) f.denoiser->end_phase();
+        }
+        close_phase(t.sampling_figures);
 
         // Decode; under auto-fit a decode that does not fit is retried once with tiling.
         auto td = Clock::now();
@@ -454,22 +479,27 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
             }
             return img;
         };
-        auto img = decode(o.vae_tiling);
-        if (!img.ok() && auto_fit_ && !o.vae_tiling.enabled) {
-            GGDIFF_LOG_WARN("VAE decode failed (%s); retrying with 256x256 tiles",
-                            img.status().message().c_str());
-            TilingOptions tiles;
-            tiles.enabled = true;
-            img = decode(tiles);
+        Result<HostTensor> img = Status::Error("not decoded");
+        {
+            LockSet decode_lock(replica.decode_locks);
+            img = decode(o.vae_tiling);
+            if (!img.ok() && job.auto_fit && !o.vae_tiling.enabled) {
+                GGDIFF_LOG_WARN("VAE decode failed (%s); retrying with 256x256 tiles",
+                                img.status().message().c_str());
+                TilingOptions tiles;
+                tiles.enabled = true;
+                img = decode(tiles);
+            }
+            if (last) f.vae->end_phase();
         }
-        if (b + 1 == o.batch) f.vae->end_phase();
-        close_phase(timings_.decode_figures);
+        close_phase(t.decode_figures);
         if (!img.ok()) return img.status().with_context("VAE decode");
-        timings_.decode = seconds_since(td);
-        GGDIFF_LOG_DEBUG("VAE decode: %.2fs", timings_.decode);
-        if (progress) progress("decode", 1, 1, timings_.decode);
+        t.decode = seconds_since(td);
+        GGDIFF_LOG_DEBUG("VAE decode: %.2fs", t.decode);
+        run.phase("decode", 1, 1, t.decode);
 
         // One image per decoded frame (several when a latent holds layers).
+        std::vector<GeneratedImage> images;
         const int64_t frames = img->dim(3);
         const int64_t frame_numel = img->numel() / std::max<int64_t>(1, frames);
         for (int64_t fr = 0; fr < frames; ++fr) {
@@ -489,17 +519,102 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
             info.seed = seed;
             info.width = p.width;
             info.height = p.height;
-            info.model = o.output_model_name.empty() ? model_name_ : o.output_model_name;
+            info.model = o.output_model_name.empty() ? job.model_name : o.output_model_name;
             if (o.clip_skip > 0) info.clip_skip = o.clip_skip;
             if (o.init_image) info.denoising_strength = o.strength;
             info.rng = sampling::rng_name(p.rng);
-            if (!lora_->hashes().empty()) info.extra.emplace_back("Lora hashes", lora_->hashes());
+            if (!replica.lora->hashes().empty()) {
+                info.extra.emplace_back("Lora hashes", replica.lora->hashes());
+            }
             g.infotext = format_infotext(info);
-            if (on_image) on_image(g);
-            results.push_back(std::move(g));
+            images.push_back(std::move(g));
         }
+        run.finish_item(b, std::move(images));
     }
-    return results;
+    return Status::Ok();
+}
+
+}  // namespace
+
+int Engine::image_count(const GenerateOptions& o) const {
+    const Family& f = family_parts();
+    const int frames = f.latent_frames ? std::max(1, f.latent_frames(o)) : 1;
+    return std::max(1, o.batch) * frames;
+}
+
+Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
+                                                     const ProgressFn& progress,
+                                                     const ImageFn& on_image) {
+    // Everything is validated before any compute.
+    auto planned = plan_request(o, replicas_.front()->family);
+    if (!planned.ok()) return planned.status();
+    // LoRA tags leave the prompt before it is tokenized (the saved prompt keeps them).
+    std::vector<LoraRequest> loras;
+    auto prompt = extract_lora_tags(o.prompt, &loras);
+    if (!prompt.ok()) return prompt.status();
+
+    // Item i on replica i % n; a batch smaller than n leaves the last replicas idle.
+    const size_t n = replicas_.size();
+    const size_t active = std::min(n, static_cast<size_t>(o.batch));
+    if (n > 1) {
+        std::vector<std::string> names;
+        for (const auto& r : replicas_) names.push_back(r->name);
+        GGDIFF_LOG_INFO("%s", placement::data_parallel_summary(names, o.batch).c_str());
+    }
+    BatchRun run(progress, on_image, o.batch, active > 1);
+    std::vector<PhaseTimings> t(active);
+    std::vector<double> step_secs(static_cast<size_t>(o.batch), 0.0);
+    std::vector<ReplicaJob> jobs;
+    for (size_t k = 0; k < active; ++k) {
+        jobs.push_back({*planned, o, *prompt, loras, k, placement::replica_items(o.batch, n, k),
+                        active == 1, auto_fit_, model_name_});
+    }
+    if (active == 1) {
+        GGDIFF_TRY(run_replica(*replicas_.front(), jobs.front(), run, t.front(), step_secs));
+    } else {
+        // Every replica on its own thread with its own backend instances; the first failure
+        // or a cancel stops them all, and its error names the replica's devices.
+        auto work = [&](size_t k) {
+            BackendInstanceScope instance(static_cast<int>(k));
+            Status st;
+            try {
+                st = run_replica(*replicas_[k], jobs[k], run, t[k], step_secs);
+            } catch (const std::exception& e) {
+                st = Status::Error(std::string("unexpected failure: ") + e.what());
+            } catch (...) {
+                st = Status::Error("unexpected failure");
+            }
+            if (!st.ok())
+                run.fail(st.with_context("data parallel replica on " + replicas_[k]->name));
+        };
+        std::vector<std::thread> threads;
+        for (size_t k = 1; k < active; ++k) threads.emplace_back(work, k);
+        work(0);
+        for (std::thread& th : threads) th.join();
+        GGDIFF_TRY(run.status());
+    }
+
+    // Timings: the preparation phases ran side by side (the longest counts), sampling adds
+    // up over the items, the decode is the last item's; flops add up over the replicas.
+    timings_ = PhaseTimings{};
+    auto add = [](PhaseFigures& into, const PhaseFigures& f) {
+        into.flops += f.flops;
+        into.uploaded += f.uploaded;
+        into.peak_rss = std::max(into.peak_rss, f.peak_rss);
+    };
+    for (const PhaseTimings& r : t) {
+        timings_.text = std::max(timings_.text, r.text);
+        timings_.encode = std::max(timings_.encode, r.encode);
+        timings_.lora = std::max(timings_.lora, r.lora);
+        timings_.sampling += r.sampling;
+        add(timings_.text_figures, r.text_figures);
+        add(timings_.encode_figures, r.encode_figures);
+        add(timings_.sampling_figures, r.sampling_figures);
+        add(timings_.decode_figures, r.decode_figures);
+    }
+    timings_.decode = t[static_cast<size_t>(o.batch - 1) % active].decode;
+    timings_.steps = std::move(step_secs);
+    return run.take_images();
 }
 
 }  // namespace ggdiff

@@ -4,6 +4,7 @@
 #include "devices/devices.h"
 #include "io/weight_type.h"
 #include "placement/auto_fit_report.h"
+#include "placement/data_parallel.h"
 #include "placement/max_vram.h"
 
 namespace ggdiff {
@@ -37,9 +38,9 @@ uint64_t converted_bytes(const TensorInfo& t, int weight_type) {
 }
 
 ModuleDevices module_devices(const placement::PlacementSpec& spec, placement::Module m,
-                             const std::vector<placement::DeviceInfo>& devices,
+                             size_t replica, const std::vector<placement::DeviceInfo>& devices,
                              bool stream_layers) {
-    const placement::ModulePlacement mp = spec.module(m);
+    const placement::ModulePlacement mp = spec.module(m, replica);
     ModuleDevices md;
     md.module = placement::module_name(m);
     md.devices = mp.devices;
@@ -135,15 +136,19 @@ Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& o, const Te
     return placement::plan_auto_fit(in);
 }
 
-Result<EnginePlacement> resolve_placement(const ModelOptions& o, const TensorIndex& index,
-                                          int weight_type, const ComputeFigures* measured) {
+Result<std::vector<EnginePlacement>> resolve_placement(const ModelOptions& o,
+                                                       const TensorIndex& index, int weight_type,
+                                                       const ComputeFigures* measured) {
     auto spec = validate_placement(o);
     if (!spec.ok()) return spec.status();
     placement::PlacementSpec effective = *spec;
-    EnginePlacement ep;
+    bool auto_fit = false;
     if (o.auto_fit) {
         if (!o.backend.empty() || !o.params_backend.empty()) {
-            GGDIFF_LOG_WARN("--auto-fit: ignoring --backend and --params-backend");
+            GGDIFF_LOG_WARN("--auto-fit: ignoring --backend and --params-backend%s",
+                            placement::replica_count(spec->backend) > 1
+                                ? " (also its '|' lists: auto-fit plans one replica)"
+                                : "");
         }
         auto plan = plan_auto_fit_for(o, index, weight_type, measured);
         if (!plan.ok()) return plan.status();
@@ -154,35 +159,48 @@ Result<EnginePlacement> resolve_placement(const ModelOptions& o, const TensorInd
         GGDIFF_LOG_INFO("auto-fit: %s", placement::plan_args(*plan).c_str());
         effective = plan->spec;
         effective.max_vram = spec->max_vram;
-        ep.auto_fit = true;
+        auto_fit = true;
     }
     const std::vector<placement::DeviceInfo> devices = placement_devices();
-    ep.te = module_devices(effective, placement::Module::TextEncoder, devices, o.stream_layers);
-    ep.diffusion =
-        module_devices(effective, placement::Module::Diffusion, devices, o.stream_layers);
-    ep.vae = module_devices(effective, placement::Module::Vae, devices, o.stream_layers);
-    ep.control = module_devices(effective, placement::Module::ControlNet, devices, o.stream_layers);
-    // The auto-fit plan places the three big modules; a ControlNet runs beside the denoiser
-    // (its outputs feed every UNet block), unless --control-net-cpu says otherwise.
-    if (measured) {
-        // Layer-split shares keep the measured compute buffer (with its margin) per device.
-        for (ModuleDevices* md : {&ep.te, &ep.diffusion}) {
-            auto it = measured->find(md->module);
-            if (it != measured->end() && it->second > 0)
-                md->split_headroom = it->second + placement::compute_margin(it->second);
+    const size_t replicas = placement::replica_count(effective.backend);
+    std::vector<EnginePlacement> out;
+    for (size_t k = 0; k < replicas; ++k) {
+        EnginePlacement ep;
+        ep.auto_fit = auto_fit;
+        ep.te =
+            module_devices(effective, placement::Module::TextEncoder, k, devices, o.stream_layers);
+        ep.diffusion =
+            module_devices(effective, placement::Module::Diffusion, k, devices, o.stream_layers);
+        ep.vae = module_devices(effective, placement::Module::Vae, k, devices, o.stream_layers);
+        ep.control =
+            module_devices(effective, placement::Module::ControlNet, k, devices, o.stream_layers);
+        if (measured) {
+            // Layer-split shares keep the measured compute buffer (with its margin) per device.
+            for (ModuleDevices* md : {&ep.te, &ep.diffusion}) {
+                auto it = measured->find(md->module);
+                if (it != measured->end() && it->second > 0)
+                    md->split_headroom = it->second + placement::compute_margin(it->second);
+            }
         }
+        if (k == 0 && o.stream_layers && ep.diffusion.cut_budget == 0 && ep.te.cut_budget == 0) {
+            GGDIFF_LOG_WARN(
+                "--stream-layers has no effect: it streams the segments of a module cut by a "
+                "--max-vram budget, and neither the diffusion model's nor the text encoder's "
+                "device has one (e.g. --max-vram 4 or --max-vram RPC0=4)");
+        }
+        // The auto-fit plan places the three big modules; a ControlNet runs beside the
+        // denoiser (its outputs feed every UNet block), unless --control-net-cpu says otherwise.
+        if (ep.auto_fit && !o.control_net_cpu && ep.control.devices.empty() &&
+            !ep.diffusion.devices.empty()) {
+            ep.control.devices = {ep.diffusion.devices.front()};
+        }
+        if (replicas > 1) {
+            ep.replica_devices = placement::replica_devices(effective.backend, k);
+            ep.replica = placement::replica_name(effective.backend, k);
+        }
+        out.push_back(std::move(ep));
     }
-    if (o.stream_layers && ep.diffusion.cut_budget == 0 && ep.te.cut_budget == 0) {
-        GGDIFF_LOG_WARN(
-            "--stream-layers has no effect: it streams the segments of a module cut by a "
-            "--max-vram budget, and neither the diffusion model's nor the text encoder's device "
-            "has one (e.g. --max-vram 4 or --max-vram RPC0=4)");
-    }
-    if (ep.auto_fit && !o.control_net_cpu && ep.control.devices.empty() &&
-        !ep.diffusion.devices.empty()) {
-        ep.control.devices = {ep.diffusion.devices.front()};
-    }
-    return ep;
+    return out;
 }
 
 }  // namespace ggdiff

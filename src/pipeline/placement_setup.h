@@ -13,9 +13,15 @@
 
 namespace ggdiff {
 
+// Where the modules of one replica of the model run (one replica unless --backend has
+// '|' lists: placement/data_parallel.h).
 struct EnginePlacement {
     ModuleDevices te, diffusion, vae, control;
     bool auto_fit = false;
+    // Data parallel: the devices of the replica's '|' entries and its name ("RPC1", or
+    // "CUDA1+RPC1"); empty without '|'.
+    std::vector<std::string> replica_devices;
+    std::string replica;
 };
 
 // Parses --backend/--params-backend/--split-mode/--max-vram (and --clip-on-cpu,
@@ -32,12 +38,13 @@ Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& options,
                                                  const TensorIndex& index, int weight_type,
                                                  const ComputeFigures* measured = nullptr);
 
-// Per-module devices, params location and split mode; with --auto-fit, from the plan
-// (printed as a table with the derived flags). `measured` (may be null) sizes the auto-fit
-// reserves and the layer-split headroom.
-Result<EnginePlacement> resolve_placement(const ModelOptions& options, const TensorIndex& index,
-                                          int weight_type,
-                                          const ComputeFigures* measured = nullptr);
+// Per-module devices, params location and split mode, one EnginePlacement per data-parallel
+// replica (one without '|'); with --auto-fit, from the plan (printed as a table with the
+// derived flags; auto-fit plans a single replica). `measured` (may be null) sizes the
+// auto-fit reserves and the layer-split headroom.
+Result<std::vector<EnginePlacement>> resolve_placement(const ModelOptions& options,
+                                                       const TensorIndex& index, int weight_type,
+                                                       const ComputeFigures* measured = nullptr);
 
 // Whether these flags place anything by compute headroom (--auto-fit or a layer split), so
 // that measuring the compute buffers first is worth it.

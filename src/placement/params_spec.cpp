@@ -4,7 +4,7 @@ namespace ggdiff::placement {
 
 Result<ParamsLocation> parse_params_location(const std::string& value,
                                              const std::vector<std::string>& device_names) {
-    if (value.find('&') != std::string::npos)
+    if (value.find_first_of("&|") != std::string::npos)
         return Status::Error("device lists are not allowed in --params-backend (" + quoted(value) +
                              "); give one device, cpu or disk");
     const std::string lower = to_lower(value);

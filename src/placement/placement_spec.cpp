@@ -2,9 +2,9 @@
 
 namespace ggdiff::placement {
 
-ModulePlacement PlacementSpec::module(Module m) const {
+ModulePlacement PlacementSpec::module(Module m, size_t replica) const {
     ModulePlacement out;
-    if (auto d = backend.get(m)) out.devices = *d;
+    if (auto d = backend.get(m)) out.devices = d->for_replica(replica);
     if (auto p = params.get(m); p && p->kind != ParamsLocation::Kind::Default) out.params = *p;
     if (auto s = split_mode.get(m)) out.split_mode = *s;
     return out;

@@ -22,7 +22,7 @@ struct PlacementArgs {
     std::optional<std::string> max_vram;        // --max-vram
 };
 
-// Where one module runs.
+// Where one module of one replica runs.
 struct ModulePlacement {
     DeviceList devices;                    // empty: the default device; >1: a split
     std::optional<ParamsLocation> params;  // explicit --params-backend (never Kind::Default)
@@ -35,7 +35,9 @@ struct PlacementSpec {
     SplitModeSpec split_mode;
     MaxVramSpec max_vram;
 
-    ModulePlacement module(Module m) const;
+    // Module m of data-parallel replica `replica` (placement/data_parallel.h): a '|' list
+    // gives its replica-th device, any other value is the same for every replica.
+    ModulePlacement module(Module m, size_t replica = 0) const;
     bool operator==(const PlacementSpec& o) const {
         return backend == o.backend && params == o.params && split_mode == o.split_mode &&
                max_vram == o.max_vram;

@@ -20,10 +20,12 @@ constexpr size_t kGraphSize = 32768;
 
 std::mutex g_backend_mutex;
 std::map<std::string, ggml_backend_t> g_backends;
+thread_local int t_backend_instance = 0;
 
 ggml_backend_t cached_backend(ggml_backend_dev_t dev, int n_threads) {
     std::lock_guard<std::mutex> lock(g_backend_mutex);
-    const std::string key = ggml_backend_dev_name(dev);
+    std::string key = ggml_backend_dev_name(dev);
+    if (t_backend_instance != 0) key += "#" + std::to_string(t_backend_instance);
     auto it = g_backends.find(key);
     ggml_backend_t b = nullptr;
     if (it != g_backends.end()) {
@@ -38,6 +40,14 @@ ggml_backend_t cached_backend(ggml_backend_dev_t dev, int n_threads) {
 }
 
 }  // namespace
+
+BackendInstanceScope::BackendInstanceScope(int instance) : previous_(t_backend_instance) {
+    t_backend_instance = instance;
+}
+
+BackendInstanceScope::~BackendInstanceScope() {
+    t_backend_instance = previous_;
+}
 
 ggml_tensor* GraphBuilder::input(const HostTensor& value) {
     int64_t d[4] = {1, 1, 1, 1};
@@ -117,6 +127,7 @@ GraphRunner::GraphRunner(std::vector<ggml_backend_t> backends, std::string label
 namespace {
 
 std::atomic<double> g_flops{0.0};
+thread_local double t_flops = 0.0;
 
 // Products and convolutions of a graph: the CPU kernels' own counts, and ggml's products
 // (convolutions on other backends are im2col products).
@@ -138,6 +149,10 @@ double graph_flops(ggml_cgraph* gf) {
 
 double computed_flops() {
     return g_flops.load();
+}
+
+double computed_flops_on_this_thread() {
+    return t_flops;
 }
 
 ggml_backend_sched_t GraphRunner::new_sched() {
@@ -267,6 +282,7 @@ void count_flops(ggml_cgraph* gf) {
     double seen = g_flops.load();
     while (!g_flops.compare_exchange_weak(seen, seen + flops)) {
     }
+    t_flops += flops;
 }
 
 Result<std::vector<HostTensor>> read_outputs(const std::vector<ggml_tensor*>& outs,

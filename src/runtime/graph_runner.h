@@ -119,12 +119,31 @@ void count_flops(ggml_cgraph* gf);
 // Floating-point operations of the matrix products, convolutions and attention of every
 // graph computed so far in this process (monotonic; differences give a phase's count).
 double computed_flops();
+// The same for the graphs computed on the calling thread (a data-parallel replica counts
+// its own phases while the others compute).
+double computed_flops_on_this_thread();
+
+// The backends below are cached per device and per instance. A ggml backend cannot compute
+// on two threads at once (the CPU backend's work buffer, an RPC connection), so each
+// data-parallel replica takes its backends (its devices and its CPU fallback) as its own
+// instance: while a BackendInstanceScope is alive, this thread gets instance `instance`
+// (0 outside any scope).
+class BackendInstanceScope {
+  public:
+    explicit BackendInstanceScope(int instance);
+    ~BackendInstanceScope();
+    BackendInstanceScope(const BackendInstanceScope&) = delete;
+    BackendInstanceScope& operator=(const BackendInstanceScope&) = delete;
+
+  private:
+    int previous_;
+};
 
 // Backends for plain CPU compute: the CPU backend, preceded by BLAS when present and the
 // CPU kernels (runtime/cpu_kernels.h) are not available.
 // Owned by a process-wide cache; threads applied to both.
 std::vector<ggml_backend_t> cpu_backends(int n_threads);
-// A backend for a named device (cached per device name).
+// A backend for a named device (cached per device name and instance).
 Result<ggml_backend_t> backend_for_device(const std::string& name, int n_threads);
 
 }  // namespace ggdiff

@@ -1,7 +1,6 @@
 #include "runtime/segment_runner.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -19,12 +18,13 @@ const ggml_tensor* root(const ggml_tensor* t) {
     return t->view_src ? t->view_src : t;
 }
 
-std::atomic<uint64_t> g_uploaded{0};
+// Per thread, as the phases that read it (data-parallel replicas run on their own threads).
+thread_local uint64_t g_uploaded = 0;
 
 }  // namespace
 
 uint64_t uploaded_weight_bytes() {
-    return g_uploaded.load();
+    return g_uploaded;
 }
 
 SegmentRunner::SegmentRunner(ggml_backend_t backend, std::string module, std::string label,

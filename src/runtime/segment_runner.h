@@ -35,7 +35,7 @@
 
 namespace ggdiff {
 
-// Weight bytes every SegmentRunner of this process has uploaded so far (monotonic; differences
+// Weight bytes the SegmentRunners have uploaded so far on this thread (monotonic; differences
 // give a phase's count).
 uint64_t uploaded_weight_bytes();
 

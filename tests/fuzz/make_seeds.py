@@ -326,6 +326,7 @@ def text_seeds():
         "defaults.txt": "all=default,vae=RPC0\nall=default\nall=row\nall=6\n",
         "bad.txt": "diffusion=CUDA0&default\ndiffusion=CUDA0&CUDA1\nsideways\n0\nhost",
         "case.txt": "Control_Net=cpu,TE=cuda0\nDIFFUSION=Disk\nROW\n-2\n[::1]:80",
+        "replicas.txt": "all=CUDA0|CUDA1,vae=CPU,te=RPC0|Vulkan0\ndiffusion=cpu\nrow\n8\n",
     }
     for name, t in placements.items():
         out("placement", name, t)

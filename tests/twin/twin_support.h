@@ -129,20 +129,26 @@ class TwoWorkers : public ::testing::Test {
     std::string servers() const { return w0_.endpoint() + "," + w1_.endpoint(); }
     static std::string log_of(const RunResult& r) { return r.out + r.err; }
 
-    // An image made once per build of the binaries and kept under GGDIFF_TEST_TMP/`cache`
-    // (ctest runs every test in its own process): `key` names everything the image depends on
-    // besides the ggdiff and ggdiff-rpc binaries, `make` writes it to the path it is given.
-    std::string cached_image(const std::string& cache, const std::string& key,
-                             const std::function<RunResult(const std::string&)>& make) const {
+    // Where cached_image keeps the image for `key` in the folder `cache`.
+    std::string cache_path(const std::string& cache, const std::string& key) const {
         const std::string full = key + "|" + file_stamp(e2e::binary_path()) + "|" +
                                  file_stamp(rpc_test::binary("ggdiff-rpc"));
         const std::string folder = std::string(GGDIFF_TEST_TMP) + "/" + cache;
         std::filesystem::create_directories(folder);
         char name[64];
         std::snprintf(name, sizeof(name), "/ref_%016zx", std::hash<std::string>{}(full));
-        const std::string path = folder + name + ".png";
+        return folder + name + ".png";
+    }
+
+    // An image made once per build of the binaries and kept under GGDIFF_TEST_TMP/`cache`
+    // (ctest runs every test in its own process): `key` names everything the image depends on
+    // besides the ggdiff and ggdiff-rpc binaries, `make` writes it to the path it is given.
+    std::string cached_image(const std::string& cache, const std::string& key,
+                             const std::function<RunResult(const std::string&)>& make) const {
+        const std::string path = cache_path(cache, key);
         if (std::filesystem::is_regular_file(path)) return path;
-        const std::string tmp = folder + name + ".tmp" + std::to_string(getpid()) + ".png";
+        const std::string tmp =
+            path.substr(0, path.size() - 4) + ".tmp" + std::to_string(getpid()) + ".png";
         const RunResult r = make(tmp);
         if (!r.succeeded() || !std::filesystem::is_regular_file(tmp)) {
             ADD_FAILURE() << "the single-device reference failed\n" << r.describe();
@@ -150,6 +156,45 @@ class TwoWorkers : public ::testing::Test {
         }
         std::filesystem::rename(tmp, path);  // atomic: parallel tests may race to make it
         return path;
+    }
+
+    // The CLI's name for image i of a batch written to `first`: first, then NAME_1.EXT, ...
+    static std::string batch_name(const std::string& first, int i) {
+        if (i == 0) return first;
+        const std::filesystem::path p(first);
+        return (p.parent_path() /
+                (p.stem().string() + "_" + std::to_string(i) + p.extension().string()))
+            .string();
+    }
+
+    // A batch of `count` images made once per build of the binaries like cached_image; `make`
+    // writes the batch to the path it is given (and its batch_name siblings). Returns the
+    // paths in batch order (empty when making them failed).
+    std::vector<std::string> cached_batch(
+        const std::string& cache, const std::string& key, int count,
+        const std::function<RunResult(const std::string&)>& make) const {
+        const std::string batch_key = key + "|batch " + std::to_string(count);
+        const std::string final_path = cache_path(cache, batch_key);
+        const std::string first = cached_image(cache, batch_key, [&](const std::string& tmp) {
+            RunResult r = make(tmp);
+            // The rest of the batch first: the first file marks the whole batch as made.
+            for (int i = 1; r.succeeded() && i < count; ++i) {
+                if (std::filesystem::is_regular_file(batch_name(tmp, i))) {
+                    std::filesystem::rename(batch_name(tmp, i), batch_name(final_path, i));
+                }
+            }
+            return r;
+        });
+        std::vector<std::string> out;
+        for (int i = 0; !first.empty() && i < count; ++i) {
+            out.push_back(batch_name(first, i));
+            if (!std::filesystem::is_regular_file(out.back())) {
+                ADD_FAILURE() << "image " << i
+                              << " of the reference batch is missing: " << out.back();
+                return {};
+            }
+        }
+        return out;
     }
 
     // The run `r` wrote `out`: it must have succeeded and its image be within `tolerance` (mean
