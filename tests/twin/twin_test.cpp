@@ -402,6 +402,20 @@ TEST_F(Twin, MaxVramCutsTheDiffusionModelIntoSegments) {
     EXPECT_TRUE(contains(log, "19.8 MiB of weights uploaded per evaluation")) << log;
 }
 
+TEST_F(Twin, MaxVramCutWithParamsFromDiskOrCpu) {
+    // The segments are read from the checkpoint for each upload whatever the params place;
+    // with `disk` the file's pages are dropped after each upload.
+    for (const char* params : {"diffusion=disk", "diffusion=cpu"}) {
+        SCOPED_TRACE(params);
+        const std::string out = dir_ + "/cut_params.png";
+        RunResult r = generate({"--backend", "all=RPC0,te=RPC1", "--max-vram", "RPC0=0.012",
+                                "--stream-layers", "--params-backend", params},
+                               out, dir_);
+        expect_identical(r, out, single_device());
+        expect_segments(log_of(r), "diffusion", kUnetBlocks, 3);
+    }
+}
+
 TEST_F(Twin, StreamLayersKeepsLeadingBlocksAndStreamsTheRest) {
     // Both modules cut: the UNet on RPC0 (0.012 GiB), CLIP's 12 layers on RPC1 (0.12 GiB, its
     // 76 MiB token embedding stays resident), with --stream-layers.
