@@ -11,6 +11,23 @@ double mib(uint64_t b) {
     return static_cast<double>(b) / 1048576.0;
 }
 
+// Blocks [from, n) walked in order into segments: one is closed when it holds a block and the
+// next would exceed `capacity`.
+void pack(const std::vector<uint64_t>& block_bytes, int from, uint64_t capacity,
+          std::vector<Segment>& out) {
+    Segment cur{from, from, 0};
+    for (int i = from; i < static_cast<int>(block_bytes.size()); ++i) {
+        const uint64_t b = block_bytes[static_cast<size_t>(i)];
+        if (cur.end > cur.begin && cur.bytes + b > capacity) {
+            out.push_back(cur);
+            cur = Segment{i, i, 0};
+        }
+        cur.end = i + 1;
+        cur.bytes += b;
+    }
+    out.push_back(cur);
+}
+
 }  // namespace
 
 Result<SegmentPlan> plan_segments(const std::string& module,
@@ -55,26 +72,18 @@ Result<SegmentPlan> plan_segments(const std::string& module,
     plan.streamed = stream;
     const uint64_t left = budget - plan.resident_bytes;
     plan.segment_capacity = stream ? left / 2 : left;
-    Segment cur;
-    for (int i = 0; i < plan.num_blocks; ++i) {
-        const uint64_t b = block_bytes[static_cast<size_t>(i)];
-        if (b > plan.segment_capacity) {
-            return Status::Error(string_format(
-                "%s: segment %zu (block %d, %.1f MiB) does not fit: capacity %.1f MiB%s, short "
-                "by %.1f MiB",
-                module.c_str(), plan.segments.size() + (cur.end > cur.begin ? 1 : 0), i, mib(b),
-                mib(plan.segment_capacity),
-                stream ? " (half of what is left, as --stream-layers keeps two segments)" : "",
-                mib(b - plan.segment_capacity)));
-        }
-        if (cur.end > cur.begin && cur.bytes + b > plan.segment_capacity) {
-            plan.segments.push_back(cur);
-            cur = Segment{i, i, 0};
-        }
-        cur.end = i + 1;
-        cur.bytes += b;
+    pack(block_bytes, 0, plan.segment_capacity, plan.segments);
+    for (size_t k = 0; k < plan.segments.size(); ++k) {
+        // A block larger than the capacity stands alone in its segment.
+        const Segment& s = plan.segments[k];
+        if (s.bytes <= plan.segment_capacity) continue;
+        return Status::Error(string_format(
+            "%s: segment %zu (block %d, %.1f MiB) does not fit: capacity %.1f MiB%s, short by "
+            "%.1f MiB",
+            module.c_str(), k, s.begin, mib(s.bytes), mib(plan.segment_capacity),
+            stream ? " (half of what is left, as --stream-layers keeps two segments)" : "",
+            mib(s.bytes - plan.segment_capacity)));
     }
-    plan.segments.push_back(cur);
     if (stream) {
         // Residency: keep the most leading blocks that leave room for two slots of the
         // largest block still streamed; stream the rest in segments of half what remains.
@@ -96,17 +105,7 @@ Result<SegmentPlan> plan_segments(const std::string& module,
             plan.segments.push_back({0, keep, prefix[static_cast<size_t>(keep)]});
             plan.resident_segments = 1;
         }
-        Segment run{keep, keep, 0};
-        for (int i = keep; i < n; ++i) {
-            const uint64_t b = block_bytes[static_cast<size_t>(i)];
-            if (run.end > run.begin && run.bytes + b > plan.segment_capacity) {
-                plan.segments.push_back(run);
-                run = Segment{i, i, 0};
-            }
-            run.end = i + 1;
-            run.bytes += b;
-        }
-        plan.segments.push_back(run);
+        pack(block_bytes, keep, plan.segment_capacity, plan.segments);
     }
     return plan;
 }

@@ -215,11 +215,7 @@ Result<std::vector<HostTensor>> GraphRunner::run(WeightStore& weights, const Bui
         return weights.status();
     }
     if (kernels_) cpu::accelerate_mul_mats(ctx, outs);
-    ggml_cgraph* gf = ggml_new_graph_custom(ctx, kGraphSize, false);
-    for (ggml_tensor* o : outs) {
-        ggml_set_output(o);
-        ggml_build_forward_expand(gf, o);
-    }
+    ggml_cgraph* gf = new_output_graph(ctx, outs);
     ggml_backend_sched_reset(sched_);
     if (pin_) pin_nodes(gf);
     if (!ggml_backend_sched_alloc_graph(sched_, gf)) {
@@ -249,6 +245,15 @@ Result<std::vector<HostTensor>> GraphRunner::run(WeightStore& weights, const Bui
     auto results = read_outputs(outs, label_);
     ggml_free(ctx);
     return results;
+}
+
+ggml_cgraph* new_output_graph(ggml_context* ctx, const std::vector<ggml_tensor*>& outs) {
+    ggml_cgraph* gf = ggml_new_graph_custom(ctx, kGraphSize, false);
+    for (ggml_tensor* o : outs) {
+        ggml_set_output(o);
+        ggml_build_forward_expand(gf, o);
+    }
+    return gf;
 }
 
 void GraphBuilder::upload_inputs() const {

@@ -106,6 +106,8 @@ class GraphRunner {
     ggml_backend_sched_t new_sched();
 };
 
+// A new graph in `ctx` computing `outs`, each marked as an output.
+ggml_cgraph* new_output_graph(ggml_context* ctx, const std::vector<ggml_tensor*>& outs);
 // The outputs of a computed graph as host tensors (f32 outputs only).
 Result<std::vector<HostTensor>> read_outputs(const std::vector<ggml_tensor*>& outs,
                                              const std::string& label);

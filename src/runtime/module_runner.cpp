@@ -327,11 +327,7 @@ Result<std::vector<HostTensor>> ModuleRunner::measure(const BuildFn& build) {
         ggml_free(ctx);
         return weights_->status().with_context(label_);
     }
-    ggml_cgraph* gf = ggml_new_graph_custom(ctx, 32768, false);
-    for (ggml_tensor* o : outs) {
-        ggml_set_output(o);
-        ggml_build_forward_expand(gf, o);
-    }
+    ggml_cgraph* gf = new_output_graph(ctx, outs);
     ComputeProbe::active()->record(placement_.module, measure_compute_buffer(*weights_, gf));
     std::vector<HostTensor> zeros;
     for (ggml_tensor* o : outs) {

@@ -164,11 +164,7 @@ Result<bool> SegmentRunner::plan(GraphRunner& builder, WeightStore& weights, con
         ggml_free(ctx);
         return weights.status();
     }
-    ggml_cgraph* gf = ggml_new_graph_custom(ctx, 32768, false);
-    for (ggml_tensor* o : outs) {
-        ggml_set_output(o);
-        ggml_build_forward_expand(gf, o);
-    }
+    ggml_cgraph* gf = new_output_graph(ctx, outs);
     auto probe = measure(weights, gf);
     if (!probe.ok() || (plan_ && *probe <= planned_probe_)) {
         ggml_free(ctx);
@@ -399,11 +395,7 @@ Result<std::vector<HostTensor>> SegmentRunner::run(
         ggml_free(ctx);
         return weights.status();
     }
-    ggml_cgraph* gf = ggml_new_graph_custom(ctx, 32768, false);
-    for (ggml_tensor* o : outs) {
-        ggml_set_output(o);
-        ggml_build_forward_expand(gf, o);
-    }
+    ggml_cgraph* gf = new_output_graph(ctx, outs);
     Status ordered = order(gf);
     auto rs = ordered.ok() ? ranges(gf) : Result<std::vector<Range>>(ordered);
     if (!rs.ok()) {
