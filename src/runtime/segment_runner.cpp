@@ -36,6 +36,7 @@ SegmentRunner::SegmentRunner(ggml_backend_t backend, std::string module, std::st
       stream_(stream),
       pages_out_(pages_out) {
     ggml_backend_dev_t dev = ggml_backend_get_device(backend_);
+    device_ = dev ? ggml_backend_dev_name(dev) : ggml_backend_name(backend_);
     if (dev) {
         ggml_backend_dev_props props;
         ggml_backend_dev_get_props(dev, &props);
@@ -181,13 +182,12 @@ Result<bool> SegmentRunner::plan(GraphRunner& builder, WeightStore& weights, con
         head_ = string_format(
             "%s: --max-vram budget %.1f MiB on %s; compute buffer %.1f MiB measured (+ %.1f MiB "
             "margin)",
-            module_.c_str(), mib(budget_), ggml_backend_name(backend_), mib(compute),
-            mib(reserve - compute));
+            module_.c_str(), mib(budget_), device_.c_str(), mib(compute), mib(reserve - compute));
         if (reserve >= budget_) {
             st = Status::Error(string_format(
                 "%s: the compute buffer alone (%.1f MiB with its margin) exceeds the %.1f MiB "
                 "--max-vram budget on %s (short by %.1f MiB)",
-                module_.c_str(), mib(reserve), mib(budget_), ggml_backend_name(backend_),
+                module_.c_str(), mib(reserve), mib(budget_), device_.c_str(),
                 mib(reserve - budget_)));
             break;
         }
@@ -259,8 +259,7 @@ Status SegmentRunner::allocate(WeightStore& weights) {
         ggml_backend_buffer_t b = ggml_backend_buft_alloc_buffer(buft, size);
         if (!b) {
             return Status::Error(string_format("%s: cannot allocate %.1f MiB for %s on %s",
-                                               module_.c_str(), mib(size), what,
-                                               ggml_backend_name(backend_)));
+                                               module_.c_str(), mib(size), what, device_.c_str()));
         }
         ggml_backend_buffer_set_usage(b, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
         buffers_.push_back(b);
@@ -407,7 +406,7 @@ Result<std::vector<HostTensor>> SegmentRunner::run(
         ggml_free(ctx);
         return Status::Error(
             string_format("%s: cannot allocate the compute buffer (%.1f MiB) on %s",
-                          module_.c_str(), mib(planned_compute_), ggml_backend_name(backend_)));
+                          module_.c_str(), mib(planned_compute_), device_.c_str()));
     }
     gb.upload_inputs();
 

@@ -86,6 +86,7 @@ class SegmentRunner {
 
     ggml_backend_t backend_;
     std::string module_, label_;
+    std::string device_;  // the device's name (RPC0, CUDA1, ...) for logs and errors
     uint64_t budget_;
     bool stream_, pages_out_;
     bool async_ = false;

@@ -123,6 +123,58 @@ TEST_F(DataParallelTwin, BatchOnTwoReplicasMatchesOneDevice) {
     EXPECT_EQ(computed0, computed1);
 }
 
+// Workers with 200 MiB of device memory each (ggdiff-rpc --mem 200): one replica of the text
+// encoder and UNet (255 MiB of weights) fits neither; with --max-vram 0.15 --stream-layers each
+// replica streams its text encoder, and the batch still gives the one-device images (the VAE
+// decodes on the CPU in both runs).
+class DataParallelMem200 : public DataParallelTwin {
+  protected:
+    int worker_mem_mib() const override { return 200; }
+
+    // The batch with everything but the VAE on one unlimited worker, made once per build.
+    std::vector<std::string> unlimited_batch() const {
+        const std::string key = "unlimited RPC0, vae=CPU|" +
+                                join(ggdiff::e2e::euler_request(4), " ") + "|" +
+                                file_stamp(ggdiff::e2e::fixture_path());
+        return cached_batch("references", key, kBatch, [&](const std::string& path) {
+            rpc_test::Worker unlimited;
+            std::string error;
+            RunResult failed;
+            if (!unlimited.start(&error)) {
+                failed.spawn_failed = true;
+                failed.err = error;
+                return failed;
+            }
+            std::vector<std::string> args = ggdiff::e2e::model_args();
+            for (const std::string& a : ggdiff::e2e::euler_request(4)) args.push_back(a);
+            args.insert(args.end(),
+                        {"-b", std::to_string(kBatch), "--rpc-servers", unlimited.endpoint(),
+                         "--backend", "all=RPC0,vae=CPU", "-o", path});
+            return ggdiff::e2e::run_ggdiff(args, dir_ + "/reference", 600);
+        });
+    }
+};
+
+TEST_F(DataParallelMem200, StreamedReplicasGiveTheOneDeviceBatch) {
+    const std::vector<std::string> reference = unlimited_batch();
+    ASSERT_EQ(reference.size(), static_cast<size_t>(kBatch));
+    const std::string out = dir_ + "/dp.png";
+    // Without cutting a replica does not fit its worker.
+    const RunResult whole =
+        generate(2, {"--backend", "all=RPC0|RPC1,vae=CPU"}, dir_ + "/whole.png", dir_);
+    EXPECT_FALSE(whole.succeeded()) << whole.describe();
+    const RunResult r = generate(
+        kBatch, {"--backend", "all=RPC0|RPC1,vae=CPU", "--max-vram", "0.15", "--stream-layers"},
+        out, dir_);
+    const std::string log = log_of(r);
+    expect_same_batch(r, out, reference, kBatch);
+    EXPECT_TRUE(
+        contains(log, "data parallel: 2 replicas (RPC0, RPC1); items 0,2 on RPC0, 1,3 on RPC1"))
+        << log;
+    EXPECT_TRUE(contains(log, "te: --max-vram budget 153.6 MiB on RPC0")) << log;
+    EXPECT_TRUE(contains(log, "te: --max-vram budget 153.6 MiB on RPC1")) << log;
+}
+
 // A module without '|' on a device both replicas use (the text encoders on RPC0): the
 // replicas take turns on it, and the images are still those of one device.
 TEST_F(DataParallelTwin, SharedDeviceTakesTurns) {
