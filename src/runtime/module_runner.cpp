@@ -1,6 +1,7 @@
 #include "runtime/module_runner.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "core/log.h"
 #include "devices/devices.h"
@@ -21,6 +22,30 @@ ggml_backend_buffer_type_t buft_of_device(const std::string& name) {
 }
 
 thread_local ComputeProbe* g_probe = nullptr;
+
+// The weights each single-device module holds on its device while loaded (a --max-vram budget
+// is the device's, so a module cut on it leaves room for what the others keep there).
+std::mutex g_held_mutex;
+std::map<std::string, std::map<const ModuleRunner*, uint64_t>> g_held;
+
+void set_held(const std::string& device, const ModuleRunner* who, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(g_held_mutex);
+    if (bytes == 0) {
+        auto it = g_held.find(device);
+        if (it != g_held.end()) it->second.erase(who);
+    } else {
+        g_held[device][who] = bytes;
+    }
+}
+
+uint64_t held_by_others(const std::string& device, const ModuleRunner* who) {
+    std::lock_guard<std::mutex> lock(g_held_mutex);
+    uint64_t n = 0;
+    auto it = g_held.find(device);
+    if (it == g_held.end()) return 0;
+    for (const auto& [runner, bytes] : it->second) n += runner == who ? 0 : bytes;
+    return n;
+}
 
 }  // namespace
 
@@ -49,7 +74,9 @@ ModuleRunner::ModuleRunner(const TensorIndex& index, int weight_type, ModuleDevi
       label_(std::move(label)),
       weights_(std::make_unique<WeightStore>(index, weight_type)) {}
 
-ModuleRunner::~ModuleRunner() = default;
+ModuleRunner::~ModuleRunner() {
+    if (!held_device_.empty()) set_held(held_device_, this, 0);
+}
 
 void ModuleRunner::note(const std::string& line, bool warn) {
     log_.push_back(line);
@@ -121,6 +148,8 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
         segments_ = std::make_unique<SegmentRunner>(
             backends.front(), placement_.module, label_, placement_.cut_budget,
             placement_.stream_layers, placement_.params == ModuleDevices::Params::Disk);
+        const std::string device = placement_.devices.front();
+        segments_->set_held_by_others([this, device] { return held_by_others(device, this); });
         GGDIFF_LOG_DEBUG("%s: %zu weights, %.1f MiB, cut by --max-vram if they do not fit",
                          label_.c_str(), weights_->count(), weights_->bytes() / 1048576.0);
         return Status::Ok();
@@ -279,6 +308,10 @@ Status ModuleRunner::load() {
     Status st = placement_.params == ModuleDevices::Params::Device
                     ? weights_->stage(buft_for)
                     : weights_->load_placed(buft_for);
+    if (st.ok() && placement_.devices.size() == 1 && !is_cpu_name(placement_.devices.front())) {
+        held_device_ = placement_.devices.front();
+        set_held(held_device_, this, weights_->bytes());
+    }
     if (st.ok() && on_loaded_) st = on_loaded_();
     return st.with_context(label_);
 }
@@ -310,6 +343,7 @@ void ModuleRunner::end_phase() {
     if (placement_.params == ModuleDevices::Params::Disk ||
         placement_.params == ModuleDevices::Params::Device) {
         weights_->release();
+        if (!held_device_.empty()) set_held(held_device_, this, 0);
         return;
     }
     const size_t dropped = weights_->release_pages();

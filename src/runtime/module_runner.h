@@ -115,6 +115,7 @@ class ModuleRunner {
     std::unique_ptr<SegmentRunner> segments_;
     bool cut_decided_ = false;
     std::vector<placement::TensorRecord> records_;
+    std::string held_device_;  // the device this module's loaded weights are counted on
     KernelChoices choices_;
     std::optional<placement::LayerSplitPlan> split_;
     std::map<const ggml_tensor*, ggml_backend_t> pin_map_;

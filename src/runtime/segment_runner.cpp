@@ -176,18 +176,25 @@ Result<bool> SegmentRunner::plan(GraphRunner& builder, WeightStore& weights, con
     // which changes the compute buffer: when the reordered graph needs more, plan again
     // with that figure.
     uint64_t compute = *probe;
+    // What other modules keep on the device (weights loaded whole) is not this module's.
+    const uint64_t held = others_ ? others_() : 0;
+    const std::string held_text =
+        held ? string_format(", %.1f MiB of it held by other modules", mib(held)) : "";
     Status st = Status::Ok();
     for (int attempt = 0; attempt < 3; ++attempt) {
-        const uint64_t reserve = compute + placement::compute_margin(compute);
+        const uint64_t reserve = compute + placement::compute_margin(compute) + held;
         head_ = string_format(
-            "%s: --max-vram budget %.1f MiB on %s; compute buffer %.1f MiB measured (+ %.1f MiB "
-            "margin)",
-            module_.c_str(), mib(budget_), device_.c_str(), mib(compute), mib(reserve - compute));
+            "%s: --max-vram budget %.1f MiB on %s%s; compute buffer %.1f MiB measured (+ %.1f "
+            "MiB margin)",
+            module_.c_str(), mib(budget_), device_.c_str(), held_text.c_str(), mib(compute),
+            mib(reserve - held - compute));
         if (reserve >= budget_) {
             st = Status::Error(string_format(
-                "%s: the compute buffer alone (%.1f MiB with its margin) exceeds the %.1f MiB "
-                "--max-vram budget on %s (short by %.1f MiB)",
-                module_.c_str(), mib(reserve), mib(budget_), device_.c_str(),
+                "%s: the %.1f MiB --max-vram budget on %s leaves no room for its weights: its "
+                "compute buffer needs %.1f MiB with its margin%s (short by %.1f MiB)",
+                module_.c_str(), mib(budget_), device_.c_str(), mib(reserve - held),
+                held ? string_format(" and other modules hold %.1f MiB there", mib(held)).c_str()
+                     : "",
                 mib(reserve - budget_)));
             break;
         }

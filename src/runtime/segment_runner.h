@@ -22,6 +22,7 @@
 #include <ggml-backend.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -66,6 +67,10 @@ class SegmentRunner {
     // Frees the slots, the resident weights and the compute buffer (end of phase).
     void release(WeightStore& weights);
 
+    // Bytes other modules hold on the device when this one plans (weights loaded whole there),
+    // taken out of the budget.
+    void set_held_by_others(std::function<uint64_t()> fn) { others_ = std::move(fn); }
+
     const std::optional<placement::SegmentPlan>& segment_plan() const { return plan_; }
     const SegmentStats& last_stats() const { return stats_; }
     const std::vector<std::string>& log_lines() const { return log_; }
@@ -90,6 +95,7 @@ class SegmentRunner {
     uint64_t budget_;
     bool stream_, pages_out_;
     bool async_ = false;
+    std::function<uint64_t()> others_;
     ggml_gallocr_t galloc_ = nullptr;
     std::optional<placement::SegmentPlan> plan_;
     uint64_t planned_compute_ = 0;  // the compute buffer the plan leaves room for

@@ -74,6 +74,9 @@ class Twin : public TwoWorkers {
 
     // The single-device reference of every twin: everything on RPC0.
     std::string single_device() const { return reference({"--backend", "RPC0"}); }
+    // The same with the VAE decoding on the CPU (for runs that keep RPC0's budget for the
+    // module under test).
+    std::string vae_on_cpu() const { return reference({"--backend", "all=RPC0,vae=CPU"}); }
 
     // Runs the placement `extra`, checks it succeeded, and that its image matches
     // `reference_path` within the golden tolerance. Returns the run (log in out/err).
@@ -388,12 +391,13 @@ void expect_identical(const RunResult& r, const std::string& out, const std::str
 
 TEST_F(Twin, MaxVramCutsTheDiffusionModelIntoSegments) {
     // 0.012 GiB on RPC0: the UNet's 19.8 MiB do not fit, so it runs as segments, each
-    // uploaded before it runs. The text encoder runs on RPC1 (no budget there).
+    // uploaded before it runs. The text encoder runs on RPC1 (no budget there), the VAE on the
+    // CPU (a budget is the device's: the VAE's 160 MiB on RPC0 would leave the UNet nothing).
     const std::string out = dir_ + "/cut.png";
     RunResult r =
-        generate({"--backend", "all=RPC0,te=RPC1", "--max-vram", "RPC0=0.012"}, out, dir_);
+        generate({"--backend", "all=RPC0,te=RPC1,vae=CPU", "--max-vram", "RPC0=0.012"}, out, dir_);
     const std::string log = log_of(r);
-    expect_identical(r, out, single_device());
+    expect_identical(r, out, vae_on_cpu());
     expect_segments(log, "diffusion", kUnetBlocks, 2);
     EXPECT_TRUE(contains(log, "cut (each segment uploaded before it runs)")) << log;
     for (const SegmentLine& s : segment_lines(log, "diffusion")) EXPECT_FALSE(s.kept) << log;
@@ -408,23 +412,39 @@ TEST_F(Twin, MaxVramCutWithParamsFromDiskOrCpu) {
     for (const char* params : {"diffusion=disk", "diffusion=cpu"}) {
         SCOPED_TRACE(params);
         const std::string out = dir_ + "/cut_params.png";
-        RunResult r = generate({"--backend", "all=RPC0,te=RPC1", "--max-vram", "RPC0=0.012",
+        RunResult r = generate({"--backend", "all=RPC0,te=RPC1,vae=CPU", "--max-vram", "RPC0=0.012",
                                 "--stream-layers", "--params-backend", params},
                                out, dir_);
-        expect_identical(r, out, single_device());
+        expect_identical(r, out, vae_on_cpu());
         expect_segments(log_of(r), "diffusion", kUnetBlocks, 3);
     }
+}
+
+TEST_F(Twin, MaxVramBudgetLeavesRoomForModulesLoadedWhole) {
+    // A --max-vram budget is the device's: the VAE (about 160 MiB, loaded whole on RPC1 with
+    // the model) is taken out of the text encoder's 0.35 GiB (358.4 MiB) there, which then
+    // does not hold its 235 MiB whole and is cut. (Without that it would fit.)
+    const std::string out = dir_ + "/held.png";
+    RunResult r =
+        generate({"--backend", "all=RPC0,te=RPC1,vae=RPC1", "--max-vram", "RPC1=0.35"}, out, dir_);
+    const std::string log = log_of(r);
+    expect_identical(r, out, single_device());
+    EXPECT_TRUE(std::regex_search(
+        log, std::regex(R"(te: --max-vram budget 358\.4 MiB on RPC1, 15\d\.\d MiB of it held by )"
+                        R"(other modules)")))
+        << log;
+    expect_segments(log, "te", kClipLayers, 2);
 }
 
 TEST_F(Twin, StreamLayersKeepsLeadingBlocksAndStreamsTheRest) {
     // Both modules cut: the UNet on RPC0 (0.012 GiB), CLIP's 12 layers on RPC1 (0.12 GiB, its
     // 76 MiB token embedding stays resident), with --stream-layers.
     const std::string out = dir_ + "/stream.png";
-    RunResult r = generate(
-        {"--backend", "all=RPC0,te=RPC1", "--max-vram", "RPC0=0.012,RPC1=0.12", "--stream-layers"},
-        out, dir_);
+    RunResult r = generate({"--backend", "all=RPC0,te=RPC1,vae=CPU", "--max-vram",
+                            "RPC0=0.012,RPC1=0.12", "--stream-layers"},
+                           out, dir_);
     const std::string log = log_of(r);
-    expect_identical(r, out, single_device());
+    expect_identical(r, out, vae_on_cpu());
     expect_segments(log, "diffusion", kUnetBlocks, 3);
     expect_segments(log, "te", kClipLayers, 3);
     for (const char* module : {"diffusion", "te"}) {
@@ -438,9 +458,9 @@ TEST_F(Twin, StreamLayersKeepsLeadingBlocksAndStreamsTheRest) {
 
 TEST_F(Twin, MaxVramTooSmallNamesSegmentCapacityAndShortfall) {
     const std::string out = dir_ + "/small.png";
-    RunResult r =
-        generate({"--backend", "all=RPC0,te=RPC1", "--max-vram", "RPC0=0.0045", "--stream-layers"},
-                 out, dir_);
+    RunResult r = generate(
+        {"--backend", "all=RPC0,te=RPC1,vae=CPU", "--max-vram", "RPC0=0.0045", "--stream-layers"},
+        out, dir_);
     EXPECT_FALSE(r.succeeded()) << r.describe();
     EXPECT_EQ(r.term_signal, 0) << r.describe();
     const std::string log = log_of(r);
@@ -505,7 +525,7 @@ class TwinMem200 : public Twin {
         expect_identical(r, out, ref);
         expect_segments(log, "te", kClipLayers, 2);
         EXPECT_TRUE(contains(log, streamed ? "streamed (" : "cut (each segment")) << log;
-        EXPECT_TRUE(contains(log, "te: --max-vram budget 153.6 MiB on RPC0")) << log;
+        EXPECT_TRUE(contains(log, "te: --max-vram budget 153.6 MiB on RPC0;")) << log;
         EXPECT_TRUE(segment_lines(log, "diffusion").empty()) << "the UNet fits whole\n" << log;
     }
 };
