@@ -262,10 +262,19 @@ int ggdiff_image_decode(const void* data, size_t size, int64_t max_pixels,
                         ggdiff_image** out_image);
 
 /* The loaded model as JSON (malloc'd, free()): {"name": main file base name without
- * extension, "family": "SD1", "files": {"model": path, "vae": path, ...} (the files given,
- * or the built-in model's path as "model"), "vae": VAE file base name or null, "version":
- * library version}. (ggdiff_model_info describes model files before any loading.) */
+ * extension, "family": "SD1" (the family's name with its variant, e.g. "FLUX.1 dev"),
+ * "family_id": "sd1" (the registry's id, as ggdiff_list_families and -M info give it),
+ * "ref_images": whether the family takes reference images, "files": {"model": path, "vae":
+ * path, ...} (the files given, or the built-in model's path as "model"), "vae": VAE file base
+ * name or null, "version": library version}. (ggdiff_model_info describes model files
+ * before any loading.) */
 int ggdiff_loaded_model_info(const ggdiff_model* model, char** out_json);
+
+/* The model families the engine recognises, as a JSON array (malloc'd, free()) in detection
+ * order: [{"id": "sd1", "name": "SD1", "supported": true, "detects": "what its detection
+ * looks for"}, ...]; "supported": false for families that are recognised (-M info names them)
+ * but cannot be run yet. */
+int ggdiff_list_families(char** out_json);
 
 /* The built-in model that ggdiff_model_load uses when the options name neither "model" nor
  * "diffusion-model": $GGDIFF_DEFAULT_MODEL, else models/ggdiff-toy-shapes.safetensors found

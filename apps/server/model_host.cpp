@@ -34,6 +34,7 @@ ModelHost::ModelHost(const ServerConfig& config)
         ggdiff_options_set(defaults_.get(), "lora-model-dir", config.lora_model_dir.c_str());
     }
     samplers_ = api_json([](char** t) { return ggdiff_list_samplers(t); });
+    families_ = api_json([](char** t) { return ggdiff_list_families(t); });
     schedulers_ = api_json([](char** t) { return ggdiff_list_schedulers(t); });
     const std::string main = !default_value("model").empty() ? default_value("model")
                              : !default_value("diffusion-model").empty()

@@ -49,6 +49,8 @@ class ModelHost {
     nlohmann::json model_info() const;
     // ggdiff_list_samplers / ggdiff_list_schedulers.
     const nlohmann::json& samplers() const { return samplers_; }
+    // ggdiff_list_families: the families the engine recognises.
+    const nlohmann::json& families() const { return families_; }
     const nlohmann::json& schedulers() const { return schedulers_; }
 
     // Whether this build's engine takes LoRA (option "lora-model-dir").
@@ -63,7 +65,7 @@ class ModelHost {
     mutable std::mutex mutex_;
     std::string error_;
     nlohmann::json info_;
-    nlohmann::json samplers_, schedulers_;
+    nlohmann::json samplers_, schedulers_, families_;
     bool lora_supported_ = false;
     double load_seconds_ = 0.0;
 };

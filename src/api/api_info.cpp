@@ -5,6 +5,7 @@
 #include <string>
 
 #include "api/api_handles.h"
+#include "families/registry.h"
 #include "ggdiff.h"
 #include "image/infotext.h"
 #include "pipeline/model_files.h"
@@ -56,6 +57,8 @@ int ggdiff_loaded_model_info(const ggdiff_model* model, char** out) {
     nlohmann::json j;
     j["name"] = model->engine->model_name();
     j["family"] = model->engine->family();
+    j["family_id"] = model->engine->family_id();
+    j["ref_images"] = model->engine->family_parts().ref_image_multiple > 0;
     j["files"] = files;
     j["vae"] = f.vae.empty() ? nlohmann::json(nullptr)
                              : nlohmann::json(std::filesystem::path(f.vae).stem().string());
@@ -105,6 +108,18 @@ const char* ggdiff_default_model(void) {
         return nullptr;
     }
     return path.c_str();
+}
+
+int ggdiff_list_families(char** out) {
+    if (!out) return fail("ggdiff_list_families: null argument");
+    nlohmann::json list = nlohmann::json::array();
+    for (const ggdiff::FamilyRecipe* r : ggdiff::family_recipes()) {
+        list.push_back({{"id", r->id},
+                        {"name", r->display},
+                        {"supported", r->load != nullptr},
+                        {"detects", r->signature}});
+    }
+    return out_json(list, out);
 }
 
 int ggdiff_list_samplers(char** out) {

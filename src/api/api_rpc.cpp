@@ -8,6 +8,7 @@
 
 #include "api/c_api_internal.h"
 #include "devices/devices.h"
+#include "families/registry.h"
 #include "ggdiff.h"
 #include "io/tensor_index.h"
 
@@ -21,7 +22,7 @@ int ggdiff_default_threads(void) {
 
 int ggdiff_index_files(const char* const* paths, int n_paths, int64_t* out_tensors) {
     if ((!paths && n_paths > 0) || n_paths < 0) return fail("ggdiff_index_files: bad arguments");
-    ggdiff::TensorIndex index;
+    ggdiff::TensorIndex index = ggdiff::model_index();
     for (int i = 0; i < n_paths; ++i) {
         if (!paths[i]) return fail("ggdiff_index_files: null path");
         const ggdiff::Status st = index.add(paths[i]);

@@ -9,6 +9,7 @@
 #include "api/c_api_internal.h"
 #include "core/output_file.h"
 #include "core/safe_text.h"
+#include "families/registry.h"
 #include "ggdiff.h"
 #include "image/image_io.h"
 #include "image/image_metadata.h"
@@ -41,7 +42,7 @@ ggdiff::Result<ggdiff::TensorIndex> open_named_files(const ggdiff::ApiOptions& o
         if (!path->empty()) files.emplace_back(*path, role);
     }
     if (files.empty()) return ggdiff::Status::Error("no model file given (-m FILE)");
-    ggdiff::TensorIndex index;
+    ggdiff::TensorIndex index = ggdiff::model_index();
     for (const auto& [path, role] : files) {
         ggdiff::Status st = index.add(path, ggdiff::prefix_for_role(role));
         if (!st.ok()) return st;
@@ -59,7 +60,17 @@ int ggdiff_model_info(const ggdiff_options* options, char** out_text) {
     try {
         auto index = open_named_files(options->opts);
         if (!index.ok()) return fail(index.status().message());
-        *out_text = dup_string(ggdiff::format_model_info(ggdiff::summarize(*index)));
+        ggdiff::ModelInfo info = ggdiff::summarize(*index);
+        // The family is the registry's: its id, display name, and whether it runs here.
+        if (const ggdiff::FamilyRecipe* r = ggdiff::find_family(*index)) {
+            info.family = r->id;
+            info.family_note = std::string(r->display) + (r->load ? "" : "; not supported yet");
+        } else {
+            for (const ggdiff::FamilyRecipe* f : ggdiff::family_recipes()) {
+                info.looked_for.push_back(std::string(f->id) + ": " + f->signature);
+            }
+        }
+        *out_text = dup_string(ggdiff::format_model_info(info));
         return 0;
     } catch (const std::exception& e) {
         return fail(std::string("reading the model files failed: ") + e.what());
@@ -77,11 +88,13 @@ int ggdiff_convert(const ggdiff_options* options, const char* path, ggdiff_progr
         auto index = open_named_files(o);
         if (!index.ok()) return fail(index.status().message());
         ggdiff::Status st = ggdiff::convert_to_gguf(
-            *index, path, o.model.weight_type, [&](size_t done, size_t total, const std::string&) {
+            *index, path, o.model.weight_type,
+            [&](size_t done, size_t total, const std::string&) {
                 if (progress) {
                     progress("convert", static_cast<int>(done), static_cast<int>(total), 0.0, user);
                 }
-            });
+            },
+            ggdiff::family_id(*index));
         if (!st.ok()) return fail(st.message());
         return 0;
     } catch (const std::exception& e) {

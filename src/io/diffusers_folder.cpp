@@ -96,10 +96,20 @@ bool is_language_model_folder(const std::string& dir) {
     return j["model_type"].get<std::string>().rfind("qwen", 0) == 0;
 }
 
+// model_index.json's "_class_name" (the pipeline class), or "" when it has none.
+std::string pipeline_class(const std::string& dir) {
+    auto text = read_text_file(join(dir, "model_index.json"), kMaxIndexBytes);
+    if (!text.ok() || !check_json_nesting(*text, 16).ok()) return "";
+    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+    if (!j.is_object() || !j.contains("_class_name") || !j["_class_name"].is_string()) return "";
+    return j["_class_name"].get<std::string>();
+}
+
 }  // namespace
 
 Result<std::vector<FolderPart>> diffusers_folder_parts(const std::string& dir,
-                                                       const std::string& prefix) {
+                                                       const std::string& prefix,
+                                                       const ModelLayouts& layouts) {
     std::vector<FolderPart> parts;
     if (!is_regular_file(join(dir, "model_index.json"))) {
         // A single component folder, or not a model folder at all.
@@ -120,7 +130,19 @@ Result<std::vector<FolderPart>> diffusers_folder_parts(const std::string& dir,
     const bool three = is_directory(join(dir, "text_encoder_3"));
     const char* denoiser = dit ? "transformer" : "unet";
     std::vector<std::pair<std::string, std::string>> wanted;  // (subfolder, prefix)
+    // A pipeline class a family declares takes that family's routes.
+    const ModelLayout* family = nullptr;
     if (prefix.empty()) {
+        const std::string cls = pipeline_class(dir);
+        for (const ModelLayout* l : layouts) {
+            for (const std::string& c : l->diffusers_pipelines) {
+                if (!cls.empty() && c == cls && !l->diffusers_parts.empty()) family = l;
+            }
+        }
+    }
+    if (family) {
+        wanted = family->diffusers_parts;
+    } else if (prefix.empty()) {
         if (!is_directory(join(dir, "unet")) && !dit) {
             return Status::Error(dir +
                                  ": diffusers pipeline without a unet/ or transformer/ folder");
@@ -160,7 +182,7 @@ Result<std::vector<FolderPart>> diffusers_folder_parts(const std::string& dir,
     for (const auto& [sub, p] : wanted) {
         const std::string subdir = join(dir, sub);
         if (!is_directory(subdir)) {
-            if (prefix.empty() && sub != denoiser) {
+            if (prefix.empty() && p != kDiffusion) {
                 GGDIFF_LOG_WARN("%s: no %s/ folder, skipping", dir.c_str(), sub.c_str());
                 continue;
             }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "io/model_layout.h"
 
 namespace ggdiff {
 
@@ -22,8 +23,11 @@ bool is_regular_file(const std::string& path);
 Result<std::vector<std::string>> component_weight_files(const std::string& dir);
 
 // The parts to load for a folder given under `prefix`: a diffusers pipeline
-// (model_index.json) or a single component folder.
+// (model_index.json) or a single component folder. A pipeline whose "_class_name" one of
+// `layouts` declares is routed as that family says; others by their folders (unet/ or
+// transformer/, text_encoder_2/, text_encoder_3/, a language-model text_encoder/).
 Result<std::vector<FolderPart>> diffusers_folder_parts(const std::string& dir,
-                                                       const std::string& prefix);
+                                                       const std::string& prefix,
+                                                       const ModelLayouts& layouts = {});
 
 }  // namespace ggdiff

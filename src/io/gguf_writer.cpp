@@ -10,7 +10,6 @@
 #include "core/log.h"
 #include "core/output_file.h"
 #include "core/safe_text.h"
-#include "io/model_info.h"
 #include "io/name_util.h"
 #include "io/weight_type.h"
 
@@ -99,7 +98,7 @@ std::vector<int64_t> folded_ne(const TensorInfo& t) {
 }  // namespace
 
 Status convert_to_gguf(const TensorIndex& index, const std::string& out_path, int requested_type,
-                       const ConvertProgress& progress) {
+                       const ConvertProgress& progress, const std::string& family) {
     // The output is checked (and its temporary file made) before any tensor is converted.
     auto out = AtomicFile::create(out_path);
     if (!out.ok()) return out.status().with_context("cannot create " + quote_name(out_path));
@@ -161,7 +160,7 @@ Status convert_to_gguf(const TensorIndex& index, const std::string& out_path, in
         header.kv_str(key, value);
     }
     header.kv_u32("ggdiff.format_version", 1);
-    header.kv_str("ggdiff.family", detect_family(index));
+    header.kv_str("ggdiff.family", family);
     header.kv_str_array("ggdiff.tensor_names", names);
     header.kv_str_array("ggdiff.tensor_shapes", shapes);
     std::vector<uint8_t>& head = header.bytes();

@@ -21,7 +21,10 @@ using ConvertProgress =
 // GGUF itself drops size-1 outer dims and has at most 4 dims), which TensorIndex uses when reading
 // it back; tensors with long names are stored as "ggdiff.t<N>". The file is written to a temporary
 // name next to out_path and renamed into place, so a failure never leaves a partial file.
+// `family` is written as ggdiff.family: the registry's id for the index
+// (families/registry.h: family_id), "unknown" when none matches.
 Status convert_to_gguf(const TensorIndex& index, const std::string& out_path, int requested_type,
-                       const ConvertProgress& progress = nullptr);
+                       const ConvertProgress& progress = nullptr,
+                       const std::string& family = "unknown");
 
 }  // namespace ggdiff

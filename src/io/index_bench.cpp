@@ -40,16 +40,15 @@ Result<IndexBenchFigures> bench_index(
     f.files = index.files().size();
     f.tensors = info.tensor_count;
     f.bytes = info.total_bytes;
-    f.family = info.family;
     return f;
 }
 
 std::string index_bench_json(const IndexBenchFigures& f) {
     return string_format(
-        "{\"bench\": \"index\", \"files\": %zu, \"tensors\": %zu, \"gib\": %.3f, \"family\": "
-        "\"%s\", \"ms\": %.2f, \"rss_before_mib\": %.1f, \"rss_after_mib\": %.1f}",
-        f.files, f.tensors, f.bytes / double(1ull << 30), f.family.c_str(), f.index_ms,
-        f.rss_before_mib, f.rss_after_mib);
+        "{\"bench\": \"index\", \"files\": %zu, \"tensors\": %zu, \"gib\": %.3f, \"ms\": "
+        "%.2f, \"rss_before_mib\": %.1f, \"rss_after_mib\": %.1f}",
+        f.files, f.tensors, f.bytes / double(1ull << 30), f.index_ms, f.rss_before_mib,
+        f.rss_after_mib);
 }
 
 }  // namespace ggdiff

@@ -17,7 +17,6 @@ struct IndexBenchFigures {
     double index_ms = 0;  // wall time of all add() calls
     double rss_before_mib = 0;
     double rss_after_mib = 0;  // resident set right after indexing (not peak)
-    std::string family;
 };
 
 // Indexes (path, prefix) pairs into a fresh TensorIndex, timing the add() calls.

@@ -12,13 +12,6 @@ namespace {
 
 constexpr const char* kUnet = "model.diffusion_model.";
 
-bool has_prefix(const TensorIndex& index, const std::string& p) {
-    for (const TensorInfo& t : index.tensors()) {
-        if (starts_with(t.name, p)) return true;
-    }
-    return false;
-}
-
 // Width of the UNet's cross-attention context (attn2.to_k takes [dim, context]).
 int unet_context_dim(const TensorIndex& index) {
     for (const TensorInfo& t : index.tensors()) {
@@ -46,33 +39,11 @@ std::string human_bytes(uint64_t b) {
 
 }  // namespace
 
-std::string detect_family(const TensorIndex& index, int* context_dim) {
-    const int ctx = unet_context_dim(index);
-    if (context_dim) *context_dim = ctx;
-    const std::string d = kUnet;
-    if (has_prefix(index, d + "double_blocks.")) return "flux";
-    if (has_prefix(index, d + "joint_blocks.")) return "sd3";
-    if (has_prefix(index, d + "transformer_blocks.") && index.has(d + "img_in.weight") &&
-        index.has(d + "txt_in.weight")) {
-        return index.has(d + "time_text_embed.addition_t_embedding.weight") ? "qwen_image_layered"
-                                                                            : "qwen_image";
-    }
-    if (has_prefix(index, d + "input_blocks.")) {
-        if (has_prefix(index, "conditioner.embedders.") || has_prefix(index, d + "label_emb.") ||
-            ctx == 2048) {
-            return "sdxl";
-        }
-        if (ctx == 1024) return "sd2";
-        if (ctx > 0) return "sd1";  // SD1 (768) and small models of its layout
-    }
-    return "unknown";
-}
-
 ModelInfo summarize(const TensorIndex& index) {
     ModelInfo info;
     info.tensor_count = index.size();
     info.files = index.files();
-    info.family = detect_family(index, &info.context_dim);
+    info.context_dim = unet_context_dim(index);
     for (const TensorInfo& t : index.tensors()) {
         ++info.dtype_histogram[type_label(t)];
         info.component_bytes[static_cast<size_t>(component_of(t.name))] += t.nbytes;
@@ -84,9 +55,14 @@ ModelInfo summarize(const TensorIndex& index) {
 std::string format_model_info(const ModelInfo& info) {
     std::string s;
     for (const std::string& f : info.files) s += "file:        " + escape_text(f) + "\n";
-    s += "family:      " + info.family;
-    if (info.context_dim) s += string_format(" (context width %d)", info.context_dim);
-    s += "\n";
+    std::string note = info.family_note;
+    if (info.context_dim) {
+        note += string_format("%scontext width %d", note.empty() ? "" : ", ", info.context_dim);
+    }
+    s += "family:      " + info.family + (note.empty() ? "" : " (" + note + ")") + "\n";
+    for (size_t i = 0; i < info.looked_for.size(); ++i) {
+        s += (i == 0 ? "looked for:  " : "             ") + info.looked_for[i] + "\n";
+    }
     s += string_format("tensors:     %zu\n", info.tensor_count);
     s += "types:      ";
     for (const auto& [name, count] : info.dtype_histogram) {

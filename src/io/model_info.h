@@ -1,4 +1,5 @@
-// A summary of what a TensorIndex holds (for -M info, auto-fit sizes and family choice).
+// A summary of what a TensorIndex holds (for -M info and auto-fit sizes). The family fields
+// are the registry's (families/registry.h), filled in by the caller: io knows no family.
 #pragma once
 
 #include <array>
@@ -14,16 +15,14 @@ namespace ggdiff {
 struct ModelInfo {
     size_t tensor_count = 0;
     std::map<std::string, size_t> dtype_histogram;  // "F16", "BF16", "q4_K", ... -> count
-    // "sd1", "sd2", "sdxl", "sd3", "flux", "qwen_image", "qwen_image_layered" or "unknown".
-    std::string family = "unknown";
-    int context_dim = 0;                        // UNet cross-attention width, if any
+    std::string family = "unknown";       // the registry's id: "sd1", "flux", ... or "unknown"
+    std::string family_note;              // "FLUX.1", "SD3 / SD3.5; not supported yet", ...
+    std::vector<std::string> looked_for;  // with "unknown": what each family's detection wants
+    int context_dim = 0;                  // UNet cross-attention width, if any
     std::array<uint64_t, 4> component_bytes{};  // stored bytes, indexed by Component
     uint64_t total_bytes = 0;
     std::vector<std::string> files;
 };
-
-// The model family from the canonical names (UNet families by their context width).
-std::string detect_family(const TensorIndex& index, int* context_dim = nullptr);
 
 ModelInfo summarize(const TensorIndex& index);
 

@@ -154,26 +154,27 @@ std::vector<NameMapping> map_full(const std::vector<std::string>& names,
 
 std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
                                           const std::string& prefix,
-                                          std::vector<std::string>* notes) {
+                                          std::vector<std::string>* notes,
+                                          const ModelLayouts& layouts) {
     const RoleKind kind = kind_of(prefix);
     if (kind == RoleKind::Full) {
         if (is_full_checkpoint(names)) return map_full(names, notes);
-        // A single component given as the main model: file it under its component.
-        if (DiffusersUnetMap::detect(names) || DiffusersFluxMap::detect(names) ||
-            any_starts_with(names, "input_blocks.") || any_starts_with(names, "double_blocks.") ||
-            any_starts_with(names, "joint_blocks.") ||
-            (any_starts_with(names, "transformer_blocks.") && any_starts_with(names, "img_in.")) ||
-            (any_starts_with(names, "cap_embedder.") &&
-             (any_starts_with(names, "x_embedder.") || is_diffusers_z_image_layout(names)))) {
+        // A single component given as the main model: file it under its component (the UNet
+        // is shared by several families; the DiTs are each family's own).
+        bool bare = DiffusersUnetMap::detect(names) || any_starts_with(names, "input_blocks.");
+        for (const ModelLayout* l : layouts) {
+            bare = bare || (l->bare_diffusion && l->bare_diffusion(names));
+        }
+        if (bare) {
             if (notes)
                 notes->push_back("bare diffusion model: filed under " +
                                  std::string(kDiffusionPrefix));
-            return map_tensor_names(names, kDiffusionPrefix, notes);
+            return map_tensor_names(names, kDiffusionPrefix, notes, layouts);
         }
         if (DiffusersVaeMap::detect(names) ||
             (any_starts_with(names, "encoder.down.") && any_starts_with(names, "decoder.up."))) {
             if (notes) notes->push_back("bare VAE: filed under " + std::string(kVaePrefix));
-            return map_tensor_names(names, kVaePrefix, notes);
+            return map_tensor_names(names, kVaePrefix, notes, layouts);
         }
     }
 
@@ -206,18 +207,24 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
         if (!changed) break;
     }
 
+    // The family whose converted diffusion-model names these are, if any.
+    const ModelLayout* converted = nullptr;
+    if (kind == RoleKind::Diffusion) {
+        for (const ModelLayout* l : layouts) {
+            if (l->converted && l->to_canonical && l->converted(w.names)) {
+                converted = l;
+                break;
+            }
+        }
+    }
     bool openclip = false;
     if (kind == RoleKind::Diffusion && DiffusersUnetMap::detect(w.names)) {
         DiffusersUnetMap m(w.names);
         convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });
         if (notes) notes->push_back("diffusers UNet layout renamed to LDM");
-    } else if (kind == RoleKind::Diffusion && DiffusersFluxMap::detect(w.names)) {
-        convert_all(
-            &w, [](const std::string& n, std::string* o) { return DiffusersFluxMap::map(n, o); });
-        if (notes) notes->push_back("diffusers FLUX transformer layout renamed to the original");
-    } else if (kind == RoleKind::Diffusion && is_diffusers_z_image_layout(w.names)) {
-        convert_all(&w, diffusers_z_image_to_original);
-        if (notes) notes->push_back("diffusers Z-Image layout renamed to the original names");
+    } else if (converted) {
+        convert_all(&w, converted->to_canonical);
+        if (notes && converted->converted_note) notes->push_back(converted->converted_note);
     } else if (kind == RoleKind::Vae && DiffusersVaeMap::detect(w.names)) {
         DiffusersVaeMap m(w.names);
         convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });

@@ -16,13 +16,12 @@
 //   ControlNet            control_model.{time_embed,input_blocks,middle_block,input_hint_block,
 //                         zero_convs,middle_block_out}: original layout, with or without its own
 //                         "control_model." prefix; diffusers ControlNetModel files are renamed.
-//   FLUX.1 DiT            model.diffusion_model.{img_in,double_blocks,single_blocks,...} (the
-//                         original names; diffusers files renamed, see DiffusersFluxMap)
+//   A family's own DiT    model.diffusion_model.<its original names>; other forms (diffusers)
+//                         are renamed by the family's ModelLayout (io/model_layout.h), which
+//                         lives in its folder (src/families/<family>/names.cpp)
 //   Text encoders of DiT  text_encoders.<clip_l|clip_g|t5xxl>.<HF names>: a full checkpoint's
 //   checkpoints           "text_encoders.X.transformer." wrapper is dropped; its "vae." VAE
 //                         becomes first_stage_model.
-//   Z-Image DiT           original names (x_embedder, layers.N.attention.qkv, ...); diffusers
-//                         names are renamed, keeping separate attention.to_q/to_k/to_v.
 //   Language models       HF causal-LM layout "<role prefix>model.*"; llama.cpp GGUF names
 //                         (token_embd, blk.N.*) are renamed to it.
 //   Anything else         kept as stored, under the role prefix.
@@ -30,6 +29,8 @@
 
 #include <string>
 #include <vector>
+
+#include "io/model_layout.h"
 
 namespace ggdiff {
 
@@ -45,10 +46,13 @@ struct NameMapping {
 // Maps the names of one file added under `prefix` (see prefix_for_role). Names that a
 // role file carries for other components (a full checkpoint given as --vae) are dropped.
 // `notes`, if given, receives what was done ("diffusers UNet layout renamed to LDM",
-// "ignored 12 tensors outside 'first_stage_model.'", ...).
+// "ignored 12 tensors outside 'first_stage_model.'", ...). `layouts`: the families' own
+// diffusion-model names (families/registry.h: model_layouts()); without them only the
+// shared layouts (UNet, VAE, text encoders) are known.
 std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
                                           const std::string& prefix,
-                                          std::vector<std::string>* notes = nullptr);
+                                          std::vector<std::string>* notes = nullptr,
+                                          const ModelLayouts& layouts = {});
 
 // Layout converters, exposed for tests. Each returns false when the name is not part of
 // the layout (the caller keeps it unchanged).
@@ -74,14 +78,6 @@ class DiffusersVaeMap {
     int up_levels_ = 4;
 };
 
-// diffusers FluxTransformer2DModel -> FLUX.1 original names (split q/k/v kept apart; see
-// name_map_flux.cpp).
-class DiffusersFluxMap {
-  public:
-    static bool detect(const std::vector<std::string>& names);
-    static bool map(const std::string& name, std::string* out);
-};
-
 // open_clip text tower name (without the "model." wrapper) -> HF CLIP name(s). A fused
 // in_proj yields three names (q, k, v) in order.
 // diffusers ControlNetModel -> original ControlNet names (the UNet half as the UNet).
@@ -102,10 +98,5 @@ bool is_openclip_layout(const std::vector<std::string>& names);
 // -> HF names ("model.embed_tokens.weight", "model.layers.N.self_attn.q_proj.weight", ...).
 bool is_llama_gguf_layout(const std::vector<std::string>& names);
 bool llama_gguf_to_hf(const std::string& name, std::string* out);
-
-// diffusers ZImageTransformer2DModel names ("all_x_embedder.2-1.*", "layers.N.attention.norm_q",
-// "...to_out.0") -> the original Z-Image names ("x_embedder.*", "...q_norm", "...out").
-bool is_diffusers_z_image_layout(const std::vector<std::string>& names);
-bool diffusers_z_image_to_original(const std::string& name, std::string* out);
 
 }  // namespace ggdiff

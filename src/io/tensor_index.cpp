@@ -4,6 +4,7 @@
 #include <cctype>
 #include <limits>
 #include <set>
+#include <utility>
 
 #include "core/checked_math.h"
 #include "core/log.h"
@@ -94,7 +95,8 @@ class TensorIndexBuilder {
         names.reserve(header->tensors.size());
         for (const StoredTensor& t : header->tensors) names.push_back(t.name);
         std::vector<std::string> notes;
-        const std::vector<NameMapping> mapped = map_tensor_names(names, prefix, &notes);
+        const std::vector<NameMapping> mapped =
+            map_tensor_names(names, prefix, &notes, index_->layouts_);
 
         const size_t file_index = index_->paths_.size() + staged_paths_.size();
         for (const NameMapping& m : mapped) {
@@ -202,6 +204,7 @@ class TensorIndexBuilder {
 };
 
 TensorIndex::TensorIndex() = default;
+TensorIndex::TensorIndex(ModelLayouts layouts) : layouts_(std::move(layouts)) {}
 TensorIndex::~TensorIndex() = default;
 TensorIndex::TensorIndex(TensorIndex&&) noexcept = default;
 TensorIndex& TensorIndex::operator=(TensorIndex&&) noexcept = default;
@@ -209,7 +212,7 @@ TensorIndex& TensorIndex::operator=(TensorIndex&&) noexcept = default;
 Status TensorIndex::add(const std::string& path, const std::string& prefix) {
     TensorIndexBuilder builder(this);
     if (is_directory(path)) {
-        auto parts = diffusers_folder_parts(path, prefix);
+        auto parts = diffusers_folder_parts(path, prefix, layouts_);
         if (!parts.ok()) return parts.status();
         for (const FolderPart& p : *parts) GGDIFF_TRY(builder.stage_file(p.path, p.prefix));
     } else {

@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "io/dtype.h"
+#include "io/model_layout.h"
 
 namespace ggdiff {
 
@@ -43,6 +44,11 @@ const char* component_name(Component c);
 class TensorIndex {
   public:
     TensorIndex();
+    // An index that also knows these families' own diffusion-model names (bare files, converted
+    // layouts, diffusers pipelines). Model files are opened through the family registry's
+    // model_index(), which passes every family's; a plain TensorIndex() knows only the layouts
+    // several families share (LoRA files, tests of io itself).
+    explicit TensorIndex(ModelLayouts layouts);
     ~TensorIndex();
     TensorIndex(TensorIndex&&) noexcept;
     TensorIndex& operator=(TensorIndex&&) noexcept;
@@ -96,6 +102,7 @@ class TensorIndex {
     std::vector<std::string> paths_;
     std::vector<std::unique_ptr<MappedFile>> maps_;
     std::map<std::string, std::string> metadata_;
+    ModelLayouts layouts_;
     friend class TensorIndexBuilder;
 };
 

@@ -4,8 +4,7 @@
 
 #include "core/log.h"
 #include "devices/devices.h"
-#include "io/model_info.h"
-#include "pipeline/family_registry.h"
+#include "families/registry.h"
 #include "pipeline/lora_tags.h"
 #include "pipeline/model_files.h"
 #include "pipeline/placement_setup.h"
@@ -29,6 +28,31 @@ std::vector<std::string> module_device_names(const ModuleDevices& m) {
     std::vector<std::string> out = m.devices;
     if (m.params == ModuleDevices::Params::Device) out.push_back(m.params_device);
     return out;
+}
+
+// Builds the recipe's family and names it from the registry: the recipe's display name and
+// the variant its load found ("FLUX.1 dev", "SD1 inpainting").
+Result<Family> load_family(const FamilyRecipe& recipe, const FamilyContext& ctx) {
+    auto family = recipe.load(ctx);
+    if (!family.ok()) return family.status();
+    family->name = recipe.display;
+    if (!family->variant.empty()) family->name += " " + family->variant;
+    return family;
+}
+
+// The placement a recipe loads with: the diffusion model's blocks are the recipe's.
+EnginePlacement with_family_blocks(EnginePlacement p, const FamilyRecipe& recipe) {
+    p.diffusion.block_segments.clear();
+    if (recipe.block_segments) {
+        std::string s = recipe.block_segments;
+        size_t start = 0;
+        while (start <= s.size()) {
+            const size_t comma = std::min(s.find(',', start), s.size());
+            if (comma > start) p.diffusion.block_segments.push_back(s.substr(start, comma - start));
+            start = comma + 1;
+        }
+    }
+    return p;
 }
 
 bool is_cpu_device(const std::string& name) {
@@ -92,21 +116,23 @@ void Engine::share_devices(const std::vector<EnginePlacement>& placements, bool 
 Result<std::map<std::string, uint64_t>> Engine::measure_compute(const ModelOptions& options,
                                                                 const TensorIndex& index,
                                                                 GenerateOptions request) {
+    GGDIFF_TRY(check_runnable(index));
     const FamilyRecipe* recipe = find_family(index);
-    if (!recipe) return Status::Error("no model family to measure");
     ComputeProbe probe;
     EnginePlacement cpu;  // graphs as built for one device; nothing is loaded
     cpu.te.module = placement::module_name(placement::Module::TextEncoder);
     cpu.diffusion.module = placement::module_name(placement::Module::Diffusion);
     cpu.vae.module = placement::module_name(placement::Module::Vae);
     cpu.control.module = placement::module_name(placement::Module::ControlNet);
+    const EnginePlacement where = with_family_blocks(cpu, *recipe);
     const FamilyContext ctx{options,
                             index,
-                            cpu,
+                            where,
                             options.weight_type,
                             options.threads > 0 ? options.threads : default_threads(),
-                            main_file_of(options)};
-    auto family = recipe->load(ctx);
+                            main_file_of(options),
+                            recipe};
+    auto family = load_family(*recipe, ctx);
     if (!family.ok()) return family.status();
     std::unique_ptr<Engine> probe_engine(new Engine());
     auto replica = std::make_unique<Replica>();
@@ -137,21 +163,15 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options,
                              "controlnet_cond_embedding weights)");
     }
 
+    // Files of no family, or of one ggdiff recognises but cannot run yet, stop here.
+    GGDIFF_TRY(check_runnable(*index));
     const FamilyRecipe* recipe = find_family(*index);
-    if (!recipe) {
-        const std::string family = detect_family(*index);
-        if (family == "unknown") {
-            return Status::Error(
-                "cannot tell which model family these files hold (no known diffusion model, "
-                "text encoder and VAE found); ggdiff -M info lists what is in them");
-        }
-        return Status::Error(family + " models are not supported yet");
-    }
     // A part file no part reads would be silently unused: say so before loading.
     GGDIFF_TRY(check_part_files(*recipe, options));
 
     std::unique_ptr<Engine> engine(new Engine());
     engine->index_ = std::move(*index);
+    engine->family_id_ = recipe->id;
     const std::string main_file = main_file_of(options);
     engine->model_name_ = std::filesystem::path(main_file).stem().string();
 
@@ -204,7 +224,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options,
         }
     }
     for (size_t k = 0; k < n; ++k) {
-        const EnginePlacement& where = (*placements)[k];
+        const EnginePlacement where = with_family_blocks((*placements)[k], *recipe);
         const std::string context = "data parallel replica on " + where.replica;
         if (n > 1) {
             GGDIFF_LOG_INFO("data parallel: loading replica %zu of %zu (%s)", k + 1, n,
@@ -212,8 +232,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options,
         }
         // The replica's runners take their own backend instances (see graph_runner.h).
         BackendInstanceScope instance(static_cast<int>(k));
-        const FamilyContext ctx{options, engine->index_, where, wtype, threads, main_file};
-        auto family = recipe->load(ctx);
+        const FamilyContext ctx{options, engine->index_, where, wtype, threads, main_file, recipe};
+        auto family = load_family(*recipe, ctx);
         if (!family.ok()) return n > 1 ? family.status().with_context(context) : family.status();
         if (!options.control_net.empty() && !family->takes_control) {
             return Status::Error("--control-net: " + std::string(recipe->display) +

@@ -63,7 +63,9 @@ class Engine {
     // frames each latent decodes to (Qwen Image Layered: one per layer).
     int image_count(const GenerateOptions& options) const;
 
+    // The family's name with its variant ("FLUX.1 dev"), and the registry's id ("flux").
     std::string family() const { return replicas_.front()->family.name; }
+    std::string family_id() const { return family_id_; }
     std::string model_name() const { return model_name_; }  // base name of the main file
     // The parts of the first replica (every replica's are alike).
     const Family& family_parts() const { return replicas_.front()->family; }
@@ -93,6 +95,7 @@ class Engine {
     std::vector<std::unique_ptr<Replica>> replicas_;
     std::map<std::string, std::unique_ptr<std::mutex>> device_locks_;  // by device name
     std::string model_name_;
+    std::string family_id_;
     bool auto_fit_ = false;
     PhaseTimings timings_;
 };

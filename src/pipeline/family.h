@@ -6,8 +6,9 @@
 //   - an Autoencoder: latent <-> image (KL VAE, TAESD, Wan VAE ...);
 //   - the latent format, the noise parameterization and the family's defaults.
 // A FamilyRecipe recognises a family's weights (detect) and builds its parts; the registry
-// (pipeline/family_registry.h) lists the recipes. Adding a family means its own files plus
-// one registry entry; the generate path never branches on a family.
+// (families/registry.h) lists the recipes and is the only place that tells families apart.
+// A family is one folder, src/families/<family>/ (docs/adding_a_family.md), plus one
+// registry line; the generate path never branches on a family.
 #pragma once
 
 #include <cmath>
@@ -21,6 +22,7 @@
 #include "core/host_tensor.h"
 #include "core/status.h"
 #include "image/image.h"
+#include "io/model_layout.h"
 #include "io/tensor_index.h"
 #include "pipeline/options.h"
 #include "pipeline/placement_setup.h"
@@ -120,7 +122,10 @@ struct LoraTarget {
 
 // A loaded family: its parts and what the generate path needs to know about them.
 struct Family {
-    std::string name;  // "SD1", "SD2", "SDXL", "FLUX.1", ... (logs, -M info)
+    // The recipe's display name and the variant its load found ("SD1 inpainting",
+    // "FLUX.1 dev"); set by the engine from the registry (logs, errors, the API's "family").
+    std::string name;
+    std::string variant;  // "", "inpainting", "dev", "schnell", ... (set by load)
     sampling::Parameterization param = sampling::Parameterization::discrete();
     FamilyDefaults defaults;
     int latent_channels = 4;
@@ -158,6 +163,8 @@ struct Family {
     std::vector<LoraTarget> lora_targets;
 };
 
+struct FamilyRecipe;
+
 // Everything a recipe gets when it builds a family.
 struct FamilyContext {
     const ModelOptions& options;
@@ -165,20 +172,35 @@ struct FamilyContext {
     const EnginePlacement& placement;
     int weight_type = -1;  // --type as a ggml_type, -1 = keep stored types
     int threads = 1;
-    std::string main_file;  // -m or --diffusion-model (tokenizer search, model name)
+    std::string main_file;                 // -m or --diffusion-model (tokenizer search, model name)
+    const FamilyRecipe* recipe = nullptr;  // the recipe being loaded (its names)
 };
 
 struct FamilyRecipe {
-    const char* id;       // "sd1", "sdxl", "flux", ... (stable, for -M info and tests)
-    const char* display;  // "SD1.x / SD2.x"
+    // The family's one identity: `id` is what -M info prints, -M convert writes as
+    // ggdiff.family and the API reports ("sd1", "sdxl", "flux", ...; stable); `display` is
+    // the name in logs and errors ("SD1", "FLUX.1").
+    const char* id;
+    const char* display;
+    // What detect() looks for, as said when no family matches the files.
+    const char* signature;
     // Whether the weights are this family's, from tensor names and shapes only.
     bool (*detect)(const TensorIndex& index);
     // Reads the configuration from the weights and builds the parts (loads weights).
+    // nullptr: a family ggdiff recognises but cannot run yet; -M info says
+    // "<id> (not supported yet)" and loading fails with that before reading any weight.
     Result<Family> (*load)(const FamilyContext& context);
     // The stand-alone part files its parts read, as their flags spell them without "--"
     // ("vae,taesd,clip_l"); a part file given for any other part (--clip_g, --t5xxl, --llm,
     // --clip_l, --taesd) is an error rather than silently unused. nullptr: not checked.
     const char* part_files = nullptr;
+    // The family's own tensor names (bare files, diffusers forms and pipelines), or nullptr
+    // when it has none beyond the shared layouts (io/model_layout.h).
+    const ModelLayout* layout = nullptr;
+    // The diffusion model's block segments in graph order, comma separated
+    // ("double_blocks,single_blocks"): what layer split and graph cutting number as blocks
+    // (placement/block_index.h). nullptr: the generic segments.
+    const char* block_segments = nullptr;
 };
 
 }  // namespace ggdiff

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "families/registry.h"
+
 namespace ggdiff {
 namespace {
 
@@ -43,7 +45,7 @@ Result<TensorIndex> open_model_files(const ModelOptions& options) {
     ModelOptions o = options;
     const bool builtin = o.model.empty() && o.diffusion_model.empty();
     if (builtin) o.model = default_model_path();
-    TensorIndex index;
+    TensorIndex index = model_index();
     const std::pair<const char*, const std::string*> roles[] = {
         {"model", &o.model},
         {"diffusion-model", &o.diffusion_model},

@@ -72,9 +72,14 @@ BlockKey unet_key(const std::vector<std::string>& parts) {
     return {};
 }
 
-BlockKey generic_key(const std::vector<std::string>& parts) {
+// The first block segment of the path (one of `segments`, or of the generic set).
+BlockKey generic_key(const std::vector<std::string>& parts,
+                     const std::vector<std::string>& segments = {}) {
     for (size_t i = 0; i + 1 < parts.size(); ++i) {
-        if (!is_block_segment(parts[i])) continue;
+        const bool block = segments.empty() ? is_block_segment(parts[i])
+                                            : std::find(segments.begin(), segments.end(),
+                                                        parts[i]) != segments.end();
+        if (!block) continue;
         const int idx = parse_index(parts[i + 1]);
         if (idx >= 0) return {join_path(parts, i + 1), parts[i], idx};
     }
@@ -102,18 +107,30 @@ int unet_block_index_of(const std::string& name, int num_input_blocks) {
     return -1;
 }
 
-BlockNumbering number_blocks(const std::vector<std::string>& names, const std::string& prefix) {
+BlockNumbering number_blocks(const std::vector<std::string>& names, const std::string& prefix,
+                             const std::vector<std::string>& segments) {
+    const auto listed = [&segments](const char* s) {
+        return std::find(segments.begin(), segments.end(), s) != segments.end();
+    };
+    // Declared segments number a UNet only when they name its parts.
+    const bool unet_allowed = segments.empty() || listed("input_blocks");
     std::vector<BlockKey> keys(names.size());
     bool unet = false;
-    for (size_t i = 0; i < names.size(); ++i) {
+    for (size_t i = 0; i < names.size() && unet_allowed; ++i) {
         if (names[i].compare(0, prefix.size(), prefix) != 0) continue;
         keys[i] = unet_key(split_path(names[i]));
         if (!keys[i].segment.empty()) unet = true;
     }
     for (size_t i = 0; i < names.size(); ++i) {
         if (names[i].compare(0, prefix.size(), prefix) != 0) continue;
-        if (!unet) keys[i] = generic_key(split_path(names[i]));
+        if (!unet) keys[i] = generic_key(split_path(names[i]), segments);
     }
+    // The rank of a group: its segment's place in `segments`, else the generic order.
+    const auto rank = [&segments](const std::string& segment) {
+        if (segments.empty()) return segment_rank(segment);
+        return static_cast<int>(std::find(segments.begin(), segments.end(), segment) -
+                                segments.begin());
+    };
 
     // Groups in order of first appearance, then stably by rank.
     struct Group {
@@ -131,8 +148,8 @@ BlockNumbering number_blocks(const std::vector<std::string>& names, const std::s
         }
         groups[it->second].indices.insert(k.index);
     }
-    std::stable_sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) {
-        return segment_rank(a.segment) < segment_rank(b.segment);
+    std::stable_sort(groups.begin(), groups.end(), [&rank](const Group& a, const Group& b) {
+        return rank(a.segment) < rank(b.segment);
     });
 
     BlockNumbering out;
@@ -153,11 +170,12 @@ BlockNumbering number_blocks(const std::vector<std::string>& names, const std::s
     return out;
 }
 
-BlockNumbering assign_blocks(std::vector<TensorRecord>& records, const std::string& prefix) {
+BlockNumbering assign_blocks(std::vector<TensorRecord>& records, const std::string& prefix,
+                             const std::vector<std::string>& segments) {
     std::vector<std::string> names;
     names.reserve(records.size());
     for (const TensorRecord& r : records) names.push_back(r.name);
-    BlockNumbering n = number_blocks(names, prefix);
+    BlockNumbering n = number_blocks(names, prefix, segments);
     for (size_t i = 0; i < records.size(); ++i) records[i].block = n.block[i];
     return n;
 }

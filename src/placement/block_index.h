@@ -33,9 +33,14 @@ struct BlockNumbering {
 // middle_block precede output_blocks. Within a group, indices ascend and gaps close up.
 // A model with any input_blocks./middle_block./output_blocks. segment is numbered as a
 // UNet. Only names starting with `prefix` can be blocks (e.g. the dominant text encoder).
-BlockNumbering number_blocks(const std::vector<std::string>& names, const std::string& prefix = "");
+// `segments`, when given, are the module's own block segments in graph order (a family's
+// recipe declares its diffusion model's: "double_blocks", "single_blocks"): only they make
+// blocks, and their groups follow that order.
+BlockNumbering number_blocks(const std::vector<std::string>& names, const std::string& prefix = "",
+                             const std::vector<std::string>& segments = {});
 
 // Sets TensorRecord::block of every record with number_blocks.
-BlockNumbering assign_blocks(std::vector<TensorRecord>& records, const std::string& prefix = "");
+BlockNumbering assign_blocks(std::vector<TensorRecord>& records, const std::string& prefix = "",
+                             const std::vector<std::string>& segments = {});
 
 }  // namespace ggdiff::placement

@@ -144,7 +144,7 @@ Status ModuleRunner::prepare(const BuildFn& declare) {
         // Whether the module is cut is known once its graph is measured at the requested size
         // (the first run); until then no weight goes to the device.
         records_ = tensor_records();
-        placement::assign_blocks(records_);
+        placement::assign_blocks(records_, "", placement_.block_segments);
         segments_ = std::make_unique<SegmentRunner>(
             backends.front(), placement_.module, label_, placement_.cut_budget,
             placement_.stream_layers, placement_.params == ModuleDevices::Params::Disk);
@@ -229,7 +229,7 @@ std::vector<placement::TensorRecord> ModuleRunner::tensor_records() const {
 Status ModuleRunner::plan_split(std::vector<ggml_backend_t>& backends) {
     const std::vector<std::string>& devs = placement_.devices;
     std::vector<placement::TensorRecord> records = tensor_records();
-    placement::assign_blocks(records);
+    placement::assign_blocks(records, "", placement_.block_segments);
     std::vector<placement::DeviceInfo> infos;
     for (const std::string& name : devs) {
         DeviceInfo dev;

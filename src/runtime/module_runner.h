@@ -35,6 +35,10 @@ struct ModuleDevices {
     // Compute headroom a layer split keeps per device: the module's compute buffer measured
     // at the requested size plus its margin (0: the 2 GiB default).
     uint64_t split_headroom = 0;
+    // The module's block segments in graph order, for layer split and graph cutting (the
+    // family recipe's, for the diffusion model); empty: the generic ones
+    // (placement/block_index.h).
+    std::vector<std::string> block_segments;
 };
 
 // Measuring compute buffers (auto-fit and layer-split headroom): while a ComputeProbe lives

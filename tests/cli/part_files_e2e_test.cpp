@@ -32,7 +32,7 @@ TEST(PartFiles, UnreadPartFileIsRefusedBeforeLoading) {
         const RunResult r = run_sd1(dir, out, {flag, fixture_path(), "-v"});
         EXPECT_TRUE(r.failed_cleanly()) << r.describe();
         EXPECT_TRUE(contains(r.err, std::string(flag) + " " + fixture_path() +
-                                        ": SD1.x / SD2.x models have no part that reads it"))
+                                        ": SD1 models have no part that reads it"))
             << r.describe();
         EXPECT_TRUE(contains(r.err, "leave it out")) << r.describe();
         EXPECT_FALSE(contains(r.err + r.out, " weights, ")) << "weights were read\n"

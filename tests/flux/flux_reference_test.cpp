@@ -14,7 +14,7 @@
 #include <random>
 
 #include "io/tensor_index.h"
-#include "models/diffusion/flux.h"
+#include "families/flux/dit.h"
 #include "models/te/t5.h"
 #include "runtime/module_runner.h"
 

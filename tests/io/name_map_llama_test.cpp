@@ -71,14 +71,5 @@ TEST(NameMapLlama, IndexedFileReadsUnderHfNames) {
     EXPECT_FALSE(index.has("text_encoders.llm.token_embd.weight"));
 }
 
-// A bare Z-Image DiT given as the main model (-m) is filed as the diffusion model.
-TEST(NameMapLlama, BareZImageDitAsMainModel) {
-    const std::vector<std::string> names = {"cap_embedder.0.weight", "x_embedder.weight",
-                                            "layers.0.attention.qkv.weight"};
-    const std::vector<NameMapping> m = map_tensor_names(names, "");
-    EXPECT_EQ(m[0].name, "model.diffusion_model.cap_embedder.0.weight");
-    EXPECT_EQ(m[2].name, "model.diffusion_model.layers.0.attention.qkv.weight");
-}
-
 }  // namespace
 }  // namespace ggdiff

@@ -99,6 +99,29 @@ TEST(NumberBlocks, DoubleBlocksBeforeSingleBlocks) {
     EXPECT_EQ(n.block, (std::vector<int>{2, 3, 4, -1, 1, 0, 0}));
 }
 
+// A family's declared segments: only they are blocks, in the declared order (here the
+// reverse of the generic one), and a segment the generic set knows ("layers") is not a block
+// unless declared.
+TEST(NumberBlocks, DeclaredSegmentsAndOrder) {
+    std::vector<std::string> names = {
+        "model.diffusion_model.double_blocks.0.img_attn.qkv.weight",
+        "model.diffusion_model.single_blocks.0.linear1.weight",
+        "model.diffusion_model.refiner.layers.0.w",
+        "model.diffusion_model.single_blocks.1.linear1.weight",
+    };
+    BlockNumbering n = number_blocks(names, "", {"single_blocks", "double_blocks"});
+    EXPECT_EQ(n.block_names,
+              (std::vector<std::string>{"single_blocks.0", "single_blocks.1", "double_blocks.0"}));
+    EXPECT_EQ(n.block, (std::vector<int>{2, 0, -1, 1}));
+    // The UNet numbering applies when the declared segments name the UNet's parts only.
+    const std::vector<std::string> unet = {"model.diffusion_model.input_blocks.0.0.weight",
+                                           "model.diffusion_model.output_blocks.0.0.weight",
+                                           "model.diffusion_model.middle_block.0.weight"};
+    EXPECT_EQ(number_blocks(unet, "", {"input_blocks", "middle_block", "output_blocks"}).block,
+              (std::vector<int>{0, 2, 1}));
+    EXPECT_EQ(number_blocks(unet, "", {"double_blocks"}).num_blocks(), 0);
+}
+
 TEST(NumberBlocks, PrefixRestrictsToOneEncoder) {
     std::vector<std::string> names = {
         "text_encoders.clip_l.transformer.text_model.encoder.layers.0.mlp.fc1.weight",

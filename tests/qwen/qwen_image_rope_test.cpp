@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "models/diffusion/qwen_image.h"
+#include "families/qwen_image/dit.h"
 
 namespace ggdiff::models {
 namespace {

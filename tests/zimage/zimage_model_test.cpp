@@ -11,7 +11,7 @@
 #include <set>
 
 #include "../io/io_test_util.h"
-#include "models/diffusion/z_image.h"
+#include "families/z_image/dit.h"
 #include "placement/block_index.h"
 #include "runtime/module_runner.h"
 

@@ -7,10 +7,11 @@
 #include <string>
 
 #include "core/log.h"
+#include "families/flux/denoiser.h"
+#include "families/flux/names.h"
 #include "io/name_util.h"
-#include "pipeline/families/families.h"
+#include "pipeline/family.h"
 #include "pipeline/parts/clip_encoder.h"
-#include "pipeline/parts/flux_denoiser.h"
 #include "pipeline/parts/kl_autoencoder.h"
 #include "pipeline/parts/t5_encoder.h"
 
@@ -106,7 +107,7 @@ Result<Family> load(const FamilyContext& ctx) {
     vae->shift_factor = 0.1159f;
 
     Family f;
-    f.name = dit->guidance_embed ? "FLUX.1-dev" : "FLUX.1-schnell";
+    f.variant = dit->guidance_embed ? "dev" : "schnell";
     f.param = sampling::Parameterization::flux_flow(dit->guidance_embed ? 1.15f : 1.0f);
     f.defaults.sampler = "euler";
     f.defaults.cfg_scale = 1.0f;
@@ -114,8 +115,9 @@ Result<Family> load(const FamilyContext& ctx) {
     f.latent_channels = static_cast<int>(dit->latent_channels());
     f.uses_cfg = true;  // --cfg-scale > 1 runs real CFG with the negative prompt
     f.uses_guidance = dit->guidance_embed;
-    GGDIFF_LOG_INFO("%s: %d double and %d single blocks, hidden %lld, %lld heads", f.name.c_str(),
-                    dit->depth, dit->depth_single, (long long)dit->hidden, (long long)dit->heads);
+    GGDIFF_LOG_INFO("%s-%s: %d double and %d single blocks, hidden %lld, %lld heads",
+                    ctx.recipe->display, f.variant.c_str(), dit->depth, dit->depth_single,
+                    (long long)dit->hidden, (long long)dit->heads);
 
     // CLIP-L only pools: it stays on the text module's first device, T5 takes the split.
     ModuleDevices clip_where = ctx.placement.te;
@@ -150,6 +152,14 @@ Result<Family> load(const FamilyContext& ctx) {
 
 }  // namespace
 
-const FamilyRecipe kFluxRecipe = {"flux", "FLUX.1 (dev, schnell)", detect, load};
+extern const FamilyRecipe kFluxRecipe = {
+    "flux",
+    "FLUX.1",
+    "model.diffusion_model.img_in.weight and double_blocks.0.img_attn.qkv (or .q).weight",
+    detect,
+    load,
+    nullptr,
+    &kFluxLayout,
+    "double_blocks,single_blocks"};
 
 }  // namespace ggdiff

@@ -5,10 +5,11 @@
 
 #include "core/log.h"
 #include "io/name_util.h"
-#include "pipeline/families/families.h"
+#include "pipeline/family.h"
 #include "pipeline/parts/clip_encoder.h"
 #include "pipeline/parts/kl_autoencoder.h"
 #include "pipeline/parts/lora_targets.h"
+#include "pipeline/parts/prediction.h"
 #include "pipeline/parts/unet_denoiser.h"
 
 namespace ggdiff {
@@ -30,12 +31,18 @@ int64_t context_width(const TensorIndex& index) {
     return 0;
 }
 
-// An LDM UNet with cross-attention and no label embedding (that is SDXL's), at any context
-// width: SD1 (768), SD2 (1024), or small models of the same layout.
-bool detect(const TensorIndex& index) {
-    if (!index.has(std::string(kUnet) + "input_blocks.0.0.weight")) return false;
-    if (index.has(std::string(kUnet) + "label_emb.0.0.weight")) return false;  // SDXL
-    return context_width(index) > 0;
+// An LDM UNet with cross-attention and no label embedding (that is SDXL's): SD2 at context
+// width 1024 (OpenCLIP ViT-H), SD1 at any other (768, or small models of the same layout).
+bool is_sd_unet(const TensorIndex& index) {
+    return index.has(std::string(kUnet) + "input_blocks.0.0.weight") &&
+           !index.has(std::string(kUnet) + "label_emb.0.0.weight");
+}
+bool detect_sd1(const TensorIndex& index) {
+    const int64_t w = context_width(index);
+    return is_sd_unet(index) && w > 0 && w != 1024;
+}
+bool detect_sd2(const TensorIndex& index) {
+    return is_sd_unet(index) && context_width(index) == 1024;
 }
 
 // "WxH" from the checkpoint's modelspec.resolution (the size it was trained for).
@@ -61,13 +68,12 @@ Result<Family> load(const FamilyContext& ctx) {
 
     const bool sd2 = unet->context_dim == 1024;
     Family f;
-    f.name = sd2 ? "SD2" : "SD1";
     if (clip->width != unet->context_dim) {
         return Status::Error(
             string_format("text encoder width %lld does not match the UNet's context width %d",
                           static_cast<long long>(clip->width), unet->context_dim));
     }
-    auto pred = family_prediction(ctx, f.name);
+    auto pred = family_prediction(ctx, ctx.recipe->display);
     if (!pred.ok()) return pred.status();
     f.param = sampling::Parameterization::discrete(*pred);
     f.defaults.sampler = "euler_a";
@@ -77,7 +83,7 @@ Result<Family> load(const FamilyContext& ctx) {
     // An inpainting UNet also takes the mask and the masked image's latent.
     if (unet->in_channels == 2 * unet->out_channels + 1) {
         f.inpaint_inputs = true;
-        f.name += " inpainting";
+        f.variant = "inpainting";
     } else if (unet->in_channels != unet->out_channels) {
         return Status::Error(string_format(
             "the UNet takes %d input channels for a %d-channel latent; ggdiff knows %d "
@@ -117,7 +123,25 @@ Result<Family> load(const FamilyContext& ctx) {
 
 }  // namespace
 
-const FamilyRecipe kSdRecipe = {"sd", "SD1.x / SD2.x", detect, load,
-                                "diffusion-model,clip_l,vae,taesd"};
+extern const FamilyRecipe kSd1Recipe = {
+    "sd1",
+    "SD1",
+    "model.diffusion_model.input_blocks.0.0.weight, a cross-attention context width other "
+    "than 1024 and no label_emb",
+    detect_sd1,
+    load,
+    "diffusion-model,clip_l,vae,taesd",
+    nullptr,
+    "input_blocks,middle_block,output_blocks"};
+extern const FamilyRecipe kSd2Recipe = {
+    "sd2",
+    "SD2",
+    "model.diffusion_model.input_blocks.0.0.weight, cross-attention context width 1024, no "
+    "label_emb",
+    detect_sd2,
+    load,
+    "diffusion-model,clip_l,vae,taesd",
+    nullptr,
+    "input_blocks,middle_block,output_blocks"};
 
 }  // namespace ggdiff

@@ -1,4 +1,4 @@
-#include "pipeline/parts/flux_denoiser.h"
+#include "families/flux/denoiser.h"
 
 #include <algorithm>
 

@@ -4,7 +4,8 @@
 // ("img_attn.q", "single_blocks.N.mlp_in", ...), which the FLUX graph reads as such. The
 // final adaLN projection is stored (scale, shift) by diffusers and (shift, scale) by the
 // original, so it keeps a name of its own too ("final_layer.adaLN_scale_shift").
-#include "io/name_map.h"
+#include "families/flux/names.h"
+
 #include "io/name_util.h"
 
 namespace ggdiff {
@@ -103,5 +104,28 @@ bool DiffusersFluxMap::map(const std::string& name, std::string* out) {
         },
         out);
 }
+
+namespace {
+
+bool bare_flux(const std::vector<std::string>& names) {
+    for (const std::string& n : names) {
+        if (starts_with(n, "double_blocks.")) return true;
+    }
+    return DiffusersFluxMap::detect(names);
+}
+
+}  // namespace
+
+const ModelLayout kFluxLayout = {
+    bare_flux,
+    DiffusersFluxMap::detect,
+    DiffusersFluxMap::map,
+    "diffusers FLUX transformer layout renamed to the original",
+    {"FluxPipeline", "FluxImg2ImgPipeline", "FluxKontextPipeline"},
+    {{"transformer", "model.diffusion_model."},
+     {"vae", "first_stage_model."},
+     {"text_encoder", "text_encoders.clip_l."},
+     {"text_encoder_2", "text_encoders.t5xxl."}},
+};
 
 }  // namespace ggdiff

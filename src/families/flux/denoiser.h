@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "models/diffusion/flux.h"
+#include "families/flux/dit.h"
 #include "pipeline/family.h"
 #include "runtime/module_runner.h"
 

@@ -1,4 +1,4 @@
-#include "models/diffusion/qwen_image.h"
+#include "families/qwen_image/dit.h"
 
 #include <ggml.h>
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "families/registry.h"
 #include "io/name_map.h"
 
 namespace ggdiff {
@@ -13,7 +14,8 @@ namespace {
 std::map<std::string, std::string> mapped(const std::vector<std::string>& names,
                                           const std::string& prefix) {
     std::map<std::string, std::string> out;
-    for (const NameMapping& m : map_tensor_names(names, prefix)) out[names[m.source]] = m.name;
+    for (const NameMapping& m : map_tensor_names(names, prefix, nullptr, model_layouts()))
+        out[names[m.source]] = m.name;
     return out;
 }
 

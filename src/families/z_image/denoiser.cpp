@@ -1,4 +1,4 @@
-#include "pipeline/parts/z_image_denoiser.h"
+#include "families/z_image/denoiser.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "models/diffusion/flux.h"
+#include "families/flux/dit.h"
 
 #include "io/checkpoint_file.h"
 #include "nn/dit.h"
@@ -212,7 +212,7 @@ Result<FluxConfig> detect_flux(const TensorIndex& index, const std::string& pref
         cfg.vec_in_dim = (*vi)[1];
     }
     cfg.guidance_embed = p.has("guidance_in.in_layer.weight");
-    // diffusers files keep q, k, v apart (see io/name_map_flux.cpp).
+    // diffusers files keep q, k, v apart (see families/flux/names.cpp).
     cfg.split_qkv = p.has("double_blocks.0.img_attn.q.weight");
     const std::string qkv = cfg.split_qkv ? "img_attn.q" : "img_attn.qkv";
     cfg.qkv_bias = p.has("double_blocks.0." + qkv + ".bias");

@@ -1,4 +1,4 @@
-#include "pipeline/families/families.h"
+#include "pipeline/parts/prediction.h"
 
 namespace ggdiff {
 

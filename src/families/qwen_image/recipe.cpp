@@ -8,11 +8,12 @@
 #include <string>
 
 #include "core/log.h"
+#include "families/qwen_image/denoiser.h"
+#include "io/name_util.h"
 #include "models/te/qwen_llm.h"
-#include "pipeline/families/families.h"
+#include "pipeline/family.h"
 #include "pipeline/latent_image.h"
 #include "pipeline/parts/llm_encoder.h"
-#include "pipeline/parts/qwen_image_denoiser.h"
 #include "pipeline/parts/wan_autoencoder.h"
 
 namespace ggdiff {
@@ -64,7 +65,7 @@ ChatTemplate qwen_image_template() {
 
 Result<Family> load(const FamilyContext& ctx) {
     const bool layered = is_layered(ctx.index);
-    const std::string name = layered ? "Qwen Image Layered" : "Qwen Image";
+    const std::string name = ctx.recipe->display;
     // Everything is checked before any weight is read: configs, the VAE's channels, the
     // tokenizer.
     auto dit = models::detect_qwen_image(ctx.index, kDit);
@@ -107,7 +108,6 @@ Result<Family> load(const FamilyContext& ctx) {
     if (!tokenizer.ok()) return tokenizer.status();
 
     Family f;
-    f.name = name;
     f.param = sampling::Parameterization::flow(3.0f);
     f.defaults.sampler = "euler";
     f.defaults.cfg_scale = 2.5f;
@@ -137,11 +137,49 @@ Result<Family> load(const FamilyContext& ctx) {
     return f;
 }
 
+// A bare Qwen Image DiT: diffusers-style names are its own (transformer_blocks.N.attn...).
+bool bare_qwen_image(const std::vector<std::string>& names) {
+    bool blocks = false, img_in = false;
+    for (const std::string& n : names) {
+        blocks = blocks || starts_with(n, "transformer_blocks.");
+        img_in = img_in || starts_with(n, "img_in.");
+    }
+    return blocks && img_in;
+}
+
+const ModelLayout kQwenImageLayout = {
+    bare_qwen_image,
+    nullptr,
+    nullptr,
+    nullptr,
+    {"QwenImagePipeline", "QwenImageImg2ImgPipeline", "QwenImageEditPipeline",
+     "QwenImageEditPlusPipeline", "QwenImageLayeredPipeline"},
+    {{"transformer", "model.diffusion_model."},
+     {"vae", "first_stage_model."},
+     {"text_encoder", "text_encoders.llm."}},
+};
+
 }  // namespace
 
-const FamilyRecipe kQwenImageLayeredRecipe = {"qwen_image_layered", "Qwen Image Layered",
-                                              detect_layered, load, "diffusion-model,llm,vae"};
-const FamilyRecipe kQwenImageRecipe = {"qwen_image", "Qwen Image", detect_plain, load,
-                                       "diffusion-model,llm,vae"};
+extern const FamilyRecipe kQwenImageLayeredRecipe = {
+    "qwen_image_layered",
+    "Qwen Image Layered",
+    "model.diffusion_model.img_in, txt_in, txt_norm, transformer_blocks.0.attn.add_q_proj and "
+    "time_text_embed.addition_t_embedding weights",
+    detect_layered,
+    load,
+    "diffusion-model,llm,vae",
+    &kQwenImageLayout,
+    "transformer_blocks"};
+extern const FamilyRecipe kQwenImageRecipe = {
+    "qwen_image",
+    "Qwen Image",
+    "model.diffusion_model.img_in, txt_in, txt_norm and transformer_blocks.0.attn.add_q_proj "
+    "weights",
+    detect_plain,
+    load,
+    "diffusion-model,llm,vae",
+    &kQwenImageLayout,
+    "transformer_blocks"};
 
 }  // namespace ggdiff

@@ -6,10 +6,11 @@
 
 #include "core/log.h"
 #include "io/name_util.h"
-#include "pipeline/families/families.h"
+#include "pipeline/family.h"
 #include "pipeline/parts/dual_clip_conditioner.h"
 #include "pipeline/parts/kl_autoencoder.h"
 #include "pipeline/parts/lora_targets.h"
+#include "pipeline/parts/prediction.h"
 #include "pipeline/parts/unet_denoiser.h"
 
 namespace ggdiff {
@@ -86,8 +87,7 @@ Result<Family> load(const FamilyContext& ctx) {
     }
 
     Family f;
-    f.name = "SDXL";
-    auto pred = family_prediction(ctx, f.name);
+    auto pred = family_prediction(ctx, ctx.recipe->display);
     if (!pred.ok()) return pred.status();
     f.param = sampling::Parameterization::discrete(*pred);
     f.defaults.sampler = "euler_a";
@@ -121,6 +121,14 @@ Result<Family> load(const FamilyContext& ctx) {
 
 }  // namespace
 
-const FamilyRecipe kSdxlRecipe = {"sdxl", "SDXL", detect, load};
+extern const FamilyRecipe kSdxlRecipe = {
+    "sdxl",
+    "SDXL",
+    "model.diffusion_model.input_blocks.0.0.weight and label_emb.0.0.weight",
+    detect,
+    load,
+    nullptr,
+    nullptr,
+    "input_blocks,middle_block,output_blocks"};
 
 }  // namespace ggdiff

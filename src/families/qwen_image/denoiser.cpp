@@ -1,4 +1,4 @@
-#include "pipeline/parts/qwen_image_denoiser.h"
+#include "families/qwen_image/denoiser.h"
 
 #include <algorithm>
 

@@ -7,13 +7,14 @@
 #include <string>
 
 #include "core/log.h"
-#include "models/diffusion/z_image.h"
+#include "families/z_image/denoiser.h"
+#include "families/z_image/dit.h"
+#include "families/z_image/names.h"
 #include "models/te/qwen_llm.h"
 #include "models/vae/vae.h"
-#include "pipeline/families/families.h"
+#include "pipeline/family.h"
 #include "pipeline/parts/kl_autoencoder.h"
 #include "pipeline/parts/llm_encoder.h"
-#include "pipeline/parts/z_image_denoiser.h"
 
 namespace ggdiff {
 namespace {
@@ -79,7 +80,6 @@ Result<Family> load(const FamilyContext& ctx) {
     if (!tokenizer.ok()) return tokenizer.status();
 
     Family f;
-    f.name = "Z-Image";
     f.param = sampling::Parameterization::flow(3.0f);
     f.defaults.sampler = "euler";
     f.defaults.cfg_scale = 1.0f;
@@ -113,6 +113,9 @@ Result<Family> load(const FamilyContext& ctx) {
 
 }  // namespace
 
-const FamilyRecipe kZImageRecipe = {"z_image", "Z-Image", detect, load};
+extern const FamilyRecipe kZImageRecipe = {
+    "z_image",      "Z-Image", "model.diffusion_model.cap_embedder.0.weight and x_embedder.weight",
+    detect,         load,      nullptr,
+    &kZImageLayout, "layers"};
 
 }  // namespace ggdiff

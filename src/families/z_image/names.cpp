@@ -2,7 +2,8 @@
 // -> the original single-file names the Z-Image DiT reads. The separate to_q / to_k / to_v
 // projections keep their names (attention.to_q ...); the graph reads them where a file has no
 // fused attention.qkv.
-#include "io/name_map.h"
+#include "families/z_image/names.h"
+
 #include "io/name_util.h"
 
 namespace ggdiff {
@@ -41,5 +42,29 @@ bool diffusers_z_image_to_original(const std::string& name, std::string* out) {
     }
     return false;
 }
+
+namespace {
+
+bool bare_z_image(const std::vector<std::string>& names) {
+    bool cap = false, x = false;
+    for (const std::string& n : names) {
+        cap = cap || starts_with(n, "cap_embedder.");
+        x = x || starts_with(n, "x_embedder.");
+    }
+    return cap && (x || is_diffusers_z_image_layout(names));
+}
+
+}  // namespace
+
+const ModelLayout kZImageLayout = {
+    bare_z_image,
+    is_diffusers_z_image_layout,
+    diffusers_z_image_to_original,
+    "diffusers Z-Image layout renamed to the original names",
+    {"ZImagePipeline", "ZImageImg2ImgPipeline"},
+    {{"transformer", "model.diffusion_model."},
+     {"vae", "first_stage_model."},
+     {"text_encoder", "text_encoders.llm."}},
+};
 
 }  // namespace ggdiff

@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "models/diffusion/qwen_image.h"
+#include "families/qwen_image/dit.h"
 #include "pipeline/family.h"
 #include "runtime/module_runner.h"
 

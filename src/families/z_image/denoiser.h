@@ -1,11 +1,11 @@
 // The Z-Image DiT as a family's denoiser. The sampler's timestep is 1000 * sigma (the
 // rectified-flow time map); the model runs at 1000 - that, and its output is already the
-// flow velocity (see models/diffusion/z_image.h).
+// flow velocity (see families/z_image/dit.h).
 #pragma once
 
 #include <memory>
 
-#include "models/diffusion/z_image.h"
+#include "families/z_image/dit.h"
 #include "pipeline/family.h"
 #include "runtime/module_runner.h"
 

@@ -1,4 +1,4 @@
-#include "models/diffusion/z_image.h"
+#include "families/z_image/dit.h"
 
 #include <ggml.h>
 

@@ -32,7 +32,7 @@ struct FluxConfig {
     int depth_single = 38;       // single blocks
     bool guidance_embed = true;  // dev: guidance_in present; schnell: absent
     bool qkv_bias = true;
-    // diffusers layout (io/name_map_flux.cpp): separate q/k/v (and a single block's mlp_in),
+    // diffusers layout (families/flux/names.cpp): separate q/k/v (and a single block's mlp_in),
     // final modulation stored (scale, shift) as final_layer.adaLN_scale_shift.
     bool split_qkv = false;
     bool final_scale_first = false;

@@ -1,0 +1,115 @@
+#include "families/registry.h"
+
+namespace ggdiff {
+
+// The families, most specific first: the first whose detect() accepts the weights wins.
+// Adding a family is one line here (and its folder, src/families/<family>/).
+#define GGDIFF_FAMILIES(X)                                                        \
+    X(kSd1Recipe)              /* families/sd: SD1.x and models of its layout */  \
+    X(kSd2Recipe)              /* families/sd: SD2.x (eps and v) */               \
+    X(kSdxlRecipe)             /* families/sdxl */                                \
+    X(kQwenImageLayeredRecipe) /* families/qwen_image (before Qwen Image) */      \
+    X(kQwenImageRecipe)        /* families/qwen_image */                          \
+    X(kChromaRecipe)           /* families/chroma: detect only (before FLUX.1) */ \
+    X(kFlux2Recipe)            /* families/flux2: detect only (before FLUX.1) */  \
+    X(kFluxRecipe)             /* families/flux: FLUX.1 dev, schnell, Kontext */  \
+    X(kZImageRecipe)           /* families/z_image */                             \
+    X(kSd3Recipe)              /* families/sd3: detect only */                    \
+    X(kWanRecipe)              /* families/wan: detect only */
+
+#define GGDIFF_DECLARE_RECIPE(name) extern const FamilyRecipe name;
+#define GGDIFF_RECIPE_ADDRESS(name) &name,
+GGDIFF_FAMILIES(GGDIFF_DECLARE_RECIPE)
+
+const std::vector<const FamilyRecipe*>& family_recipes() {
+    static const std::vector<const FamilyRecipe*> recipes = {
+        GGDIFF_FAMILIES(GGDIFF_RECIPE_ADDRESS)};
+    return recipes;
+}
+
+const FamilyRecipe* find_family(const TensorIndex& index) {
+    for (const FamilyRecipe* r : family_recipes()) {
+        if (r->detect(index)) return r;
+    }
+    return nullptr;
+}
+
+const FamilyRecipe* family_by_id(const std::string& id) {
+    for (const FamilyRecipe* r : family_recipes()) {
+        if (id == r->id) return r;
+    }
+    return nullptr;
+}
+
+std::string family_id(const TensorIndex& index) {
+    const FamilyRecipe* r = find_family(index);
+    return r ? r->id : "unknown";
+}
+
+namespace {
+
+std::string looked_for() {
+    std::string s;
+    for (const FamilyRecipe* r : family_recipes()) {
+        s += std::string(s.empty() ? "" : "; ") + r->id + ": " + r->signature;
+    }
+    return s;
+}
+
+}  // namespace
+
+const ModelLayouts& model_layouts() {
+    static const ModelLayouts layouts = [] {
+        ModelLayouts l;
+        for (const FamilyRecipe* r : family_recipes()) {
+            bool seen = false;  // families that share a folder share its layout
+            for (const ModelLayout* x : l) seen = seen || x == r->layout;
+            if (r->layout && !seen) l.push_back(r->layout);
+        }
+        return l;
+    }();
+    return layouts;
+}
+
+TensorIndex model_index() {
+    return TensorIndex(model_layouts());
+}
+
+Status check_runnable(const TensorIndex& index) {
+    const FamilyRecipe* r = find_family(index);
+    if (!r) {
+        return Status::Error(
+            "cannot tell which model family these files hold (no known diffusion model found; "
+            "looked for " +
+            looked_for() + "); ggdiff -M info lists what is in them");
+    }
+    if (!r->load) {
+        return Status::Error(std::string(r->id) + " models (" + r->display +
+                             ") are not supported yet");
+    }
+    return Status::Ok();
+}
+
+Status check_part_files(const FamilyRecipe& recipe, const ModelOptions& options) {
+    if (!recipe.part_files) return Status::Ok();
+    const std::string reads = std::string(",") + recipe.part_files + ",";
+    const std::pair<const char*, const std::string*> parts[] = {
+        {"clip_l", &options.clip_l}, {"clip_g", &options.clip_g}, {"t5xxl", &options.t5xxl},
+        {"llm", &options.llm},       {"taesd", &options.taesd},
+    };
+    for (const auto& [flag, path] : parts) {
+        if (path->empty() || reads.find(std::string(",") + flag + ",") != std::string::npos) {
+            continue;
+        }
+        std::string read;  // "--vae, --taesd"
+        for (char c : std::string("--") + recipe.part_files) {
+            read += c == ',' ? std::string(", --") : std::string(1, c);
+        }
+        return Status::Error(std::string("--") + flag + " " + *path + ": " + recipe.display +
+                             " models have no part that reads it (they read " + read +
+                             "); leave it out");
+    }
+    return Status::Ok();
+}
+
+}  // namespace ggdiff

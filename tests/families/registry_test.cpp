@@ -1,0 +1,103 @@
+// The family registry: well-formed identities, and the families' own layouts reaching io
+// (bare DiT files, diffusers forms, diffusers pipeline routes) only through model_index().
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+
+#include "../io/io_test_util.h"
+#include "families/registry.h"
+#include "io/name_map.h"
+
+namespace ggdiff {
+namespace {
+
+using namespace ggdiff::testing;
+
+TEST(FamilyRegistry, IdentitiesAreUniqueAndComplete) {
+    std::set<std::string> ids, displays;
+    size_t runnable = 0;
+    for (const FamilyRecipe* r : family_recipes()) {
+        ASSERT_NE(r, nullptr);
+        EXPECT_TRUE(std::regex_match(std::string(r->id), std::regex("[a-z][a-z0-9_]*"))) << r->id;
+        EXPECT_TRUE(ids.insert(r->id).second) << "duplicate id " << r->id;
+        EXPECT_TRUE(displays.insert(r->display).second) << "duplicate name " << r->display;
+        EXPECT_EQ(std::string(r->signature).rfind("model.diffusion_model.", 0), 0u) << r->id;
+        ASSERT_NE(r->detect, nullptr) << r->id;
+        EXPECT_EQ(family_by_id(r->id), r);
+        runnable += r->load != nullptr;
+    }
+    EXPECT_EQ(family_by_id("nope"), nullptr);
+    EXPECT_GE(runnable, 7u);  // sd1 sd2 sdxl qwen_image qwen_image_layered flux z_image
+    EXPECT_TRUE(ids.count("z_image") && ids.count("sd3"));
+}
+
+TEST(FamilyRegistry, LayoutsAreListedOnce) {
+    std::set<const ModelLayout*> seen;
+    for (const ModelLayout* l : model_layouts()) EXPECT_TRUE(seen.insert(l).second);
+    EXPECT_GE(seen.size(), 4u);  // flux, qwen_image, z_image, sd3, wan
+}
+
+// A bare Z-Image DiT given as the main model (-m) is filed as the diffusion model: by the
+// family's own layout, which io alone does not know.
+TEST(FamilyRegistry, BareDitFiledByItsFamilyLayout) {
+    const std::vector<std::string> names = {"cap_embedder.0.weight", "x_embedder.weight",
+                                            "layers.0.attention.qkv.weight"};
+    const std::vector<NameMapping> m = map_tensor_names(names, "", nullptr, model_layouts());
+    EXPECT_EQ(m[0].name, "model.diffusion_model.cap_embedder.0.weight");
+    EXPECT_EQ(m[2].name, "model.diffusion_model.layers.0.attention.qkv.weight");
+    const std::vector<NameMapping> flux = map_tensor_names(
+        {"double_blocks.0.img_attn.qkv.weight", "img_in.weight"}, "", nullptr, model_layouts());
+    EXPECT_EQ(flux[0].name, "model.diffusion_model.double_blocks.0.img_attn.qkv.weight");
+    // Without the registry's layouts the same names stay unfiled.
+    const std::vector<NameMapping> plain = map_tensor_names(names, "");
+    EXPECT_EQ(plain[0].name, "cap_embedder.0.weight");
+}
+
+// A diffusers pipeline folder is routed as its family declares: ZImagePipeline's
+// text_encoder/ is the LLM even without a config.json saying so.
+TEST(FamilyRegistry, DiffusersPipelineRoutedByItsFamily) {
+    const std::string dir = test_dir("registry_diffusers_route");
+    make_dirs(dir + "/transformer");
+    make_dirs(dir + "/vae");
+    make_dirs(dir + "/text_encoder");
+    write_bytes(dir + "/model_index.json", R"({"_class_name": "ZImagePipeline"})");
+    write_safetensors(dir + "/transformer/diffusion_pytorch_model.safetensors",
+                      {f16_tensor("all_x_embedder.2-1.weight", {8, 4}),
+                       f16_tensor("cap_embedder.0.weight", {8})});
+    write_safetensors(dir + "/vae/diffusion_pytorch_model.safetensors",
+                      {f16_tensor("decoder.conv_in.weight", {4, 4, 3, 3})});
+    write_safetensors(dir + "/text_encoder/model.safetensors",
+                      {f16_tensor("model.embed_tokens.weight", {16, 8})});
+    TensorIndex index = model_index();
+    ASSERT_TRUE(index.add(dir).ok());
+    EXPECT_TRUE(index.has("text_encoders.llm.model.embed_tokens.weight"));
+    EXPECT_TRUE(index.has("model.diffusion_model.x_embedder.weight"));  // diffusers renamed
+    EXPECT_EQ(family_id(index), "z_image");
+}
+
+// Detect-only families are refused by name; no family at all names what was looked for.
+TEST(FamilyRegistry, CheckRunnableSaysWhy) {
+    const std::string dir = test_dir("registry_runnable");
+    write_safetensors(dir + "/wan.safetensors",
+                      {f16_tensor("patch_embedding.weight", {8, 4}),
+                       f16_tensor("blocks.0.cross_attn.q.weight", {8, 8})});
+    TensorIndex wan = model_index();
+    ASSERT_TRUE(wan.add(dir + "/wan.safetensors").ok());
+    EXPECT_EQ(family_id(wan), "wan");
+    const Status st = check_runnable(wan);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("wan models (Wan) are not supported yet"), std::string::npos)
+        << st.message();
+
+    write_safetensors(dir + "/odd.safetensors", {f16_tensor("foo.weight", {8})});
+    TensorIndex odd = model_index();
+    ASSERT_TRUE(odd.add(dir + "/odd.safetensors").ok());
+    EXPECT_EQ(family_id(odd), "unknown");
+    const Status none = check_runnable(odd);
+    EXPECT_NE(none.message().find("flux: model.diffusion_model.img_in.weight"), std::string::npos)
+        << none.message();
+}
+
+}  // namespace
+}  // namespace ggdiff
