@@ -165,22 +165,18 @@ Status run_dpmpp_2m_v2(SamplerRun& run, Vec& x) {
     return Status::Ok();
 }
 
-// DPM-Solver++(2M) SDE, midpoint variant (MISSION.md): with t = -log sigma_i,
-// s = -log sigma_{i+1}, h = s - t,
+// DPM-Solver++(2M) SDE, midpoint variant, as k-diffusion and stable-diffusion.cpp run it
+// (MISSION.md): with t = -log sigma_i, s = -log sigma_{i+1}, h = s - t,
 //   x <- (sigma_{i+1}/sigma_i) e^{-eta h} x + (1 - e^{-h - eta h}) D
 //        [+ 0.5 (1 - e^{-h - eta h}) / r (D - D_prev), r = h_prev / h, from the 2nd step]
 //        [+ sigma_{i+1} sqrt(1 - e^{-2 eta h}) z, when eta > 0]
-// and the step to sigma 0 returns D. For flow models the same solver runs on the half
-// log-SNR lambda = log((1 - sigma)/sigma), with D weighted by alpha_{i+1} = 1 - sigma_{i+1}
-// (k-diffusion's general form; for the VE family lambda = -log sigma, alpha = 1 and it is
-// exactly the formula above).
+// and the step to sigma 0 returns D (no draw). Flow models run this same rule on their
+// sigmas, as sd.cpp does: with eta = 0 it solves their probability-flow ODE as well (in
+// terms of D it is dx/dsigma = (x - D)/sigma for both), but its noise keeps the marginals of
+// x = x0 + sigma n, not of x = (1 - sigma) x0 + sigma n, so with eta > 0 a flow model gets
+// sd.cpp's picture rather than a sample of its distribution.
 Status run_dpmpp_2m_sde(SamplerRun& run, Vec& x) {
     const auto& s = run.sigmas;
-    const auto lambda = [&](float sigma) {
-        if (!run.flow) return -std::log(sigma);
-        sigma = std::min(sigma, 1.0f - 1e-4f);  // sigma = 1 has lambda = -inf
-        return std::log((1.0f - sigma) / sigma);
-    };
     Vec old_den;
     float h_last = 0.0f;
     for (int i = 0; i < run.steps(); ++i) {
@@ -190,11 +186,10 @@ Status run_dpmpp_2m_sde(SamplerRun& run, Vec& x) {
         if (s[i + 1] == 0.0f) {
             x = den;
         } else {
-            const float h = lambda(s[i + 1]) - lambda(s[i]);
+            const float h = t_of(s[i + 1]) - t_of(s[i]);
             const float eta_h = run.eta * h;
-            const float alpha_next = run.flow ? 1.0f - s[i + 1] : 1.0f;
             const float a = s[i + 1] / s[i] * std::exp(-eta_h);
-            const float b = alpha_next * -std::expm1(-h - eta_h);
+            const float b = -std::expm1(-h - eta_h);
             for (size_t j = 0; j < run.n; ++j) x[j] = a * x[j] + b * den[j];
             if (!old_den.empty()) {
                 const float r = h_last / h;

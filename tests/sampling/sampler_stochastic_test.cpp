@@ -189,7 +189,9 @@ TEST(SamplerStochastic, TcdFollowsItsGaussianRecursion) {
 }
 
 // Rectified flow, x = (1 - t) x0 + t n: the samplers' flow forms (rescaled ancestral
-// steps, flow ER-SDE, flow LCM) must land on the data distribution too.
+// steps, flow ER-SDE, flow LCM) must land on the data distribution too. dpm++2m_sde has no
+// flow form (sd.cpp runs k-diffusion's rule on flow sigmas, see sd_cpp_reference_test): its
+// noise keeps the marginals of x0 + sigma n, so on a flow model it does not.
 TEST(SamplerStochastic, FlowFormsReproduceTheData) {
     const double mu = 0.5, s = 0.8;
     const auto var = [&](double t) { return (1 - t) * (1 - t) * s * s + t * t; };
@@ -208,10 +210,11 @@ TEST(SamplerStochastic, FlowFormsReproduceTheData) {
         SamplerKind kind;
         float eta;
         int steps;
-    } cases[] = {{SamplerKind::EulerA, 1.0f, 200},   {SamplerKind::Dpmpp2sA, 1.0f, 50},
-                 {SamplerKind::Res2s, 1.0f, 50},     {SamplerKind::ResMultistep, 1.0f, 50},
-                 {SamplerKind::ErSde, 1.0f, 50},     {SamplerKind::Dpmpp2mSde, 1.0f, 50},
-                 {SamplerKind::Dpmpp2mSde, 0.5f, 50}};
+    } cases[] = {{SamplerKind::EulerA, 1.0f, 200},
+                 {SamplerKind::Dpmpp2sA, 1.0f, 50},
+                 {SamplerKind::Res2s, 1.0f, 50},
+                 {SamplerKind::ResMultistep, 1.0f, 50},
+                 {SamplerKind::ErSde, 1.0f, 50}};
     for (const auto& c : cases) {
         // Karras spacing: the shifted discrete schedule's last steps are too coarse for the
         // first-order noise injection at these step counts.

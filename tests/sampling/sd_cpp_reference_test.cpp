@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "sampling/philox_rng.h"
@@ -23,16 +24,19 @@ double denoise(double x, double sigma) {
     return kData.denoise(x, sigma);
 }
 
-// k-diffusion's samplers (sampling.py), transcribed in double.
+// k-diffusion's samplers (sampling.py), transcribed in double; `den` is D(x, sigma) of one
+// latent element and `eta` dpm++2m_sde's.
 std::vector<double> reference(const std::string& method, std::vector<double> x,
-                              const std::vector<float>& sf, Rng& rng) {
+                              const std::vector<float>& sf, Rng& rng,
+                              const std::function<double(double, double)>& den = denoise,
+                              double eta = 1.0) {
     const size_t n = x.size();
     std::vector<double> s(sf.begin(), sf.end());
     std::vector<double> old;
     double h_last = 0;
     for (size_t i = 0; i + 1 < s.size(); ++i) {
         std::vector<double> d(n);
-        for (size_t j = 0; j < n; ++j) d[j] = denoise(x[j], s[i]);
+        for (size_t j = 0; j < n; ++j) d[j] = den(x[j], s[i]);
         if (method == "euler") {
             for (size_t j = 0; j < n; ++j) x[j] += (x[j] - d[j]) / s[i] * (s[i + 1] - s[i]);
         } else if (method == "euler_a") {
@@ -55,11 +59,12 @@ std::vector<double> reference(const std::string& method, std::vector<double> x,
                 }
                 x[j] = (s[i + 1] / s[i]) * x[j] - std::expm1(-h) * dd;
             }
-        } else if (method == "dpm++2m_sde") {  // midpoint solver, eta = 1, s_noise = 1
+        } else if (method == "dpm++2m_sde") {  // midpoint solver, s_noise = 1
             if (s[i + 1] == 0) {
                 x = d;
             } else {
-                const double t = -std::log(s[i]), ss = -std::log(s[i + 1]), h = ss - t, eta_h = h;
+                const double t = -std::log(s[i]), ss = -std::log(s[i + 1]), h = ss - t,
+                             eta_h = eta * h;
                 for (size_t j = 0; j < n; ++j) {
                     x[j] =
                         s[i + 1] / s[i] * std::exp(-eta_h) * x[j] + -std::expm1(-h - eta_h) * d[j];
@@ -67,9 +72,11 @@ std::vector<double> reference(const std::string& method, std::vector<double> x,
                         x[j] +=
                             0.5 * -std::expm1(-h - eta_h) * (1 / (h_last / h)) * (d[j] - old[j]);
                 }
-                const auto z = rng.randn(n);
-                for (size_t j = 0; j < n; ++j)
-                    x[j] += z[j] * s[i + 1] * std::sqrt(-std::expm1(-2 * eta_h));
+                if (eta > 0) {
+                    const auto z = rng.randn(n);
+                    for (size_t j = 0; j < n; ++j)
+                        x[j] += z[j] * s[i + 1] * std::sqrt(-std::expm1(-2 * eta_h));
+                }
                 h_last = h;
             }
         }
@@ -140,6 +147,61 @@ TEST(SdCppReference, GoldenCasePaths) {
         }
         EXPECT_LT(err, 2e-5 * std::max(scale, 1.0)) << c.id;
         EXPECT_GT(scale, 0.5) << c.id;  // the case really produced a sample
+    }
+}
+
+// FLUX and Qwen Image sample dpm++2m_sde with the rule above unchanged, as sd.cpp does (no
+// flow form): flux schedule from sigma 1, flow noising (x = sigma n at the start), the ideal
+// flow denoiser of Gaussian data, cuda draws after the initial noise. The model's flow flag
+// changes nothing.
+TEST(SdCppReference, FlowModelsRunTheKDiffusionSdeRule) {
+    const double mu = 0.5, sd = 0.8;
+    const auto flow_denoise = [&](double x, double t) {
+        const double var = (1 - t) * (1 - t) * sd * sd + t * t;
+        return mu + (1 - t) * sd * sd * (x - (1 - t) * mu) / var;
+    };
+    const DenoiseFn den = [&](const std::vector<float>& x, float t, int,
+                              bool u) -> Result<DenoiseResult> {
+        DenoiseResult r;
+        for (float xi : x) r.denoised.push_back(static_cast<float>(flow_denoise(xi, t)));
+        if (u) r.uncond_denoised = r.denoised;
+        return r;
+    };
+    const auto model = Parameterization::flux_flow(1.15f);
+    ScheduleOptions so;
+    so.image_seq_len = 16;  // a 64x64 FLUX image: 4x4 patches of 2x2 latents
+    const auto sigmas = *make_sigmas(ScheduleKind::Flux, 5, model, so);
+    ASSERT_EQ(sigmas.front(), 1.0f);
+    for (const float eta : {1.0f, 0.5f, 0.0f}) {
+        const uint64_t seed = 42;
+        auto rng = make_rng(*parse_rng("cuda"), seed);
+        const auto noise = rng->randn(kLatent);
+        auto x = model.noise_latent({}, noise, sigmas[0]);
+        const auto start = x;
+        SamplerOptions opt;
+        opt.eta = eta;
+        opt.model = &model;
+        ASSERT_TRUE(sample(SamplerKind::Dpmpp2mSde, den, x, sigmas, *rng, opt).ok());
+
+        PhiloxRng ref_rng(seed);
+        const auto ref_noise = ref_rng.randn(kLatent);
+        std::vector<double> ref_x(kLatent);
+        for (size_t i = 0; i < kLatent; ++i) ref_x[i] = double(ref_noise[i]) * sigmas[0];
+        const auto want = reference("dpm++2m_sde", ref_x, sigmas, ref_rng, flow_denoise, eta);
+        double err = 0, scale = 0;
+        for (size_t i = 0; i < kLatent; ++i) {
+            err = std::max(err, std::fabs(x[i] - want[i]));
+            scale = std::max(scale, std::fabs(want[i]));
+        }
+        EXPECT_LT(err, 2e-5 * std::max(scale, 1.0)) << "eta " << eta;
+        EXPECT_GT(scale, 0.5) << "eta " << eta;
+
+        auto other_rng = make_rng(*parse_rng("cuda"), seed);
+        other_rng->randn(kLatent);
+        std::vector<float> y = start;
+        opt.model = nullptr;
+        ASSERT_TRUE(sample(SamplerKind::Dpmpp2mSde, den, y, sigmas, *other_rng, opt).ok());
+        EXPECT_TRUE(y == x) << "eta " << eta << ": the flow flag changed the result";
     }
 }
 

@@ -1,11 +1,13 @@
-# Fixture generation for the golden suites: for each manifest in ../shared/golden/<suite>/,
-# one ctest fixture test per checkpoint file it names (fixture.tensors, fixture.files[],
-# fixture.models.<key>[]) and per LoRA file (fixture.loras.files[]), each generated once per
-# build tree into ${CMAKE_BINARY_DIR}/fixtures/ and reused while its sha256 matches.
+# Fixture generation for the golden suites: for each manifest in ../shared/golden/<suite>/ (or
+# this repository's tests/golden/<suite>/), one ctest fixture test per checkpoint file it names
+# (fixture.tensors, fixture.files[], fixture.models.<key>[]) and per LoRA file
+# (fixture.loras.files[]), each generated once per build tree into ${CMAKE_BINARY_DIR}/fixtures/
+# and reused while its sha256 matches.
 #
-# ggdiff_golden_fixtures(<suite> <out_var>) appends the ctest fixture names the suite needs
-# to <out_var> (for FIXTURES_REQUIRED). Files shared by several manifests (same tensor list,
-# seed and sha256) are made once.
+# ggdiff_golden_fixtures(<suite> <out_var> [<dir>]) appends the ctest fixture names the suite
+# needs to <out_var> (for FIXTURES_REQUIRED); <dir> is the folder of the manifest when it is
+# not ../shared/golden/<suite> (the repository's own tests/golden/<suite>). Files shared by
+# several manifests (same tensor list, seed and sha256) are made once.
 
 function(_ggdiff_fixture_test tensors seed sha256 out fixtures_var)
   get_filename_component(name "${out}" NAME_WE)
@@ -59,7 +61,11 @@ function(_ggdiff_fixture_entry json fixtures_var)
 endfunction()
 
 function(ggdiff_golden_fixtures suite out_var)
-  set(manifest ${PROJECT_SOURCE_DIR}/../shared/golden/${suite}/manifest.json)
+  if(ARGC GREATER 2)
+    set(manifest ${ARGV2}/manifest.json)
+  else()
+    set(manifest ${PROJECT_SOURCE_DIR}/../shared/golden/${suite}/manifest.json)
+  endif()
   if(NOT EXISTS ${manifest})
     message(WARNING "golden suite ${suite}: ${manifest} not found")
     return()
