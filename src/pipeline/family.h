@@ -1,5 +1,5 @@
 // Model families as recipes. A family (SD1/SD2, SDXL, FLUX.1, ...) is three parts the
-// generic generate path (pipeline/generator.h) drives, plus the data that tells the path
+// generic generate path (pipeline/generate.cpp) drives, plus the data that tells the path
 // how to use them:
 //   - a TextConditioner: prompt -> conditioning (context tokens, pooled vectors);
 //   - a Denoiser: the diffusion network on a batch of noisy latents;

@@ -1,0 +1,141 @@
+#include "pipeline/generate_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/log.h"
+#include "image/image.h"
+#include "pipeline/lora_tags.h"
+#include "tokenizers/prompt_limits.h"
+
+namespace ggdiff {
+namespace {
+
+// "96x64 or 104x64": the valid sizes on either side of a bad one.
+std::string nearest_sizes(int w, int h, int m) {
+    auto down = [m](int v) { return std::max(m, v / m * m); };
+    auto up = [m](int v) { return std::max(m, (v + m - 1) / m * m); };
+    std::string a = std::to_string(down(w)) + "x" + std::to_string(down(h));
+    std::string b = std::to_string(up(w)) + "x" + std::to_string(up(h));
+    return a == b ? a : a + " or " + b;
+}
+
+}  // namespace
+
+int latent_frames(const Family& f, const GenerateOptions& o) {
+    return f.latent_frames ? std::max(1, f.latent_frames(o)) : 1;
+}
+
+Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
+    GeneratePlan p;
+    p.width = o.width > 0 ? o.width : f.defaults.width;
+    p.height = o.height > 0 ? o.height : f.defaults.height;
+    const int m = std::max(8, f.size_multiple);
+    if (p.width < m || p.height < m || p.width % m || p.height % m) {
+        if (m == 8) {
+            return Status::Error(string_format(
+                "size %dx%d: width and height must be multiples of 8, at least 8 (nearest: %s)",
+                p.width, p.height, nearest_sizes(p.width, p.height, m).c_str()));
+        }
+        return Status::Error(string_format(
+            "size %dx%d: this model needs width and height in multiples of %d (nearest: %s)",
+            p.width, p.height, m, nearest_sizes(p.width, p.height, m).c_str()));
+    }
+    // Images past the writers' limits could never be saved: refuse before computing.
+    GGDIFF_TRY(check_image_dimensions(p.width, p.height));
+    if (o.steps <= 0) return Status::Error("--steps must be at least 1");
+    if (o.batch <= 0) return Status::Error("--batch-count must be at least 1");
+    if (o.init_image && (o.strength <= 0.0f || o.strength > 1.0f)) {
+        return Status::Error("--strength must be in (0, 1]");
+    }
+    if (o.init_image && !f.vae->can_encode()) {
+        return Status::Error("this VAE has no encoder weights: img2img needs a full VAE");
+    }
+    if (!o.ref_images.empty() && f.ref_image_multiple <= 0) {
+        return Status::Error("--ref-image is not supported for " + f.name + " models");
+    }
+    if (!o.ref_images.empty() && !f.vae->can_encode()) {
+        return Status::Error("this VAE has no encoder weights: reference images need a full VAE");
+    }
+    if (o.mask && !o.init_image) {
+        return Status::Error(
+            "--mask needs an init image (-i): the mask says which part of it "
+            "to repaint");
+    }
+    if (o.control_image && !f.takes_control) {
+        return Status::Error("--control-image needs a ControlNet for this model (--control-net)");
+    }
+    if (!(o.control_strength >= 0.0f))
+        return Status::Error("--control-strength must be at least 0");
+    if (f.check_request) GGDIFF_TRY(f.check_request(o));
+    GGDIFF_TRY(check_prompt_bytes(o.prompt.size(), "the prompt"));
+    GGDIFF_TRY(check_prompt_bytes(o.negative_prompt.size(), "the negative prompt"));
+    // The prompt's limits apply to what is tokenized: without its <lora:...> tags.
+    std::vector<LoraRequest> tags;
+    auto untagged = extract_lora_tags(o.prompt, &tags);
+    if (!untagged.ok()) return untagged.status();
+    TextRequest tr;
+    tr.prompt = *untagged;
+    GGDIFF_TRY(f.text->check(tr));
+    tr.prompt = o.negative_prompt;
+    tr.negative = true;
+    GGDIFF_TRY(f.text->check(tr));
+
+    p.cfg_scale = std::isnan(o.cfg_scale) ? f.defaults.cfg_scale : o.cfg_scale;
+    p.use_uncond = f.uses_cfg && p.cfg_scale != 1.0f;
+
+    if (o.sampler) {
+        p.sampler = *o.sampler;
+    } else {
+        auto sampler = sampling::parse_sampler(f.defaults.sampler);
+        if (!sampler.ok()) return sampler.status();
+        p.sampler = *sampler;
+    }
+    p.rng = o.rng;
+    p.sampler_rng = o.sampler_rng.value_or(o.rng);
+    p.param = sampling::with_flow_shift(f.param, o.flow_shift);
+
+    if (!o.sigmas.empty()) {
+        p.sigmas = o.sigmas;
+    } else {
+        // No --scheduler: the sampler's and the model's own default (lcm for lcm/tcd,
+        // simple for ddim_trailing, exponential for EDM-v models, else discrete).
+        sampling::ScheduleKind kind = sampling::default_schedule(p.sampler, p.param);
+        if (kind == sampling::ScheduleKind::Discrete && f.defaults.schedule) {
+            kind = *f.defaults.schedule;
+        }
+        kind = o.scheduler.value_or(kind);
+        p.schedule = kind;
+        // Resolution-dependent schedules count the latent's pixels.
+        sampling::ScheduleOptions so;
+        so.image_seq_len =
+            static_cast<int64_t>(p.width / f.vae->downscale()) * (p.height / f.vae->downscale());
+        if (o.flow_shift) so.flux_mu = *o.flow_shift;
+        auto s = sampling::make_sigmas(kind, o.steps, p.param, so);
+        if (!s.ok()) return s.status();
+        p.sigmas = std::move(*s);
+    }
+    const int d = f.vae->downscale();
+    p.latent_w = p.width / d;
+    p.latent_h = p.height / d;
+    p.frames = latent_frames(f, o);
+    p.latent_c = static_cast<int64_t>(f.latent_channels) * p.frames;
+    return p;
+}
+
+GenerationRngs GenerationRngs::make(const GeneratePlan& p, int64_t seed) {
+    GenerationRngs r;
+    r.noise = sampling::make_rng(p.rng, static_cast<uint64_t>(seed));
+    r.sampler = p.sampler_rng == p.rng ? r.noise
+                                       : std::shared_ptr<sampling::Rng>(sampling::make_rng(
+                                             p.sampler_rng, static_cast<uint64_t>(seed)));
+    return r;
+}
+
+void GenerationRngs::reseed(int64_t seed) {
+    noise->manual_seed(static_cast<uint64_t>(seed));
+    if (sampler != noise) sampler->manual_seed(static_cast<uint64_t>(seed));
+}
+
+}  // namespace ggdiff

@@ -1,0 +1,62 @@
+// The plan of a generate() call: the request checked before any compute (sizes, steps,
+// strength, which images the family takes, the prompts' limits) and every default filled
+// in and every name parsed (size, CFG scale, sampler, schedule and its sigmas, RNGs, latent
+// shape). The phases (phase_*.h) read it and never change it; a later pass over the same
+// request (hires fix) gets its own plan.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/status.h"
+#include "pipeline/family.h"
+#include "pipeline/options.h"
+#include "sampling/parameterization.h"
+#include "sampling/rng.h"
+#include "sampling/samplers.h"
+#include "sampling/schedules.h"
+
+namespace ggdiff {
+
+// A request with every default filled in and every name parsed.
+struct GeneratePlan {
+    int width = 0, height = 0;
+    float cfg_scale = 7.0f;
+    bool use_uncond = false;
+    sampling::SamplerKind sampler = sampling::SamplerKind::EulerA;
+    std::optional<sampling::ScheduleKind> schedule;  // unset with --sigmas
+    sampling::RngKind rng = sampling::RngKind::Cuda;
+    sampling::RngKind sampler_rng = sampling::RngKind::Cuda;
+    // The family's parameterization with --flow-shift applied (flow models only).
+    sampling::Parameterization param = sampling::Parameterization::discrete();
+    std::vector<float> sigmas;
+    int64_t latent_w = 0, latent_h = 0, latent_c = 0;
+    int frames = 1;  // images per latent (layers)
+
+    // Floats in one latent pixel plane, and in the whole latent (every channel and frame).
+    size_t latent_plane() const { return static_cast<size_t>(latent_w * latent_h); }
+    size_t latent_numel() const { return static_cast<size_t>(latent_w * latent_h * latent_c); }
+};
+
+// Checks `o` for family `f` and fills in its defaults; errors name the flag at fault.
+Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f);
+
+// Images each latent of a request decodes to (Qwen Image Layered: one per layer).
+int latent_frames(const Family& f, const GenerateOptions& o);
+
+// The RNGs of one replica's generation: `noise` draws each item's initial noise and the VAE
+// posterior samples, `sampler` the noise of ancestral and SDE samplers (the same object
+// unless --sampler-rng names another kind).
+struct GenerationRngs {
+    std::shared_ptr<sampling::Rng> noise, sampler;
+
+    // Both seeded with the request's seed.
+    static GenerationRngs make(const GeneratePlan& p, int64_t seed);
+    // Restarts both at `seed` (each batch item has its own).
+    void reseed(int64_t seed);
+};
+
+}  // namespace ggdiff

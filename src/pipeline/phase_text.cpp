@@ -1,0 +1,29 @@
+#include "pipeline/phase_text.h"
+
+#include <utility>
+
+namespace ggdiff {
+
+Result<TextConditions> encode_text(Family& f, const GeneratePlan& plan, const GenerateOptions& o,
+                                   const std::string& prompt) {
+    TextRequest tr;
+    tr.prompt = prompt;
+    tr.clip_skip = o.clip_skip;
+    tr.width = plan.width;
+    tr.height = plan.height;
+    TextConditions out;
+    auto cond = f.text->encode(tr);
+    if (!cond.ok()) return cond.status();
+    out.cond = std::move(*cond);
+    if (plan.use_uncond) {
+        tr.prompt = o.negative_prompt;
+        tr.negative = true;
+        auto u = f.text->encode(tr);
+        if (!u.ok()) return u.status();
+        out.uncond = std::move(*u);
+    }
+    f.text->end_phase();
+    return out;
+}
+
+}  // namespace ggdiff
