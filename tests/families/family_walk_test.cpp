@@ -56,6 +56,8 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"chroma_radiance_tiny", "chroma"},
     {"flux2_tiny", "flux2"},
     {"wan_tiny", "wan"},
+    {"flow_sde/F", "flux"},  // tests/golden
+    {"flow_sde/Q", "qwen_image"},
 };
 
 // The part flags -M info and -M convert read (others, e.g. --upscale-model, are left out).
