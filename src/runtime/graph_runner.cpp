@@ -179,7 +179,7 @@ ggml_context* GraphRunner::build_graph(WeightStore& weights, const BuildFn& buil
         kGraphSize * ggml_tensor_overhead() + ggml_graph_overhead_custom(kGraphSize, false),
         nullptr, true};
     ggml_context* ctx = ggml_init(p);
-    gb.nn_ = nn::Ctx{ctx, &weights};
+    gb.nn_ = BuildCtx{ctx, &weights};
     weights.set_compute_context(ctx);
     {
         cpu::KernelScope scope(kernels_ ? ctx : nullptr);

@@ -13,8 +13,8 @@
 
 #include "core/host_tensor.h"
 #include "core/status.h"
-#include "nn/weights.h"
 #include "runtime/kernel_choices.h"
+#include "runtime/weights.h"
 
 namespace ggdiff {
 
@@ -24,7 +24,7 @@ class WeightStore;
 // inputs whose data the runner uploads after allocation.
 class GraphBuilder {
   public:
-    nn::Ctx& nn() { return nn_; }
+    BuildCtx& nn() { return nn_; }
     ggml_context* ctx() { return nn_.ctx; }
     // A float input of the host tensor's shape; the data is copied in before compute.
     ggml_tensor* input(const HostTensor& value);
@@ -41,7 +41,7 @@ class GraphBuilder {
         const void* data;
         size_t bytes;
     };
-    nn::Ctx nn_{nullptr, nullptr};
+    BuildCtx nn_{nullptr, nullptr};
     std::vector<Pending> inputs_;
     std::vector<std::vector<int32_t>> i32_keep_;
 };

@@ -40,7 +40,7 @@ Status AdapterSet::build(const WeightStore& store,
         const bool conv = ggml_n_dims(w) == 4;
         const int64_t kw = conv ? w->ne[0] : 1, kh = conv ? w->ne[1] : 1;
         const int64_t in = conv ? w->ne[2] : w->ne[0], out = conv ? w->ne[3] : w->ne[1];
-        nn::WeightAdapter a;
+        WeightAdapter a;
         a.scale = u->low_rank() ? u->scale : 1.0f;
         if (u->low_rank()) {
             a.down = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, kw, kh, in, u->rank);

@@ -1,5 +1,5 @@
 // LoRA updates applied at run time: their factors uploaded as f32 tensors next to the
-// weights they update (same device), as the table the layers read (nn::WeightAdapter).
+// weights they update (same device), as the table the layers read (WeightAdapter).
 #pragma once
 
 #include <ggml-backend.h>

@@ -54,7 +54,7 @@ bool WeightStore::has(const std::string& name) const {
     return index_.has(name);
 }
 
-const std::vector<nn::WeightAdapter>* WeightStore::adapters(const std::string& name) const {
+const std::vector<WeightAdapter>* WeightStore::adapters(const std::string& name) const {
     if (!adapters_) return nullptr;
     auto it = adapters_->find(name);
     return it == adapters_->end() || it->second.empty() ? nullptr : &it->second;

@@ -13,11 +13,11 @@
 
 #include "core/status.h"
 #include "io/tensor_index.h"
-#include "nn/weights.h"
+#include "runtime/weights.h"
 
 namespace ggdiff {
 
-class WeightStore : public nn::Weights {
+class WeightStore : public Weights {
   public:
     // weight_type: a ggml_type for matrices (from --type), or -1 to keep the stored type.
     WeightStore(const TensorIndex& index, int weight_type = -1);
@@ -27,11 +27,11 @@ class WeightStore : public nn::Weights {
 
     ggml_tensor* get(const std::string& name, const std::vector<int64_t>& ne) override;
     bool has(const std::string& name) const override;
-    const std::vector<nn::WeightAdapter>* adapters(const std::string& name) const override;
+    const std::vector<WeightAdapter>* adapters(const std::string& name) const override;
 
-    // Run-time updates per weight name (see nn::WeightAdapter), owned by the caller; null
+    // Run-time updates per weight name (see WeightAdapter), owned by the caller; null
     // for none.
-    using AdapterTable = std::map<std::string, std::vector<nn::WeightAdapter>>;
+    using AdapterTable = std::map<std::string, std::vector<WeightAdapter>>;
     void set_adapters(const AdapterTable* table) { adapters_ = table; }
 
     // Types for the CPU kernels (runtime/cpu_kernels.h): they read f16 and bf16 weights
