@@ -228,11 +228,10 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
     tr.width = p.width;
     tr.height = p.height;
     // Each phase's figures: flops this replica computed, and the process's peak resident set
-    // at its end; with GGDIFF_PHASE_PEAKS=1 (ggdiff-bench) the peak restarts at each phase,
-    // which also hides the earlier peak from tools that read it at exit (time -v), so only on
+    // at its end; with --phase-peaks (ggdiff-bench) the peak restarts at each phase, which
+    // also hides the earlier peak from tools that read it at exit (time -v), so only on
     // request (and not while other replicas compute).
-    const char* peaks_env = std::getenv("GGDIFF_PHASE_PEAKS");
-    const bool phase_peaks = peaks_env && std::strcmp(peaks_env, "1") == 0 && job.alone;
+    const bool phase_peaks = o.phase_peaks && job.alone;
     double flops_mark = computed_flops_on_this_thread();
     uint64_t upload_mark = uploaded_weight_bytes();
     if (phase_peaks) reset_peak_resident();

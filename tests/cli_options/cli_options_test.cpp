@@ -466,6 +466,34 @@ TEST(CliOptions, AppsUseOnlyThePublicHeaderAndCopyNoValueLists) {
     EXPECT_GT(files, 10u);
 }
 
+// No front end of the engine declares a schema option by hand: CLI11 declarations in their
+// sources name only flags the schema does not have (the bench's own); the schema's come from
+// apps/common/schema_flags.h. (ggdiff-rpc serves devices and takes no engine options: its
+// -t is the served CPU device's threads.)
+TEST(CliOptions, NoAppDeclaresASchemaFlagByHand) {
+    const std::regex decl(R"re(add_(option|flag)[A-Za-z_]*(<[^>]*>)?\(\s*"([^"]+)")re");
+    size_t declared = 0;
+    for (const char* dir : {"cli", "bench", "server", "common"}) {
+        for (const auto& entry :
+             fs::directory_iterator(fs::path(GGDIFF_SOURCE_DIR "/apps") / dir)) {
+            std::ifstream in(entry.path());
+            std::stringstream text;
+            text << in.rdbuf();
+            const std::string src = text.str();
+            for (std::sregex_iterator it(src.begin(), src.end(), decl), end; it != end; ++it) {
+                std::stringstream names((*it)[3].str());
+                std::string name;
+                while (std::getline(names, name, ',')) {
+                    ++declared;
+                    EXPECT_EQ(ggdiff_option_find(name.c_str()), -1)
+                        << entry.path() << " declares the schema's " << name << " by hand";
+                }
+            }
+        }
+    }
+    EXPECT_GE(declared, 2u);  // ggdiff-bench's --index-only and --no-sgemm at least
+}
+
 TEST(CliOptions, Defaults) {
     CliRun o = parse_ok({"-m", "model.safetensors"});
     EXPECT_EQ(o.action, CliAction::run);
