@@ -192,9 +192,9 @@ int ggdiff_index_files(const char* const* paths, int n_paths, int64_t* out_tenso
 /* Figures of the model's last ggdiff_generate call, as JSON: {"phases": [{"name": "text" |
  * "encode" | "sampling" | "decode", "seconds", "gflop" (matrix products, convolutions and
  * attention computed), "peak_rss_mib" (the process's peak resident set at the end of the phase;
- * with GGDIFF_PHASE_PEAKS=1 in the environment, the peak during the phase alone: the kernel's
- * high-water mark is then reset at each phase, so tools reading it at exit see only the last
- * phase's), "uploaded_mib" (weights uploaded to a device during the phase by --max-vram graph
+ * with the "phase-peaks" option on, the peak during the phase alone: the kernel's high-water
+ * mark is then reset at each phase, so tools reading it at exit see only the last phase's),
+ * "uploaded_mib" (weights uploaded to a device during the phase by --max-vram graph
  * cutting: the bytes moved for segments not kept on the device)}]}. *out_json is malloc'd. */
 int ggdiff_last_generation_stats(const ggdiff_model* model, char** out_json);
 

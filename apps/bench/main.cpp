@@ -1,8 +1,9 @@
 // ggdiff-bench: times one generation (or just opening a checkpoint) and prints the
-// figures as JSON on stdout, so runs can be compared one against another.
+// figures as JSON on stdout, so runs can be compared one against another. Its flags are
+// ggdiff's model, device and generation flags (from the option schema) plus its own
+// (bench_options.h).
 #include <sys/resource.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_options.h"
 #include "ggdiff.h"
 
 namespace {
@@ -46,57 +48,25 @@ int on_progress(const char* phase, int step, int total, double secs, void* user)
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"ggdiff-bench: time a generation and print the figures as JSON"};
-    std::vector<std::string> index_only;
-    std::map<std::string, std::string> opts;
-    std::vector<std::pair<std::string, std::string>> flags = {
-        {"-m,--model", "model"},
-        {"--diffusion-model", "diffusion-model"},
-        {"--vae", "vae"},
-        {"--clip_l", "clip_l"},
-        {"--t5xxl", "t5xxl"},
-        {"--tokenizer", "tokenizer"},
-        {"--llm", "llm"},
-        {"--llm-tokenizer", "llm-tokenizer"},
-        {"--qwen-image-layers", "qwen-image-layers"},
-        {"--t5xxl-tokenizer", "t5xxl-tokenizer"},
-        {"--guidance", "guidance"},
-        {"-p,--prompt", "prompt"},
-        {"-n,--negative-prompt", "negative-prompt"},
-        {"-W,--width", "width"},
-        {"-H,--height", "height"},
-        {"--steps", "steps"},
-        {"--cfg-scale", "cfg-scale"},
-        {"--sampling-method", "sampling-method"},
-        {"--scheduler", "scheduler"},
-        {"-s,--seed", "seed"},
-        {"-t,--threads", "threads"},
-        {"--type", "type"},
-        {"--backend", "backend"},
-        {"--params-backend", "params-backend"},
-        {"--max-vram", "max-vram"},
-        {"--rpc-servers", "rpc-servers"},
-        {"-b,--batch-count", "batch-count"},
-        {"--lora-model-dir", "lora-model-dir"},
-        {"--lora-apply-mode", "lora-apply-mode"},
-    };
-    for (const auto& [flag, name] : flags) {
-        app.add_option_function<std::string>(
-            flag, [&opts, n = name](const std::string& v) { opts[n] = v; }, "as for ggdiff");
+    ggdiff::bench::BenchArgs args;
+    std::string error;
+    if (!ggdiff::bench::parse_bench_args(argc, argv, args, error)) {
+        std::fprintf(stderr, "error: %s (see ggdiff-bench --help)\n", error.c_str());
+        return 2;
     }
-    app.add_flag_function(
-        "--stream-layers", [&opts](int64_t) { opts["stream-layers"] = "true"; }, "as for ggdiff");
-    app.add_option("--index-only", index_only,
-                   "only open and index these checkpoint files (no compute)");
-    bool no_sgemm = false;
-    app.add_flag("--no-sgemm", no_sgemm,
-                 "skip measuring the machine's f32 product rate (sgemm_gflop_per_second: null)");
-    CLI11_PARSE(app, argc, argv);
+    if (args.action == ggdiff::bench::BenchAction::help) {
+        std::fputs(args.help_text.c_str(), stdout);
+        return 0;
+    }
+    if (args.action == ggdiff::bench::BenchAction::version) {
+        std::printf("%s\n", args.version_text.c_str());
+        return 0;
+    }
 
-    if (!index_only.empty()) {
+    if (!args.index_only.empty()) {
         auto t0 = Clock::now();
         std::vector<const char*> paths;
-        for (const std::string& f : index_only) paths.push_back(f.c_str());
+        for (const std::string& f : args.index_only) paths.push_back(f.c_str());
         int64_t tensors = 0;
         if (ggdiff_index_files(paths.data(), static_cast<int>(paths.size()), &tensors) != 0) {
             std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
@@ -107,16 +77,7 @@ int main(int argc, char** argv) {
         return 0;
     }
 
-    ggdiff_options* o = ggdiff_options_new();
-    for (const auto& [k, v] : opts) {
-        if (ggdiff_options_set(o, k.c_str(), v.c_str()) != 0) {
-            std::fprintf(stderr, "error: %s\n", ggdiff_last_error());
-            return 1;
-        }
-    }
-    // Each phase's own peak resident set (see ggdiff_last_generation_stats); the process's
-    // peak is then the largest of them, as getrusage no longer sees the earlier ones.
-    setenv("GGDIFF_PHASE_PEAKS", "1", 1);
+    ggdiff_options* o = args.options.get();
     auto t0 = Clock::now();
     ggdiff_model* model = nullptr;
     if (ggdiff_model_load(o, &model) != 0) {
@@ -171,11 +132,13 @@ int main(int argc, char** argv) {
         }
         phase_json = out.dump();
     }
-    const int threads =
-        opts.count("threads") ? std::stoi(opts["threads"]) : ggdiff_default_threads();
+    // The threads the generation used ("threads" <= 0: the physical cores).
+    int64_t threads_set = 0;
+    ggdiff_options_get_int(o, "threads", &threads_set);
+    const int threads = threads_set > 0 ? static_cast<int>(threads_set) : ggdiff_default_threads();
     double sgemm = 0.0;
     std::string sgemm_json = "null";
-    if (!no_sgemm && ggdiff_measure_sgemm(threads, 1024, &sgemm) == 0) {
+    if (!args.no_sgemm && ggdiff_measure_sgemm(threads, 1024, &sgemm) == 0) {
         sgemm_json = std::to_string(sgemm);
     }
     std::printf(
@@ -189,6 +152,5 @@ int main(int argc, char** argv) {
         phase_json.c_str(), sgemm_json.c_str(), threads);
     ggdiff_images_free(images, n);
     ggdiff_model_free(model);
-    ggdiff_options_free(o);
     return 0;
 }

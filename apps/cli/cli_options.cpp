@@ -1,128 +1,17 @@
 // The ggdiff command line, generated from the library's option schema; see cli_options.h.
 #include "cli_options.h"
 
-#include <CLI/CLI.hpp>
-
 #include <cerrno>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+
+#include "schema_flags.h"
 
 namespace ggdiff::cli {
 
 namespace {
-
-std::string number_text(double v) {
-    std::ostringstream os;
-    os << v;
-    return os.str();
-}
-
-// "a,b,c" -> "a, b, c".
-std::string spaced(const std::string& csv) {
-    std::string out;
-    for (char c : csv) {
-        out += c;
-        if (c == ',') out += ' ';
-    }
-    return out;
-}
-
-const char* type_label(const ggdiff_option_desc& d) {
-    switch (d.type) {
-        case GGDIFF_OPTION_PATH:
-            return "PATH";
-        case GGDIFF_OPTION_INT:
-            return "INT";
-        case GGDIFF_OPTION_FLOAT:
-            return "FLOAT";
-        case GGDIFF_OPTION_ENUM:
-            return "VALUE";
-        case GGDIFF_OPTION_FLOAT_LIST:
-            return "X,Y,...";
-        case GGDIFF_OPTION_INT_LIST:
-            return "[N,...]";
-        case GGDIFF_OPTION_PAIR:
-            return "N|WxH";
-        default:
-            return "TEXT";
-    }
-}
-
-// CLI11's formatter with option descriptions word-wrapped to a readable width.
-class WrappingFormatter : public CLI::Formatter {
-  public:
-    std::string make_option_desc(const CLI::Option* opt) const override {
-        std::string out;
-        size_t line = 0;
-        std::istringstream words(opt->get_description());
-        std::string word;
-        while (words >> word) {
-            if (line > 0 && line + 1 + word.size() > kWidth) {
-                out += '\n';
-                line = 0;
-            } else if (line > 0) {
-                out += ' ';
-                ++line;
-            }
-            out += word;
-            line += word.size();
-        }
-        return out;
-    }
-
-  private:
-    static constexpr size_t kWidth = 66;
-};
-
-// Declares every schema option on `app`. A value given is handed to ggdiff_options_set when
-// CLI11 runs the option's callback; the first failure is kept in `error`.
-void add_schema_options(CLI::App& app, ggdiff_options* o, std::string& error) {
-    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    for (int i = 0; i < ggdiff_option_count(); ++i) {
-        ggdiff_option_desc d{};
-        if (ggdiff_option_info(i, &d) != 0) continue;
-        const std::string name = d.name;
-        if (name == "help" || name == "version") continue;  // CLI11's own flags, below
-        std::string names =
-            d.short_name[0] ? std::string("-") + d.short_name + ",--" + name : "--" + name;
-        if (d.aliases[0]) {
-            std::stringstream ss(d.aliases);
-            std::string alias;
-            while (std::getline(ss, alias, ',')) names += ",--" + alias;
-        }
-        auto set = [o, name, &error](const std::string& value) {
-            if (ggdiff_options_set(o, name.c_str(), value.c_str()) != 0 && error.empty()) {
-                error = ggdiff_last_error();
-            }
-        };
-        app.option_defaults()->group(d.group);
-        const std::string help = flag_help(d);
-        CLI::Option* opt = nullptr;
-        if (d.type == GGDIFF_OPTION_BOOL && !(d.flags & GGDIFF_OPTION_VALUE_OPTIONAL)) {
-            opt = app.add_flag_callback(
-                names, [set] { set("true"); }, help);
-        } else if (d.flags & GGDIFF_OPTION_REPEATABLE) {
-            opt = app.add_option_function<std::vector<std::string>>(
-                         names,
-                         [set](const std::vector<std::string>& values) {
-                             for (const std::string& v : values) set(v);
-                         },
-                         help)
-                      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-                      ->expected(1)
-                      ->allow_extra_args(false)
-                      ->type_name(type_label(d));
-        } else {
-            opt = app.add_option_function<std::string>(names, set, help)->type_name(type_label(d));
-            if (d.type == GGDIFF_OPTION_BOOL) opt->expected(0, 1)->type_name("[on|off]");
-        }
-        (void)opt;
-    }
-}
 
 // The most a prompt file may hold as far as the CLI reads it. The library's own limit on a
 // prompt is far lower (it refuses a longer prompt, saying by how much, when it is set): this
@@ -213,14 +102,8 @@ bool parse_cli(int argc, const char* const* argv, CliRun& out, std::string& erro
     CLI::App app(
         out.version_text + ": diffusion image generation on ggml. Accepts sd-cli's command lines.",
         "ggdiff");
-    ggdiff_option_desc help{}, version{};
-    ggdiff_option_info(ggdiff_option_find("help"), &help);
-    ggdiff_option_info(ggdiff_option_find("version"), &version);
-    app.set_help_flag("-h,--help", help.help)->group(help.group);
-    app.set_version_flag("--version", out.version_text, version.help)->group(version.group);
-    auto formatter = std::make_shared<WrappingFormatter>();
-    formatter->column_width(42);
-    app.formatter(formatter);
+    apps::add_help_and_version(app, out.version_text);
+    app.formatter(std::make_shared<apps::WrappingFormatter>());
     app.footer(
         "Example:\n"
         "  ggdiff -m model.safetensors -p \"a lighthouse at dusk\" -n \"blurry\" -W 512 -H 512 "
@@ -228,7 +111,9 @@ bool parse_cli(int argc, const char* const* argv, CliRun& out, std::string& erro
         "Devices: --list-devices; --backend \"diffusion=CUDA0&CUDA1,te=CPU\" (layer split); "
         "--backend \"all=CUDA0|CUDA1\" -b 4 (data parallel); --auto-fit");
     std::string set_error;
-    add_schema_options(app, out.options.get(), set_error);
+    // Every schema option is a flag of the CLI.
+    apps::add_schema_flags(app, out.options.get(), set_error,
+                           [](const ggdiff_option_desc&) { return true; });
     out.help_text = app.help();
 
     std::vector<std::string> args;
@@ -263,33 +148,6 @@ bool parse_cli(int argc, const char* const* argv, CliRun& out, std::string& erro
     if (!load_prompt_files(out, error)) return false;
     if (!out.flag("list-devices") && !check_mode_inputs(out, error)) return false;
     return true;
-}
-
-std::string flag_help(const ggdiff_option_desc& d) {
-    std::string h = d.help;
-    if (!h.empty() && h.back() != '.') h += '.';
-    if (d.type == GGDIFF_OPTION_ENUM && d.values[0]) h += " One of: " + spaced(d.values) + ".";
-    if (d.default_value[0] && d.type != GGDIFF_OPTION_BOOL) {
-        h += std::string(" Default: ") + d.default_value + ".";
-    }
-    const bool lo = d.min > -1e299, hi = d.max < 1e299;
-    if (d.type == GGDIFF_OPTION_INT || d.type == GGDIFF_OPTION_FLOAT) {
-        if (lo && hi) {
-            h += " Range: " + number_text(d.min) + " to " + number_text(d.max) + ".";
-        } else if (lo) {
-            h += " At least " + number_text(d.min) + ".";
-        }
-    }
-    if (d.support == GGDIFF_SUPPORT_NO_EFFECT) {
-        h += std::string(" No effect here: ") + d.note + ".";
-    } else if (d.support == GGDIFF_SUPPORT_NOT_YET) {
-        h += " Not supported yet.";
-    } else if (d.unsupported_values[0]) {
-        const std::string u = d.unsupported_values;
-        h += u[0] == '!' ? " Only " + spaced(u.substr(1)) + " is supported yet."
-                         : " Not supported yet: " + spaced(u) + ".";
-    }
-    return h;
 }
 
 std::string CliRun::text(const char* name) const {

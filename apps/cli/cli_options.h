@@ -1,7 +1,8 @@
 // Command-line options of the `ggdiff` binary: the sd-cli flag set (docs/CLI_FLAGS.md) plus
 // ggdiff's additions. Every flag is generated from the library's option schema
 // (ggdiff_option_info in ggdiff.h): its names, whether it takes a value, its help text,
-// default and allowed values. Each value given goes to ggdiff_options_set, which checks it
+// default and allowed values (apps/common/schema_flags.h, shared with ggdiff-bench and
+// ggdiff-server). Each value given goes to ggdiff_options_set, which checks it
 // (type, range, value set, "not supported yet") when it is parsed, so a bad command line
 // fails before any model is opened.
 #pragma once
@@ -42,9 +43,5 @@ struct CliRun {
 // Parses argv (argv[0] is the program name). On failure returns false with `error` naming
 // the offending flag and value. -h/--help and --version succeed with action help / version.
 bool parse_cli(int argc, const char* const* argv, CliRun& out, std::string& error);
-
-// The --help text of one flag built from its schema entry: help, allowed values, default,
-// and what has no effect here or is not supported yet.
-std::string flag_help(const ggdiff_option_desc& d);
 
 }  // namespace ggdiff::cli

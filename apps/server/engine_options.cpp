@@ -1,9 +1,7 @@
 #include "engine_options.h"
 
 #include <cmath>
-#include <map>
 #include <sstream>
-#include <vector>
 
 #include "json_fields.h"
 #include "request_error.h"
@@ -34,28 +32,6 @@ const char* type_word(int type) {
             return "pair";
     }
     return "value";
-}
-
-const char* placeholder(int type) {
-    switch (type) {
-        case GGDIFF_OPTION_PATH:
-            return " PATH";
-        case GGDIFF_OPTION_INT:
-            return " N";
-        case GGDIFF_OPTION_FLOAT:
-            return " X";
-        case GGDIFF_OPTION_BOOL:
-            return "";
-        case GGDIFF_OPTION_ENUM:
-            return " NAME";
-        case GGDIFF_OPTION_FLOAT_LIST:
-        case GGDIFF_OPTION_INT_LIST:
-            return " A,B,...";
-        case GGDIFF_OPTION_PAIR:
-            return " WxH";
-        default:
-            return " TEXT";
-    }
 }
 
 std::string number_text(double v) {
@@ -159,55 +135,6 @@ std::string option_text_from_json(const ggdiff_option_desc& d, const nlohmann::j
             if (!v.is_string()) throw wrong("a string");
             return v.get<std::string>();
     }
-}
-
-std::string engine_flags_help() {
-    // Group by the schema's groups, in their order.
-    std::vector<std::string> groups;
-    std::map<std::string, std::string> text;
-    const int n = ggdiff_option_count();
-    for (int i = 0; i < n; ++i) {
-        ggdiff_option_desc d{};
-        if (ggdiff_option_info(i, &d) != 0 || (d.flags & GGDIFF_OPTION_FRONTEND)) continue;
-        if (d.support == GGDIFF_SUPPORT_NOT_YET) continue;  // listed together below
-        if ((d.flags & GGDIFF_OPTION_GENERATE) && d.type == GGDIFF_OPTION_PATH) continue;
-        if (!text.count(d.group)) groups.push_back(d.group);
-        std::string lhs = "  ";
-        if (*d.short_name) lhs += std::string("-") + d.short_name + ", ";
-        lhs += std::string("--") + d.name + placeholder(d.type);
-        std::string help = d.help;
-        if (*d.default_value) help += " (default " + std::string(d.default_value) + ")";
-        if (d.support == GGDIFF_SUPPORT_NO_EFFECT)
-            help += " [no effect here: " + std::string(d.note) + "]";
-        if (lhs.size() < 30) {
-            lhs.resize(30, ' ');
-        } else {
-            lhs += "\n" + std::string(30, ' ');
-        }
-        text[d.group] += lhs + help + "\n";
-    }
-    std::string later, line = " ";
-    for (int i = 0; i < n; ++i) {
-        ggdiff_option_desc d{};
-        if (ggdiff_option_info(i, &d) != 0 || (d.flags & GGDIFF_OPTION_FRONTEND)) continue;
-        // The server lists --lora-model-dir itself (and passes it on once LoRA works).
-        if (d.support != GGDIFF_SUPPORT_NOT_YET || std::string(d.name) == "lora-model-dir")
-            continue;
-        const std::string item = " --" + std::string(d.name);
-        if (line.size() + item.size() > 88) {
-            later += line + "\n";
-            line = " ";
-        }
-        line += item;
-    }
-    if (line.size() > 1) later += line + "\n";
-    std::string out =
-        "Engine flags (as the CLI's): the model and where it runs, and the defaults of requests\n"
-        "that leave a field out. Without -s/--seed each request gets a random seed.\n";
-    for (const std::string& g : groups) out += "\n" + g + ":\n" + text[g];
-    if (!later.empty())
-        out += "\nAccepted but not supported yet (using them is an error):\n" + later;
-    return out;
 }
 
 std::string option_text(const ggdiff_options* options, const char* name) {

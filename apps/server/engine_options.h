@@ -1,6 +1,6 @@
-// The engine's option schema (ggdiff_option_count / ggdiff_option_info) as the server uses
-// it: the command line's engine flags and their help, JSON values typed by the schema, and
-// the per-request options a client may send (listed in /sdcpp/v1/capabilities).
+// The engine's option schema (ggdiff_option_count / ggdiff_option_info) as the server's
+// routes use it: JSON values typed by the schema, and the per-request options a client may
+// send (listed in /sdcpp/v1/capabilities). The command line's flags: server_config.h.
 #pragma once
 
 #include <optional>
@@ -30,10 +30,6 @@ bool option_supported(const std::string& option);
 
 // "true"/"false"/"on"/"off"/"1"/"0"/"yes"/"no" (what a BOOL option takes as a value).
 bool is_bool_word(const std::string& text);
-
-// The engine flags the server takes (model and per-request options), grouped as the schema
-// groups them, for --help.
-std::string engine_flags_help();
 
 // The per-request options: name, type, default (as `defaults` has it: the command line's
 // value or the schema's), range, values, help, support.

@@ -3,56 +3,25 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
-#include <map>
+#include <functional>
 #include <sstream>
 
-#include "engine_options.h"
 #include "ggdiff.h"
+#include "schema_flags.h"
 
 namespace ggdiff::server {
 
 namespace {
 
-struct FlagHelp {
-    const char* flag;
-    const char* value;
+// A flag of the server's own (listening, security, limits): declared here once, for parsing
+// and --help alike. `apply` stores a value given and returns "" or what is wrong with it.
+struct ServerFlag {
+    const char* names;  // CLI11's spelling: "--host"
+    const char* value;  // the value's label in --help
     const char* help;
-};
-
-const FlagHelp kServerFlags[] = {
-    {"--host", "ADDR", "address to listen on (default 127.0.0.1; anything else warns)"},
-    {"--port", "N", "port to listen on (default 7860; 0 picks a free one and prints it)"},
-    {"--api-key", "KEY",
-     "require this key on every route but /health: 'Authorization: Bearer KEY' or "
-     "'X-Api-Key: KEY' (browsers: Basic auth with KEY as the password)"},
-    {"--api-key-file", "FILE", "read the API key from the first line of FILE"},
-    {"--max-queue", "N",
-     "jobs that may wait behind the running one (default 16, at most 1024); more get 429"},
-    {"--result-ttl", "SECONDS", "how long finished results stay available (default 600)"},
-    {"--max-results-mb", "N",
-     "memory for finished results (default 1024); past it the oldest go first (410), never "
-     "the latest"},
-    {"--lora-model-dir", "DIR",
-     "LoRA files offered by name (/sdapi/v1/loras); requests can name "
-     "only files listed there"},
-    {"--cors-origin", "ORIGIN",
-     "allow browser requests from ORIGIN (e.g. http://localhost:3000); repeatable; none by "
-     "default"},
-    {"--max-body-mb", "N", "largest request body in MiB (default 64); larger get 413"},
-    {"--max-size", "N", "largest width or height a request may ask for (default 2048)"},
-    {"--max-upload-pixels", "N",
-     "largest uploaded image in pixels (default 16777216 = 4096x4096); larger get 413"},
-    {"--max-batch", "N", "most images per request (default 8)"},
-    {"--max-steps", "N", "most sampling steps per request (default 150)"},
-    {"--disable-image-metadata", "",
-     "images carry no parameters text (unless a request asks: A1111 enable_pnginfo, sd-server "
-     "embed_image_metadata)"},
-    {"--prompt-file", "FILE", "the default prompt, read from FILE"},
-    {"--negative-prompt-file", "FILE", "the default negative prompt, read from FILE"},
-    {"--color", "", "color the log level tags"},
-    {"-v, --verbose", "", "log every request and the engine's debug output"},
-    {"-h, --help", "", "print this help and exit"},
-    {"--version", "", "print the version and exit"},
+    std::function<std::string(ServerConfig&, const std::string& flag, const std::string& value)>
+        apply;
+    bool repeatable = false;
 };
 
 bool parse_int(const std::string& s, int64_t min, int64_t max, int64_t* out) {
@@ -76,6 +45,241 @@ std::string trim(std::string s) {
     return s.substr(b);
 }
 
+// An integer flag in [min, max], stored by `store`.
+template <class Store>
+ServerFlag int_flag(const char* names, const char* value, const char* help, int64_t min,
+                    int64_t max, Store store) {
+    return {names, value, help,
+            [min, max, store](ServerConfig& c, const std::string& flag, const std::string& text) {
+                int64_t n = 0;
+                if (!parse_int(text, min, max, &n)) {
+                    return flag + ": \"" + text + "\" is not an integer in " + std::to_string(min) +
+                           ".." + std::to_string(max);
+                }
+                store(c, n);
+                return std::string();
+            }};
+}
+
+const std::vector<ServerFlag>& server_flags() {
+    static const std::vector<ServerFlag> flags = {
+        {"--host", "ADDR", "Address to listen on (default 127.0.0.1; anything else warns)",
+         [](ServerConfig& c, const std::string& flag, const std::string& v) {
+             c.host = v;
+             return v.empty() ? flag + " needs an address" : std::string();
+         }},
+        int_flag("--port", "N",
+                 "Port to listen on (default 7860; 0 picks a free one and prints it)", 0, 65535,
+                 [](ServerConfig& c, int64_t n) { c.port = static_cast<int>(n); }),
+        {"--api-key", "KEY",
+         "Require this key on every route but /health: 'Authorization: Bearer KEY' or "
+         "'X-Api-Key: KEY' (browsers: Basic auth with KEY as the password)",
+         [](ServerConfig& c, const std::string& flag, const std::string& v) {
+             c.api_key = v;
+             return v.empty() ? flag + " needs a key" : std::string();
+         }},
+        {"--api-key-file", "FILE", "Read the API key from the first line of FILE",
+         [](ServerConfig& c, const std::string& flag, const std::string& path) {
+             std::ifstream in(path);
+             std::string line;
+             if (!in || !std::getline(in, line))
+                 return flag + " " + path + ": cannot read the file";
+             c.api_key = trim(line);
+             return c.api_key.empty() ? flag + " " + path + ": the first line is empty"
+                                      : std::string();
+         }},
+        int_flag("--max-queue", "N",
+                 "Jobs that may wait behind the running one (default 16, at most 1024); more "
+                 "get 429",
+                 1, 1024, [](ServerConfig& c, int64_t n) { c.max_queue = static_cast<int>(n); }),
+        int_flag("--result-ttl", "SECONDS",
+                 "How long finished results stay available (default 600)", 0, 30LL * 24 * 3600,
+                 [](ServerConfig& c, int64_t n) { c.result_ttl_s = static_cast<int>(n); }),
+        int_flag("--max-results-mb", "N",
+                 "Memory for finished results (default 1024); past it the oldest go first (410), "
+                 "never the latest",
+                 0, 1 << 20, [](ServerConfig& c, int64_t n) { c.max_result_bytes = n << 20; }),
+        {"--cors-origin", "ORIGIN",
+         "Allow browser requests from ORIGIN (e.g. http://localhost:3000); repeatable; none by "
+         "default",
+         [](ServerConfig& c, const std::string& flag, const std::string& v) {
+             if (v.empty()) return flag + " needs an origin";
+             c.cors_origins.push_back(v);
+             return std::string();
+         },
+         /*repeatable=*/true},
+        int_flag("--max-body-mb", "N", "Largest request body in MiB (default 64); larger get 413",
+                 1, 4096, [](ServerConfig& c, int64_t n) { c.max_body_bytes = n << 20; }),
+        int_flag("--max-size", "N", "Largest width or height a request may ask for (default 2048)",
+                 8, 16384, [](ServerConfig& c, int64_t n) { c.max_size = static_cast<int>(n); }),
+        int_flag("--max-upload-pixels", "N",
+                 "Largest uploaded image in pixels (default 16777216 = 4096x4096); larger get 413",
+                 1, 256000000, [](ServerConfig& c, int64_t n) { c.max_upload_pixels = n; }),
+        int_flag("--max-batch", "N", "Most images per request (default 8)", 1, 1024,
+                 [](ServerConfig& c, int64_t n) { c.max_batch = static_cast<int>(n); }),
+        int_flag("--max-steps", "N", "Most sampling steps per request (default 150)", 1, 10000,
+                 [](ServerConfig& c, int64_t n) { c.max_steps = static_cast<int>(n); }),
+    };
+    return flags;
+}
+
+// Schema options the server acts on itself instead of handing them to the engine: what they
+// do here, added to their help, and how a value is stored.
+struct ServerUse {
+    const char* name;
+    const char* note;
+    std::function<std::string(ServerConfig&, const std::string& value)> apply;
+};
+
+std::string read_prompt_file(ServerConfig& c, const char* prompt, const char* flag,
+                             const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    if (!in || !(text << in.rdbuf()))
+        return std::string(flag) + " " + path + ": cannot read the file";
+    c.engine_options.emplace_back(prompt, trim(text.str()));
+    return "";
+}
+
+const std::vector<ServerUse>& server_uses() {
+    static const std::vector<ServerUse> uses = {
+        {"verbose", "The server logs every request and the engine's debug output.",
+         [](ServerConfig& c, const std::string&) {
+             c.verbose = true;
+             return std::string();
+         }},
+        {"color", "",
+         [](ServerConfig& c, const std::string&) {
+             c.color = true;
+             return std::string();
+         }},
+        {"lora-model-dir",
+         "The server offers them by name (/sdapi/v1/loras); requests can name only files listed "
+         "there.",
+         [](ServerConfig& c, const std::string& v) {
+             c.lora_model_dir = v;
+             return std::string();
+         }},
+        {"disable-image-metadata",
+         "A request can still ask for it (A1111 enable_pnginfo, sd-server embed_image_metadata).",
+         [](ServerConfig& c, const std::string& v) {
+             c.embed_metadata = !(v.empty() || is_bool_true(v));
+             return std::string();
+         }},
+        {"prompt-file", "The default prompt of requests.",
+         [](ServerConfig& c, const std::string& v) {
+             return read_prompt_file(c, "prompt", "--prompt-file", v);
+         }},
+        {"negative-prompt-file", "The default negative prompt of requests.",
+         [](ServerConfig& c, const std::string& v) {
+             return read_prompt_file(c, "negative-prompt", "--negative-prompt-file", v);
+         }},
+    };
+    return uses;
+}
+
+const ServerUse* server_use(const std::string& name) {
+    for (const ServerUse& u : server_uses())
+        if (name == u.name) return &u;
+    return nullptr;
+}
+
+constexpr const char* kServerGroup = "Server";
+
+constexpr const char* kDescription =
+    "ggdiff-server: serves one model over HTTP: OpenAI Images (/v1/images/generations,\n"
+    "/v1/images/edits, /v1/models), the AUTOMATIC1111 API (/sdapi/v1/...), stable-diffusion.cpp's\n"
+    "async job API (/sdcpp/v1/...) with progress events and cancel, /health, and a web page at /.\n"
+    "Without -m (or --diffusion-model) it serves the built-in model\n"
+    "(models/ggdiff-toy-shapes.safetensors, or the file $GGDIFF_DEFAULT_MODEL names).\n\n"
+    "Engine flags (as the CLI's): the model and where it runs, and the defaults of requests that\n"
+    "leave a field out. Without -s/--seed each request gets a random seed.";
+
+// The command line: the server's own flags, then every schema option (the engine's, and the
+// front-end ones the server acts on; the rest are hidden and refused by name when used).
+// Values land in `c`; the first problem with one is kept in `error`.
+void declare_flags(CLI::App& app, ServerConfig& c, std::string& error) {
+    app.formatter(std::make_shared<apps::WrappingFormatter>());
+    apps::add_help_and_version(app, std::string("ggdiff-server ") + ggdiff_version(), kServerGroup);
+    auto keep = [&error](const std::string& problem) {
+        if (!problem.empty() && error.empty()) error = problem;
+    };
+    for (const ServerFlag& f : server_flags()) {
+        const std::string flag = f.names;
+        auto apply = [&c, keep, flag, &f](const std::string& v) { keep(f.apply(c, flag, v)); };
+        CLI::Option* opt = nullptr;
+        if (f.repeatable) {
+            opt = app.add_option_function<std::vector<std::string>>(
+                         f.names,
+                         [apply](const std::vector<std::string>& values) {
+                             for (const std::string& v : values) apply(v);
+                         },
+                         f.help)
+                      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+                      ->expected(1)
+                      ->allow_extra_args(false);
+        } else {
+            opt = app.add_option_function<std::string>(f.names, apply, f.help)
+                      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+        }
+        opt->type_name(f.value)->group(kServerGroup);
+    }
+    std::string not_yet;
+    for (const ggdiff_option_desc& d : apps::schema_options()) {
+        const std::string name = d.name, flag = "--" + name;
+        if (name == "help" || name == "version") continue;
+        if (const ServerUse* use = server_use(name)) {
+            std::string help = apps::flag_help(d);
+            if (*use->note) help += std::string(" ") + use->note;
+            apps::add_schema_flag(
+                app, d, [&c, keep, use](const std::string& v) { keep(use->apply(c, v)); }, help,
+                kServerGroup);
+        } else if (!apps::is_engine_option(d)) {
+            // The CLI's outputs and run modes.
+            apps::add_schema_flag(
+                app, d,
+                [keep, flag](const std::string&) {
+                    keep(flag + " has no use in ggdiff-server (see --help)");
+                },
+                "", "");
+        } else if ((d.flags & GGDIFF_OPTION_GENERATE) && d.type == GGDIFF_OPTION_PATH &&
+                   d.support != GGDIFF_SUPPORT_NOT_YET) {
+            // Input images come with each request, never from the server's files.
+            apps::add_schema_flag(
+                app, d,
+                [keep, flag](const std::string&) {
+                    keep(flag + " has no use in ggdiff-server (requests carry their images)");
+                },
+                "", "");
+        } else {
+            // An engine flag: the model to load or a default of requests; the engine checks
+            // the value below. Those not supported yet are listed together after the rest.
+            const bool works = d.support != GGDIFF_SUPPORT_NOT_YET;
+            if (!works) not_yet += " " + flag;
+            apps::add_schema_flag(
+                app, d,
+                [&c, name](const std::string& v) {
+                    if (name == "seed") c.seed_given = true;
+                    c.engine_options.emplace_back(name, v);
+                },
+                apps::flag_help(d), works ? d.group : "");
+        }
+    }
+    if (not_yet.empty()) return;
+    std::string footer = "Accepted but not supported yet (using them is an error):\n";
+    std::string line;
+    std::istringstream words(not_yet);
+    std::string word;
+    while (words >> word) {
+        if (!line.empty() && line.size() + 1 + word.size() > 88) {
+            footer += line + "\n";
+            line.clear();
+        }
+        line += (line.empty() ? "  " : " ") + word;
+    }
+    app.footer(footer + line);
+}
+
 }  // namespace
 
 bool is_loopback_host(const std::string& host) {
@@ -83,182 +287,51 @@ bool is_loopback_host(const std::string& host) {
 }
 
 std::string server_help_text() {
-    std::ostringstream os;
-    os << "usage: ggdiff-server [-m MODEL] [server flags] [engine flags]\n\n"
-          "Serves one model over HTTP: OpenAI Images (/v1/images/generations, /v1/images/edits,\n"
-          "/v1/models), the AUTOMATIC1111 API (/sdapi/v1/...), stable-diffusion.cpp's async job\n"
-          "API (/sdcpp/v1/...) with progress events and cancel, /health, and a web page at /.\n"
-          "Without -m (or --diffusion-model) it serves the built-in model\n"
-          "(models/ggdiff-toy-shapes.safetensors, or the file $GGDIFF_DEFAULT_MODEL names).\n\n"
-          "Server flags:\n";
-    for (const FlagHelp& f : kServerFlags) {
-        std::string lhs = std::string("  ") + f.flag + (*f.value ? std::string(" ") + f.value : "");
-        if (lhs.size() < 30) {
-            lhs.resize(30, ' ');
-        } else {
-            lhs += "\n" + std::string(30, ' ');
-        }
-        os << lhs << f.help << "\n";
-    }
-    os << "\n" << engine_flags_help();
-    return os.str();
+    CLI::App app(kDescription, "ggdiff-server");
+    ServerConfig c;
+    std::string error;
+    declare_flags(app, c, error);
+    return app.help();
+}
+
+bool server_takes(const ggdiff_option_desc& d) {
+    return apps::is_engine_option(d) && d.support != GGDIFF_SUPPORT_NOT_YET &&
+           !((d.flags & GGDIFF_OPTION_GENERATE) && d.type == GGDIFF_OPTION_PATH) &&
+           !server_use(d.name);
 }
 
 ParseOutcome parse_server_args(int argc, const char* const* argv) {
     ParseOutcome out;
     ServerConfig& c = out.config;
-    std::vector<std::string> args(argv + 1, argv + argc);
     auto fail = [&](const std::string& message) {
         out.error = message;
         return out;
     };
-    for (size_t i = 0; i < args.size(); ++i) {
-        std::string flag = args[i];
-        std::string value;
-        bool has_value = false;
-        if (flag.rfind("--", 0) == 0 && flag.find('=') != std::string::npos) {
-            value = flag.substr(flag.find('=') + 1);
-            flag = flag.substr(0, flag.find('='));
-            has_value = true;
-        }
-        auto need = [&](std::string* v) {
-            if (has_value) {
-                *v = value;
-                return true;
-            }
-            if (i + 1 >= args.size()) return false;
-            *v = args[++i];
-            return true;
-        };
-        auto need_int = [&](int64_t min, int64_t max, int64_t* v) -> std::string {
-            std::string text;
-            if (!need(&text)) return flag + " needs a value";
-            if (!parse_int(text, min, max, v)) {
-                return flag + ": \"" + text + "\" is not an integer in " + std::to_string(min) +
-                       ".." + std::to_string(max);
-            }
-            return "";
-        };
-        int64_t n = 0;
-        std::string err;
-        if (flag == "-h" || flag == "--help") {
-            out.action = ParseAction::help;
-            return out;
-        } else if (flag == "--version") {
-            out.action = ParseAction::version;
-            return out;
-        } else if (flag == "-v" || flag == "--verbose") {
-            c.verbose = true;
-        } else if (flag == "--host") {
-            if (!need(&c.host) || c.host.empty()) return fail("--host needs an address");
-        } else if (flag == "--port") {
-            if (!(err = need_int(0, 65535, &n)).empty()) return fail(err);
-            c.port = static_cast<int>(n);
-        } else if (flag == "--api-key") {
-            if (!need(&c.api_key) || c.api_key.empty()) return fail("--api-key needs a key");
-        } else if (flag == "--api-key-file") {
-            std::string path;
-            if (!need(&path)) return fail("--api-key-file needs a file");
-            std::ifstream in(path);
-            std::string line;
-            if (!in || !std::getline(in, line)) {
-                return fail("--api-key-file " + path + ": cannot read the file");
-            }
-            c.api_key = trim(line);
-            if (c.api_key.empty())
-                return fail("--api-key-file " + path + ": the first line is empty");
-        } else if (flag == "--max-queue") {
-            if (!(err = need_int(1, 1024, &n)).empty()) return fail(err);
-            c.max_queue = static_cast<int>(n);
-        } else if (flag == "--result-ttl") {
-            if (!(err = need_int(0, 30LL * 24 * 3600, &n)).empty()) return fail(err);
-            c.result_ttl_s = static_cast<int>(n);
-        } else if (flag == "--max-results-mb") {
-            if (!(err = need_int(0, 1 << 20, &n)).empty()) return fail(err);
-            c.max_result_bytes = n << 20;
-        } else if (flag == "--lora-model-dir") {
-            if (!need(&c.lora_model_dir)) return fail("--lora-model-dir needs a folder");
-        } else if (flag == "--cors-origin") {
-            std::string origin;
-            if (!need(&origin) || origin.empty()) return fail("--cors-origin needs an origin");
-            c.cors_origins.push_back(origin);
-        } else if (flag == "--max-body-mb") {
-            if (!(err = need_int(1, 4096, &n)).empty()) return fail(err);
-            c.max_body_bytes = n << 20;
-        } else if (flag == "--max-size") {
-            if (!(err = need_int(8, 16384, &n)).empty()) return fail(err);
-            c.max_size = static_cast<int>(n);
-        } else if (flag == "--max-upload-pixels") {
-            if (!(err = need_int(1, 256000000, &n)).empty()) return fail(err);
-            c.max_upload_pixels = n;
-        } else if (flag == "--max-batch") {
-            if (!(err = need_int(1, 1024, &n)).empty()) return fail(err);
-            c.max_batch = static_cast<int>(n);
-        } else if (flag == "--max-steps") {
-            if (!(err = need_int(1, 10000, &n)).empty()) return fail(err);
-            c.max_steps = static_cast<int>(n);
-        } else {
-            // An engine flag (the CLI's): --name [value], or its short form -X.
-            std::string name;
-            if (flag.rfind("--", 0) == 0 && flag.size() > 2) {
-                name = flag.substr(2);
-            } else if (flag.size() >= 2 && flag[0] == '-' && flag[1] != '-') {
-                name = flag.substr(1);
-            } else {
-                return fail("unexpected argument '" + flag + "' (see --help)");
-            }
-            auto desc = engine_option(name, /*json_spelling=*/false);
-            if (!desc) {
-                return fail("unknown flag " + flag + " (see --help)");
-            }
-            name = desc->name;
-            if (!has_value) {
-                if (desc->type == GGDIFF_OPTION_BOOL) {
-                    // A switch; --flag on|off where the schema allows a value.
-                    if ((desc->flags & GGDIFF_OPTION_VALUE_OPTIONAL) && i + 1 < args.size() &&
-                        is_bool_word(args[i + 1])) {
-                        value = args[++i];
-                    }
-                } else if (!need(&value)) {
-                    return fail(flag + " needs a value");
-                }
-            }
-            if ((desc->flags & GGDIFF_OPTION_GENERATE) && desc->type == GGDIFF_OPTION_PATH &&
-                desc->support != GGDIFF_SUPPORT_NOT_YET) {
-                // Input images come with each request, never from the server's files.
-                return fail(flag + " has no use in ggdiff-server (requests carry their images)");
-            }
-            if (desc->flags & GGDIFF_OPTION_FRONTEND) {
-                // The CLI's front-end flags that mean something for a server.
-                if (name == "disable-image-metadata") {
-                    c.embed_metadata = !(value.empty() || is_bool_true(value));
-                } else if (name == "color") {
-                    c.color = true;
-                } else if (name == "prompt-file" || name == "negative-prompt-file") {
-                    std::ifstream in(value, std::ios::binary);
-                    std::stringstream text;
-                    if (!in || !(text << in.rdbuf())) {
-                        return fail(flag + " " + value + ": cannot read the file");
-                    }
-                    c.engine_options.emplace_back(
-                        name == "prompt-file" ? "prompt" : "negative-prompt", trim(text.str()));
-                } else {
-                    return fail(flag + " has no use in ggdiff-server (see --help)");
-                }
-                continue;
-            }
-            if (name == "seed") c.seed_given = true;
-            c.engine_options.emplace_back(name, value);
-        }
+    CLI::App app(kDescription, "ggdiff-server");
+    std::string error;
+    declare_flags(app, c, error);
+    std::vector<std::string> args;
+    for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i] ? argv[i] : "");
+    try {
+        app.parse(args);
+    } catch (const CLI::CallForHelp&) {
+        out.action = ParseAction::help;
+        return out;
+    } catch (const CLI::CallForVersion&) {
+        out.action = ParseAction::version;
+        return out;
+    } catch (const CLI::ParseError& e) {
+        return fail(e.what());
+    } catch (const std::exception& e) {
+        return fail(std::string("invalid command line: ") + e.what());
     }
-    // Every engine flag must be one the library knows, with a value it accepts.
+    if (!error.empty()) return fail(error);
+    // Every engine flag must have a value the library accepts.
     ggdiff_options* probe = ggdiff_options_new();
     for (const auto& [name, value] : c.engine_options) {
         if (ggdiff_options_set(probe, name.c_str(), value.c_str()) != 0) {
             std::string why = ggdiff_last_error();
             ggdiff_options_free(probe);
-            if (why.rfind("unknown option", 0) == 0)
-                return fail("unknown flag --" + name + " (see --help)");
             return fail(why);
         }
     }

@@ -1,11 +1,15 @@
-// ggdiff-server's command line: its own flags (listening, security, limits) plus the engine's
-// model, placement and default-generation flags, which it hands to the C API by name.
+// ggdiff-server's command line: its own flags (listening, security, limits), declared once in
+// server_config.cpp, plus the engine's model, placement and default-generation flags, generated
+// from the library's option schema as the CLI's are (apps/common/schema_flags.h) and handed to
+// the C API by name.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "ggdiff.h"
 
 namespace ggdiff::server {
 
@@ -43,7 +47,15 @@ struct ParseOutcome {
 };
 
 ParseOutcome parse_server_args(int argc, const char* const* argv);
+// The --help text: the server's flags, the front-end flags it acts on, and the engine's flags by
+// the schema's groups.
 std::string server_help_text();
+
+// Whether the command line hands schema option `d` to the engine (ServerConfig::engine_options):
+// every option the library reads, except input images (requests carry them), options not
+// supported yet (refused by the engine when used) and those the server acts on itself
+// (--lora-model-dir).
+bool server_takes(const ggdiff_option_desc& d);
 
 // 127.0.0.0/8, ::1 and "localhost".
 bool is_loopback_host(const std::string& host);

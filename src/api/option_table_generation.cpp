@@ -248,6 +248,15 @@ void add_generation_options(std::vector<OptionSpec>& out) {
         .def("3")
         .help("Qwen Image Layered: N gives N+1 RGBA layers (images) per batch item")
         .bind(to_int(GGDIFF_FIELD(gen.qwen_image_layers)));
+
+    g = "Measurement";
+    opt(out, g, "phase-peaks", OptType::Bool, kGenerate | kOptionalValue)
+        .help(
+            "Measure each phase's own peak resident set (peak_rss_mib in the generation "
+            "figures, ggdiff-bench's phases): the kernel's high-water mark is reset at each "
+            "phase, so tools that read it at exit (time -v) see only the last phase's peak, "
+            "not the whole run's; on or off (ggdiff-bench: on unless --phase-peaks off)")
+        .bind(to_bool(GGDIFF_FIELD(gen.phase_peaks)));
 }
 
 }  // namespace ggdiff::api

@@ -7,8 +7,6 @@
 // its own thread (pipeline/batch_run.h coordinates them).
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <thread>
 
@@ -105,11 +103,10 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
         return Status::Error("cancelled");
     }
 
-    // With GGDIFF_PHASE_PEAKS=1 (ggdiff-bench) the peak resident set restarts at each phase,
-    // which also hides the earlier peak from tools that read it at exit (time -v), so only on
+    // With --phase-peaks (ggdiff-bench) the peak resident set restarts at each phase, which
+    // also hides the earlier peak from tools that read it at exit (time -v), so only on
     // request (and not while other replicas compute).
-    const bool phase_peaks = job.alone && std::getenv("GGDIFF_PHASE_PEAKS") &&
-                             std::strcmp(std::getenv("GGDIFF_PHASE_PEAKS"), "1") == 0;
+    const bool phase_peaks = o.phase_peaks && job.alone;
     auto t0 = Clock::now();
     PhaseMeter meter(phase_peaks);
     auto text = encode_text(f, p, o, job.prompt);

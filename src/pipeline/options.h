@@ -91,6 +91,10 @@ struct GenerateOptions {
     TilingOptions vae_tiling;
     int qwen_image_layers = 3;      // Qwen Image Layered: N+1 RGBA layers per batch item
     std::string output_model_name;  // for metadata (file base name)
+    // --phase-peaks: each phase's figures get the phase's own peak resident set (the
+    // process's high-water mark is reset at each phase start, so readers of the peak at exit
+    // see only the last phase's); off, each gets the process's peak so far.
+    bool phase_peaks = false;
 };
 
 struct GeneratedImage {

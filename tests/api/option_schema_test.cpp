@@ -109,6 +109,12 @@ TEST(OptionSchema, NamesAliasesAndShortForms) {
     EXPECT_TRUE(desc_of("model").flags & GGDIFF_OPTION_REPEATABLE);
     EXPECT_TRUE(desc_of("output").flags & GGDIFF_OPTION_FRONTEND);
     EXPECT_TRUE(desc_of("auto-fit").flags & GGDIFF_OPTION_VALUE_OPTIONAL);
+    // A measurement switch of each generation, on or off (ggdiff-bench turns it on).
+    const ggdiff_option_desc peaks = desc_of("phase-peaks");
+    EXPECT_EQ(peaks.type, GGDIFF_OPTION_BOOL);
+    EXPECT_TRUE(peaks.flags & GGDIFF_OPTION_GENERATE);
+    EXPECT_TRUE(peaks.flags & GGDIFF_OPTION_VALUE_OPTIONAL);
+    EXPECT_EQ(std::string(peaks.default_value), "false");
 }
 
 TEST(OptionSchema, BadSamplerFailsWhenSetBeforeAnyLoad) {
@@ -261,6 +267,8 @@ TEST(OptionSchema, TypedValuesReachThePipelineOptions) {
     ASSERT_TRUE(ggdiff::api::set_option(o, "type", "f16").ok());
     ASSERT_TRUE(ggdiff::api::set_option(o, "steps", "9").ok());
     ASSERT_TRUE(ggdiff::api::set_option(o, "offload-to-cpu", "").ok());
+    EXPECT_FALSE(o.gen.phase_peaks);
+    ASSERT_TRUE(ggdiff::api::set_option(o, "phase-peaks", "on").ok());
     EXPECT_EQ(o.gen.sampler, ggdiff::sampling::SamplerKind::Lcm);
     EXPECT_EQ(o.gen.scheduler, ggdiff::sampling::ScheduleKind::Karras);
     EXPECT_EQ(o.gen.rng, ggdiff::sampling::RngKind::Cpu);
@@ -270,6 +278,9 @@ TEST(OptionSchema, TypedValuesReachThePipelineOptions) {
     EXPECT_EQ(o.model.weight_type, 1);  // GGML_TYPE_F16
     EXPECT_EQ(o.gen.steps, 9);
     EXPECT_TRUE(o.model.offload_to_cpu);
+    EXPECT_TRUE(o.gen.phase_peaks);
+    ASSERT_TRUE(ggdiff::api::set_option(o, "phase-peaks", "off").ok());
+    EXPECT_FALSE(o.gen.phase_peaks);
 }
 
 }  // namespace

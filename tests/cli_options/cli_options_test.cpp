@@ -14,6 +14,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 
 namespace {
 
@@ -232,14 +233,16 @@ const std::map<std::string, std::optional<std::string>>& samples() {
         {"--llm-tokenizer", "qwen_tokenizer"},
         {"--t5xxl-tokenizer", "tokenizer.json"},
         {"--fit-dry-run", std::nullopt},
+        {"--phase-peaks", std::nullopt},
         {"--version", std::nullopt},
     };
     return s;
 }
 
 // ggdiff's own flags, which CLI_FLAGS.md (sd-cli's set) does not list.
-const std::set<std::string> kGgdiffAdditions = {"--tokenizer", "--fit-dry-run", "--version",
-                                                "--llm-tokenizer", "--t5xxl-tokenizer"};
+const std::set<std::string> kGgdiffAdditions = {"--tokenizer",       "--fit-dry-run",
+                                                "--version",         "--llm-tokenizer",
+                                                "--t5xxl-tokenizer", "--phase-peaks"};
 
 // The arguments for one flag with its sample value ("@name" = a temporary file).
 std::vector<std::string> flag_args(const std::string& flag, const std::string& spelled) {
@@ -433,25 +436,62 @@ TEST(CliOptions, HelpListsExactlyTheKnownFlags) {
     }
 }
 
-// The apps use only include/ggdiff.h, and the CLI copies no value lists: samplers,
-// schedulers, RNGs and weight types come from the library's schema.
-TEST(CliOptions, CliUsesOnlyThePublicHeaderAndCopiesNoValueLists) {
-    for (const auto& entry : fs::directory_iterator(GGDIFF_SOURCE_DIR "/apps/cli")) {
-        std::ifstream in(entry.path());
-        std::string line;
-        while (std::getline(in, line)) {
-            std::smatch m;
-            if (std::regex_search(line, m, std::regex(R"re(#include\s+"([^"]+)")re"))) {
-                const std::string inc = m[1].str();
-                EXPECT_TRUE(inc == "ggdiff.h" || inc == "cli_options.h" || inc == "modes.h")
-                    << entry.path() << " includes " << inc;
-            }
-            for (const char* value : {"dpm++2m", "karras", "std_default", "q4_K", "edm_v"}) {
-                EXPECT_FALSE(contains(line, std::string("\"") + value))
-                    << entry.path() << " copies a value list: " << line;
+// The apps use only include/ggdiff.h (and their own headers, or the shared ones of
+// apps/common), and the front ends copy no value lists: samplers, schedulers, RNGs and weight
+// types come from the library's schema.
+TEST(CliOptions, AppsUseOnlyThePublicHeaderAndCopyNoValueLists) {
+    size_t files = 0;
+    for (const auto& app : fs::directory_iterator(GGDIFF_SOURCE_DIR "/apps")) {
+        for (const auto& entry : fs::directory_iterator(app.path())) {
+            std::ifstream in(entry.path());
+            std::string line;
+            ++files;
+            while (std::getline(in, line)) {
+                std::smatch m;
+                if (std::regex_search(line, m, std::regex(R"re(#include\s+"([^"]+)")re"))) {
+                    const std::string inc = m[1].str();
+                    const bool own = inc.find('/') == std::string::npos &&
+                                     (fs::exists(app.path() / inc) ||
+                                      fs::exists(fs::path(GGDIFF_SOURCE_DIR "/apps/common") / inc));
+                    EXPECT_TRUE(inc == "ggdiff.h" || own) << entry.path() << " includes " << inc;
+                }
+                if (app.path().filename() == "server") continue;  // speaks the A1111 names
+                for (const char* value : {"dpm++2m", "karras", "std_default", "q4_K", "edm_v"}) {
+                    EXPECT_FALSE(contains(line, std::string("\"") + value))
+                        << entry.path() << " copies a value list: " << line;
+                }
             }
         }
     }
+    EXPECT_GT(files, 10u);
+}
+
+// No front end of the engine declares a schema option by hand: CLI11 declarations in their
+// sources name only flags the schema does not have (the bench's own); the schema's come from
+// apps/common/schema_flags.h. (ggdiff-rpc serves devices and takes no engine options: its
+// -t is the served CPU device's threads.)
+TEST(CliOptions, NoAppDeclaresASchemaFlagByHand) {
+    const std::regex decl(R"re(add_(option|flag)[A-Za-z_]*(<[^>]*>)?\(\s*"([^"]+)")re");
+    size_t declared = 0;
+    for (const char* dir : {"cli", "bench", "server", "common"}) {
+        for (const auto& entry :
+             fs::directory_iterator(fs::path(GGDIFF_SOURCE_DIR "/apps") / dir)) {
+            std::ifstream in(entry.path());
+            std::stringstream text;
+            text << in.rdbuf();
+            const std::string src = text.str();
+            for (std::sregex_iterator it(src.begin(), src.end(), decl), end; it != end; ++it) {
+                std::stringstream names((*it)[3].str());
+                std::string name;
+                while (std::getline(names, name, ',')) {
+                    ++declared;
+                    EXPECT_EQ(ggdiff_option_find(name.c_str()), -1)
+                        << entry.path() << " declares the schema's " << name << " by hand";
+                }
+            }
+        }
+    }
+    EXPECT_GE(declared, 2u);  // ggdiff-bench's --index-only and --no-sgemm at least
 }
 
 TEST(CliOptions, Defaults) {
