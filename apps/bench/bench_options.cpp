@@ -32,26 +32,17 @@ bool parse_bench_args(int argc, const char* const* argv, BenchArgs& out, std::st
     apps::add_schema_flags(app, out.options.get(), set_error, bench_takes);
     out.help_text = app.help();
 
-    std::vector<std::string> args;
-    for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i] ? argv[i] : "");
-    try {
-        app.parse(args);
-    } catch (const CLI::CallForHelp&) {
-        out.action = BenchAction::help;
-        return true;
-    } catch (const CLI::CallForVersion&) {
-        out.action = BenchAction::version;
-        return true;
-    } catch (const CLI::ParseError& e) {
-        error = e.what();
-        return false;
-    } catch (const std::exception& e) {
-        error = std::string("invalid command line: ") + e.what();
-        return false;
-    }
-    if (!set_error.empty()) {
-        error = set_error;
-        return false;
+    switch (apps::parse_command_line(app, argc, argv, set_error, error)) {
+        case apps::ParseOutcome::help:
+            out.action = BenchAction::help;
+            return true;
+        case apps::ParseOutcome::version:
+            out.action = BenchAction::version;
+            return true;
+        case apps::ParseOutcome::error:
+            return false;
+        case apps::ParseOutcome::run:
+            break;
     }
     // Each phase's own peak resident set (see ggdiff_last_generation_stats); the process's
     // peak is then the largest of them, as getrusage no longer sees the earlier ones.

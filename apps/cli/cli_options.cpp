@@ -116,26 +116,17 @@ bool parse_cli(int argc, const char* const* argv, CliRun& out, std::string& erro
                            [](const ggdiff_option_desc&) { return true; });
     out.help_text = app.help();
 
-    std::vector<std::string> args;
-    for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i] ? argv[i] : "");
-    try {
-        app.parse(args);
-    } catch (const CLI::CallForHelp&) {
-        out.action = CliAction::help;
-        return true;
-    } catch (const CLI::CallForVersion&) {
-        out.action = CliAction::version;
-        return true;
-    } catch (const CLI::ParseError& e) {
-        error = e.what();
-        return false;
-    } catch (const std::exception& e) {
-        error = std::string("invalid command line: ") + e.what();
-        return false;
-    }
-    if (!set_error.empty()) {
-        error = set_error;
-        return false;
+    switch (apps::parse_command_line(app, argc, argv, set_error, error)) {
+        case apps::ParseOutcome::help:
+            out.action = CliAction::help;
+            return true;
+        case apps::ParseOutcome::version:
+            out.action = CliAction::version;
+            return true;
+        case apps::ParseOutcome::error:
+            return false;
+        case apps::ParseOutcome::run:
+            break;
     }
     for (int i = 0; i < ggdiff_option_count(); ++i) {
         ggdiff_option_desc d{};

@@ -181,4 +181,28 @@ std::string WrappingFormatter::make_option_desc(const CLI::Option* opt) const {
     return out;
 }
 
+ParseOutcome parse_command_line(CLI::App& app, int argc, const char* const* argv,
+                                const std::string& set_error, std::string& error) {
+    std::vector<std::string> args;  // CLI11 takes them last first
+    for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i] ? argv[i] : "");
+    try {
+        app.parse(args);
+    } catch (const CLI::CallForHelp&) {
+        return ParseOutcome::help;
+    } catch (const CLI::CallForVersion&) {
+        return ParseOutcome::version;
+    } catch (const CLI::ParseError& e) {
+        error = e.what();
+        return ParseOutcome::error;
+    } catch (const std::exception& e) {
+        error = std::string("invalid command line: ") + e.what();
+        return ParseOutcome::error;
+    }
+    if (!set_error.empty()) {
+        error = set_error;
+        return ParseOutcome::error;
+    }
+    return ParseOutcome::run;
+}
+
 }  // namespace ggdiff::apps

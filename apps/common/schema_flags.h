@@ -45,6 +45,15 @@ void add_schema_flags(CLI::App& app, ggdiff_options* options, std::string& error
 void add_help_and_version(CLI::App& app, const std::string& version_text,
                           const std::string& group = "");
 
+// What a command line asked for, once parsed.
+enum class ParseOutcome { run, help, version, error };
+
+// Parses argv with `app` (CLI11's --help and --version become ParseOutcome::help / version);
+// a CLI11 error, or a value the library refused (`set_error`, from add_schema_flags), gives
+// ParseOutcome::error with the message in `error`.
+ParseOutcome parse_command_line(CLI::App& app, int argc, const char* const* argv,
+                                const std::string& set_error, std::string& error);
+
 // CLI11's formatter with names shown as "-m, --model" and descriptions word-wrapped to a
 // readable width.
 class WrappingFormatter : public CLI::Formatter {

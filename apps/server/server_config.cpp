@@ -310,22 +310,19 @@ ParseOutcome parse_server_args(int argc, const char* const* argv) {
     CLI::App app(kDescription, "ggdiff-server");
     std::string error;
     declare_flags(app, c, error);
-    std::vector<std::string> args;
-    for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i] ? argv[i] : "");
-    try {
-        app.parse(args);
-    } catch (const CLI::CallForHelp&) {
-        out.action = ParseAction::help;
-        return out;
-    } catch (const CLI::CallForVersion&) {
-        out.action = ParseAction::version;
-        return out;
-    } catch (const CLI::ParseError& e) {
-        return fail(e.what());
-    } catch (const std::exception& e) {
-        return fail(std::string("invalid command line: ") + e.what());
+    std::string parse_error;
+    switch (apps::parse_command_line(app, argc, argv, error, parse_error)) {
+        case apps::ParseOutcome::help:
+            out.action = ParseAction::help;
+            return out;
+        case apps::ParseOutcome::version:
+            out.action = ParseAction::version;
+            return out;
+        case apps::ParseOutcome::error:
+            return fail(parse_error);
+        case apps::ParseOutcome::run:
+            break;
     }
-    if (!error.empty()) return fail(error);
     // Every engine flag must have a value the library accepts.
     ggdiff_options* probe = ggdiff_options_new();
     for (const auto& [name, value] : c.engine_options) {
