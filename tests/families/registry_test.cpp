@@ -76,6 +76,36 @@ TEST(FamilyRegistry, DiffusersPipelineRoutedByItsFamily) {
     EXPECT_EQ(family_id(index), "z_image");
 }
 
+// The UNet families declare their pipelines too: an SDXL pipeline's two text encoders land
+// where the SDXL recipe reads them, and a StableDiffusionPipeline with a stray
+// text_encoder_2/ stays SD1 (the folder structure alone would call it SDXL).
+TEST(FamilyRegistry, UnetPipelinesRoutedByTheirFamily) {
+    const std::string dir = test_dir("registry_unet_route");
+    for (const char* sub : {"unet", "vae", "text_encoder", "text_encoder_2"}) {
+        make_dirs(dir + "/" + sub);
+    }
+    write_safetensors(dir + "/unet/diffusion_pytorch_model.safetensors",
+                      {f16_tensor("conv_in.weight", {8, 4, 3, 3})});
+    write_safetensors(dir + "/vae/diffusion_pytorch_model.safetensors",
+                      {f16_tensor("decoder.conv_in.weight", {4, 4, 3, 3})});
+    write_safetensors(dir + "/text_encoder/model.safetensors",
+                      {f16_tensor("text_model.embeddings.token_embedding.weight", {16, 8})});
+    write_safetensors(dir + "/text_encoder_2/model.safetensors",
+                      {f16_tensor("text_model.embeddings.token_embedding.weight", {16, 8})});
+    write_bytes(dir + "/model_index.json", R"({"_class_name": "StableDiffusionXLPipeline"})");
+    TensorIndex xl = model_index();
+    ASSERT_TRUE(xl.add(dir).ok());
+    EXPECT_TRUE(
+        xl.has("conditioner.embedders.1.transformer.text_model.embeddings.token_embedding.weight"));
+    write_bytes(dir + "/model_index.json", R"({"_class_name": "StableDiffusionPipeline"})");
+    TensorIndex sd = model_index();
+    ASSERT_TRUE(sd.add(dir).ok());
+    EXPECT_TRUE(
+        sd.has("cond_stage_model.transformer.text_model.embeddings.token_embedding.weight"));
+    EXPECT_FALSE(
+        sd.has("conditioner.embedders.1.transformer.text_model.embeddings.token_embedding.weight"));
+}
+
 // Detect-only families are refused by name; no family at all names what was looked for.
 TEST(FamilyRegistry, CheckRunnableSaysWhy) {
     const std::string dir = test_dir("registry_runnable");

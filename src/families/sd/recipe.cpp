@@ -123,6 +123,18 @@ Result<Family> load(const FamilyContext& ctx) {
 
 }  // namespace
 
+// The UNet's names are shared (io knows them); the family declares its diffusers pipelines.
+const ModelLayout kSdLayout = {
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    {"StableDiffusionPipeline", "StableDiffusionImg2ImgPipeline", "StableDiffusionInpaintPipeline"},
+    {{"unet", "model.diffusion_model."},
+     {"vae", "first_stage_model."},
+     {"text_encoder", "cond_stage_model.transformer."}},
+};
+
 extern const FamilyRecipe kSd1Recipe = {
     "sd1",
     "SD1",
@@ -131,7 +143,7 @@ extern const FamilyRecipe kSd1Recipe = {
     detect_sd1,
     load,
     "diffusion-model,clip_l,vae,taesd",
-    nullptr,
+    &kSdLayout,
     "input_blocks,middle_block,output_blocks"};
 extern const FamilyRecipe kSd2Recipe = {
     "sd2",
@@ -141,7 +153,7 @@ extern const FamilyRecipe kSd2Recipe = {
     detect_sd2,
     load,
     "diffusion-model,clip_l,vae,taesd",
-    nullptr,
+    &kSdLayout,
     "input_blocks,middle_block,output_blocks"};
 
 }  // namespace ggdiff

@@ -121,6 +121,20 @@ Result<Family> load(const FamilyContext& ctx) {
 
 }  // namespace
 
+// The UNet's names are shared (io knows them); the family declares its diffusers pipelines.
+const ModelLayout kSdxlLayout = {
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    {"StableDiffusionXLPipeline", "StableDiffusionXLImg2ImgPipeline",
+     "StableDiffusionXLInpaintPipeline"},
+    {{"unet", "model.diffusion_model."},
+     {"vae", "first_stage_model."},
+     {"text_encoder", "conditioner.embedders.0.transformer."},
+     {"text_encoder_2", "conditioner.embedders.1.transformer."}},
+};
+
 extern const FamilyRecipe kSdxlRecipe = {
     "sdxl",
     "SDXL",
@@ -128,7 +142,7 @@ extern const FamilyRecipe kSdxlRecipe = {
     detect,
     load,
     nullptr,
-    nullptr,
+    &kSdxlLayout,
     "input_blocks,middle_block,output_blocks"};
 
 }  // namespace ggdiff
