@@ -219,7 +219,7 @@ class FamilyWalk : public ::testing::Test {
   protected:
     void SetUp() override {
         if (!fs::exists(e2e::binary_path())) GTEST_SKIP() << "no ggdiff binary";
-        dir_ = e2e::fresh_dir("family_walk");
+        dir_ = e2e::fresh_dir();  // one folder per test: ctest runs them in parallel
     }
     std::string dir_;
 };
