@@ -66,9 +66,7 @@ int ggdiff_model_info(const ggdiff_options* options, char** out_text) {
             info.family = r->id;
             info.family_note = std::string(r->display) + (r->load ? "" : "; not supported yet");
         } else {
-            for (const ggdiff::FamilyRecipe* f : ggdiff::family_recipes()) {
-                info.looked_for.push_back(std::string(f->id) + ": " + f->signature);
-            }
+            info.looked_for = ggdiff::family_signatures();
         }
         *out_text = dup_string(ggdiff::format_model_info(info));
         return 0;

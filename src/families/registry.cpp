@@ -46,17 +46,13 @@ std::string family_id(const TensorIndex& index) {
     return r ? r->id : "unknown";
 }
 
-namespace {
-
-std::string looked_for() {
-    std::string s;
+std::vector<std::string> family_signatures() {
+    std::vector<std::string> out;
     for (const FamilyRecipe* r : family_recipes()) {
-        s += std::string(s.empty() ? "" : "; ") + r->id + ": " + r->signature;
+        out.push_back(std::string(r->id) + ": " + r->signature);
     }
-    return s;
+    return out;
 }
-
-}  // namespace
 
 const ModelLayouts& model_layouts() {
     static const ModelLayouts layouts = [] {
@@ -75,19 +71,23 @@ TensorIndex model_index() {
     return TensorIndex(model_layouts());
 }
 
-Status check_runnable(const TensorIndex& index) {
+Result<const FamilyRecipe*> runnable_family(const TensorIndex& index) {
     const FamilyRecipe* r = find_family(index);
     if (!r) {
+        std::string looked_for;
+        for (const std::string& s : family_signatures()) {
+            looked_for += (looked_for.empty() ? "" : "; ") + s;
+        }
         return Status::Error(
             "cannot tell which model family these files hold (no known diffusion model found; "
             "looked for " +
-            looked_for() + "); ggdiff -M info lists what is in them");
+            looked_for + "); ggdiff -M info lists what is in them");
     }
     if (!r->load) {
         return Status::Error(std::string(r->id) + " models (" + r->display +
                              ") are not supported yet");
     }
-    return Status::Ok();
+    return r;
 }
 
 Status check_part_files(const FamilyRecipe& recipe, const ModelOptions& options) {

@@ -35,10 +35,12 @@ const ModelLayouts& model_layouts();
 // An empty index that knows every family's tensor layouts: how model files are opened.
 TensorIndex model_index();
 
-// The error for files no recipe can run: none detected (naming what was looked for), or a
-// detect-only family ("sd3 models (SD3 / SD3.5) are not supported yet"). Ok when a
-// supported family matches.
-Status check_runnable(const TensorIndex& index);
+// The recipe that runs these files, or the error why none can: none detected (naming what
+// was looked for), or a detect-only family ("sd3 models (SD3 / SD3.5) are not supported yet").
+Result<const FamilyRecipe*> runnable_family(const TensorIndex& index);
+
+// Each family's "<id>: <signature>", in detection order (what was looked for).
+std::vector<std::string> family_signatures();
 
 // An error naming the first part file in `options` (--clip_l, --clip_g, --t5xxl, --llm,
 // --taesd) that the recipe's parts do not read; Ok when all are read or unchecked.

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -135,8 +136,11 @@ Result<std::vector<FolderPart>> diffusers_folder_parts(const std::string& dir,
     if (prefix.empty()) {
         const std::string cls = pipeline_class(dir);
         for (const ModelLayout* l : layouts) {
-            for (const std::string& c : l->diffusers_pipelines) {
-                if (!cls.empty() && c == cls && !l->diffusers_parts.empty()) family = l;
+            const auto& classes = l->diffusers_pipelines;
+            if (!cls.empty() && !l->diffusers_parts.empty() &&
+                std::find(classes.begin(), classes.end(), cls) != classes.end()) {
+                family = l;
+                break;
             }
         }
     }

@@ -42,16 +42,7 @@ Result<Family> load_family(const FamilyRecipe& recipe, const FamilyContext& ctx)
 
 // The placement a recipe loads with: the diffusion model's blocks are the recipe's.
 EnginePlacement with_family_blocks(EnginePlacement p, const FamilyRecipe& recipe) {
-    p.diffusion.block_segments.clear();
-    if (recipe.block_segments) {
-        std::string s = recipe.block_segments;
-        size_t start = 0;
-        while (start <= s.size()) {
-            const size_t comma = std::min(s.find(',', start), s.size());
-            if (comma > start) p.diffusion.block_segments.push_back(s.substr(start, comma - start));
-            start = comma + 1;
-        }
-    }
+    p.diffusion.block_segments = recipe.block_segments;
     return p;
 }
 
@@ -116,8 +107,9 @@ void Engine::share_devices(const std::vector<EnginePlacement>& placements, bool 
 Result<std::map<std::string, uint64_t>> Engine::measure_compute(const ModelOptions& options,
                                                                 const TensorIndex& index,
                                                                 GenerateOptions request) {
-    GGDIFF_TRY(check_runnable(index));
-    const FamilyRecipe* recipe = find_family(index);
+    auto runnable = runnable_family(index);
+    if (!runnable.ok()) return runnable.status();
+    const FamilyRecipe* recipe = *runnable;
     ComputeProbe probe;
     EnginePlacement cpu;  // graphs as built for one device; nothing is loaded
     cpu.te.module = placement::module_name(placement::Module::TextEncoder);
@@ -164,8 +156,9 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options,
     }
 
     // Files of no family, or of one ggdiff recognises but cannot run yet, stop here.
-    GGDIFF_TRY(check_runnable(*index));
-    const FamilyRecipe* recipe = find_family(*index);
+    auto runnable = runnable_family(*index);
+    if (!runnable.ok()) return runnable.status();
+    const FamilyRecipe* recipe = *runnable;
     // A part file no part reads would be silently unused: say so before loading.
     GGDIFF_TRY(check_part_files(*recipe, options));
 

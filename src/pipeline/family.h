@@ -197,10 +197,10 @@ struct FamilyRecipe {
     // The family's own tensor names (bare files, diffusers forms and pipelines), or nullptr
     // when it has none beyond the shared layouts (io/model_layout.h).
     const ModelLayout* layout = nullptr;
-    // The diffusion model's block segments in graph order, comma separated
-    // ("double_blocks,single_blocks"): what layer split and graph cutting number as blocks
-    // (placement/block_index.h). nullptr: the generic segments.
-    const char* block_segments = nullptr;
+    // The diffusion model's block segments in graph order ({"double_blocks",
+    // "single_blocks"}): what layer split and graph cutting number as blocks
+    // (placement/block_index.h). Empty: the generic segments.
+    std::vector<std::string> block_segments = {};
 };
 
 }  // namespace ggdiff

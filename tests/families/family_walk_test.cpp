@@ -257,21 +257,17 @@ TEST_F(FamilyWalk, InfoNamesTheFamilyOfEveryGoldenSet) {
         const FamilyRecipe* recipe = family_by_id(fam->id);
         ASSERT_NE(recipe, nullptr);
         if (recipe->load) {
-            ASSERT_NE(recipe->block_segments, nullptr) << fam->id;
+            ASSERT_FALSE(recipe->block_segments.empty()) << fam->id;
         }
-        if (recipe->block_segments) {
-            std::stringstream segs(recipe->block_segments);
-            std::string seg;
-            while (std::getline(segs, seg, ',')) {
-                bool found = false;
-                for (const auto& [flag, list] : set.files) {
-                    if (flag != "-m" && flag != "--diffusion-model") continue;
-                    for (const TensorLine& t : read_tensor_list(list)) {
-                        found = found || t.name.find(seg + ".") != std::string::npos;
-                    }
+        for (const std::string& seg : recipe->block_segments) {
+            bool found = false;
+            for (const auto& [flag, list] : set.files) {
+                if (flag != "-m" && flag != "--diffusion-model") continue;
+                for (const TensorLine& t : read_tensor_list(list)) {
+                    found = found || t.name.find(seg + ".") != std::string::npos;
                 }
-                EXPECT_TRUE(found) << fam->id << " declares block segment " << seg;
             }
+            EXPECT_TRUE(found) << fam->id << " declares block segment " << seg;
         }
 
         // The diffusion model on its own, bare, as a user downloads it.

@@ -107,7 +107,7 @@ TEST(FamilyRegistry, UnetPipelinesRoutedByTheirFamily) {
 }
 
 // Detect-only families are refused by name; no family at all names what was looked for.
-TEST(FamilyRegistry, CheckRunnableSaysWhy) {
+TEST(FamilyRegistry, RunnableFamilySaysWhyNot) {
     const std::string dir = test_dir("registry_runnable");
     write_safetensors(dir + "/wan.safetensors",
                       {f16_tensor("patch_embedding.weight", {8, 4}),
@@ -115,7 +115,7 @@ TEST(FamilyRegistry, CheckRunnableSaysWhy) {
     TensorIndex wan = model_index();
     ASSERT_TRUE(wan.add(dir + "/wan.safetensors").ok());
     EXPECT_EQ(family_id(wan), "wan");
-    const Status st = check_runnable(wan);
+    const Status st = runnable_family(wan).status();
     EXPECT_FALSE(st.ok());
     EXPECT_NE(st.message().find("wan models (Wan) are not supported yet"), std::string::npos)
         << st.message();
@@ -124,7 +124,7 @@ TEST(FamilyRegistry, CheckRunnableSaysWhy) {
     TensorIndex odd = model_index();
     ASSERT_TRUE(odd.add(dir + "/odd.safetensors").ok());
     EXPECT_EQ(family_id(odd), "unknown");
-    const Status none = check_runnable(odd);
+    const Status none = runnable_family(odd).status();
     EXPECT_NE(none.message().find("flux: model.diffusion_model.img_in.weight"), std::string::npos)
         << none.message();
 }

@@ -160,6 +160,6 @@ extern const FamilyRecipe kFluxRecipe = {
     load,
     nullptr,
     &kFluxLayout,
-    "double_blocks,single_blocks"};
+    {"double_blocks", "single_blocks"}};
 
 }  // namespace ggdiff

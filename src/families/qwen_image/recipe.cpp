@@ -170,7 +170,7 @@ extern const FamilyRecipe kQwenImageLayeredRecipe = {
     load,
     "diffusion-model,llm,vae",
     &kQwenImageLayout,
-    "transformer_blocks"};
+    {"transformer_blocks"}};
 extern const FamilyRecipe kQwenImageRecipe = {
     "qwen_image",
     "Qwen Image",
@@ -180,6 +180,6 @@ extern const FamilyRecipe kQwenImageRecipe = {
     load,
     "diffusion-model,llm,vae",
     &kQwenImageLayout,
-    "transformer_blocks"};
+    {"transformer_blocks"}};
 
 }  // namespace ggdiff

@@ -144,7 +144,7 @@ extern const FamilyRecipe kSd1Recipe = {
     load,
     "diffusion-model,clip_l,vae,taesd",
     &kSdLayout,
-    "input_blocks,middle_block,output_blocks"};
+    {"input_blocks", "middle_block", "output_blocks"}};
 extern const FamilyRecipe kSd2Recipe = {
     "sd2",
     "SD2",
@@ -154,6 +154,6 @@ extern const FamilyRecipe kSd2Recipe = {
     load,
     "diffusion-model,clip_l,vae,taesd",
     &kSdLayout,
-    "input_blocks,middle_block,output_blocks"};
+    {"input_blocks", "middle_block", "output_blocks"}};
 
 }  // namespace ggdiff

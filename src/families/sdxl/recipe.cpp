@@ -143,6 +143,6 @@ extern const FamilyRecipe kSdxlRecipe = {
     load,
     nullptr,
     &kSdxlLayout,
-    "input_blocks,middle_block,output_blocks"};
+    {"input_blocks", "middle_block", "output_blocks"}};
 
 }  // namespace ggdiff

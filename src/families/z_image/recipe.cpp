@@ -116,6 +116,6 @@ Result<Family> load(const FamilyContext& ctx) {
 extern const FamilyRecipe kZImageRecipe = {
     "z_image",      "Z-Image", "model.diffusion_model.cap_embedder.0.weight and x_embedder.weight",
     detect,         load,      nullptr,
-    &kZImageLayout, "layers"};
+    &kZImageLayout, {"layers"}};
 
 }  // namespace ggdiff
