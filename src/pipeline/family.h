@@ -75,6 +75,10 @@ struct DenoiseBatch {
     const HostTensor* concat = nullptr;             // [w, h, k, 1] extra input channels, or null
     const std::vector<HostTensor>* refs = nullptr;  // reference latents (edit models), or null
     const ControlHint* control = nullptr;           // ControlNet condition, or null
+    // Skip-layer guidance: the denoiser's blocks (as --skip-layers numbers them) that pass
+    // their inputs through unchanged in this call; null or empty: none. Only set for a
+    // family with Family::skips_layers.
+    const std::vector<int>* skip_layers = nullptr;
 };
 
 class Denoiser {
@@ -144,6 +148,9 @@ struct Family {
     // Whether the denoiser takes a distilled guidance value (DenoiseBatch::guidance, from
     // --guidance; FLUX.1-dev). Shown in the infotext when set.
     bool uses_guidance = false;
+    // Whether the denoiser honours DenoiseBatch::skip_layers (skip-layer guidance,
+    // --slg-scale); elsewhere asking for it is an error.
+    bool skips_layers = false;
     std::unique_ptr<TextConditioner> text;
     std::unique_ptr<Denoiser> denoiser;
     std::unique_ptr<Autoencoder> vae;
