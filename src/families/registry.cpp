@@ -14,7 +14,7 @@ namespace ggdiff {
     X(kFlux2Recipe)            /* families/flux2: detect only (before FLUX.1) */  \
     X(kFluxRecipe)             /* families/flux: FLUX.1 dev, schnell, Kontext */  \
     X(kZImageRecipe)           /* families/z_image */                             \
-    X(kSd3Recipe)              /* families/sd3: detect only */                    \
+    X(kSd3Recipe)              /* families/sd3 */                                 \
     X(kWanRecipe)              /* families/wan: detect only */
 
 #define GGDIFF_DECLARE_RECIPE(name) extern const FamilyRecipe name;

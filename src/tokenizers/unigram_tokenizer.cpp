@@ -171,6 +171,9 @@ std::vector<int> UnigramTokenizer::encode(const std::string& text) const {
         first = false;
         i = j;
     }
+    // A text without words is the replacement alone once the scheme prepends it, as the
+    // reference engine's Metaspace step leaves it (an empty prompt is "\u2581" + EOS there).
+    if (first && prepend_ != Prepend::Never) encode_word(replacement_, out);
     return out;
 }
 

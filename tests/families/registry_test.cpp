@@ -28,7 +28,7 @@ TEST(FamilyRegistry, IdentitiesAreUniqueAndComplete) {
         runnable += r->load != nullptr;
     }
     EXPECT_EQ(family_by_id("nope"), nullptr);
-    EXPECT_GE(runnable, 7u);  // sd1 sd2 sdxl qwen_image qwen_image_layered flux z_image
+    EXPECT_GE(runnable, 8u);  // sd1 sd2 sdxl qwen_image qwen_image_layered flux z_image sd3
     EXPECT_TRUE(ids.count("z_image") && ids.count("sd3"));
 }
 

@@ -21,7 +21,7 @@ Result<std::shared_ptr<const UnigramTokenizer>> load_t5_tokenizer(const FamilyCo
 
 Result<std::unique_ptr<T5TextEncoder>> T5TextEncoder::create(
     const FamilyContext& ctx, const ModuleDevices& where, const models::T5Config& cfg,
-    std::shared_ptr<const UnigramTokenizer> tokenizer) {
+    std::shared_ptr<const UnigramTokenizer> tokenizer, int chunk_tokens) {
     if (static_cast<int64_t>(tokenizer->vocab_size()) > cfg.vocab) {
         return Status::Error("the T5 tokenizer has " + std::to_string(tokenizer->vocab_size()) +
                              " tokens but the T5 weights embed only " + std::to_string(cfg.vocab) +
@@ -30,12 +30,14 @@ Result<std::unique_ptr<T5TextEncoder>> T5TextEncoder::create(
     auto enc = std::unique_ptr<T5TextEncoder>(new T5TextEncoder());
     enc->cfg_ = cfg;
     enc->tokenizer_ = std::move(tokenizer);
-    enc->buckets_ = models::t5_relative_buckets(kChunkTokens, cfg.buckets, cfg.max_distance);
+    enc->chunk_ = std::max(2, chunk_tokens);
+    enc->buckets_ = models::t5_relative_buckets(enc->chunk_, cfg.buckets, cfg.max_distance);
     T5TextEncoder* e = enc.get();
     auto runner = make_module(ctx, where, "T5", [e](GraphBuilder& gb) {
-        std::vector<int32_t> ids(kChunkTokens, 0);
-        ggml_tensor* t = gb.input_i32(ids, {kChunkTokens, 1});
-        ggml_tensor* b = gb.input_i32(e->buckets_, {kChunkTokens * kChunkTokens});
+        const int64_t len = e->chunk_;
+        std::vector<int32_t> ids(static_cast<size_t>(len), 0);
+        ggml_tensor* t = gb.input_i32(ids, {len, 1});
+        ggml_tensor* b = gb.input_i32(e->buckets_, {len * len});
         return std::vector<ggml_tensor*>{models::build_t5(gb.nn(), e->cfg_, t, b)};
     });
     if (!runner.ok()) return runner.status();
@@ -53,21 +55,20 @@ Result<HostTensor> T5TextEncoder::encode(const std::string& prompt) {
         weights.insert(weights.end(), ids.size(), item.second);
     }
     const T5Chunks chunks =
-        make_t5_chunks(tokens, weights, tokenizer_->eos_id(), tokenizer_->pad_id(), kChunkTokens);
+        make_t5_chunks(tokens, weights, tokenizer_->eos_id(), tokenizer_->pad_id(), chunk_);
     const int64_t width = cfg_.width;
-    HostTensor out({width, static_cast<int64_t>(kChunkTokens) * chunks.n_chunks, 1});
+    HostTensor out({width, static_cast<int64_t>(chunk_) * chunks.n_chunks, 1});
     for (int c = 0; c < chunks.n_chunks; ++c) {
-        const size_t at = static_cast<size_t>(c) * kChunkTokens;
-        std::vector<int32_t> ids(chunks.tokens.begin() + at,
-                                 chunks.tokens.begin() + at + kChunkTokens);
+        const size_t at = static_cast<size_t>(c) * static_cast<size_t>(chunk_);
+        std::vector<int32_t> ids(chunks.tokens.begin() + at, chunks.tokens.begin() + at + chunk_);
         auto r = runner_->run([&](GraphBuilder& gb) {
-            ggml_tensor* t = gb.input_i32(ids, {kChunkTokens, 1});
-            ggml_tensor* b = gb.input_i32(buckets_, {kChunkTokens * kChunkTokens});
+            ggml_tensor* t = gb.input_i32(ids, {chunk_, 1});
+            ggml_tensor* b = gb.input_i32(buckets_, {chunk_ * chunk_});
             return std::vector<ggml_tensor*>{models::build_t5(gb.nn(), cfg_, t, b)};
         });
         if (!r.ok()) return r.status();
         HostTensor& h = (*r)[0];
-        apply_token_weights(h.ptr(), width, kChunkTokens, chunks.weights.data() + at);
+        apply_token_weights(h.ptr(), width, chunk_, chunks.weights.data() + at);
         std::copy(h.data.begin(), h.data.end(), out.data.begin() + at * width);
     }
     return out;

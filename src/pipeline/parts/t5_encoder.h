@@ -1,6 +1,6 @@
 // A T5 encoder as a family part: the Unigram tokenizer (with A1111 emphasis), the chunk
-// layout (255 tokens + EOS, padded to 256) and the T5 stack on its placement. FLUX and SD3
-// use its hidden states as the denoiser's context.
+// layout (FLUX: 255 tokens + EOS, padded to 256; SD3: 76 + EOS, padded to 77) and the T5
+// stack on its placement. FLUX and SD3 use its hidden states as the denoiser's context.
 #pragma once
 
 #include <memory>
@@ -21,13 +21,15 @@ class T5TextEncoder {
   public:
     static constexpr int kChunkTokens = 256;
 
+    // `chunk_tokens`: the length of one chunk the encoder runs on (tokens + EOS + padding).
     static Result<std::unique_ptr<T5TextEncoder>> create(
         const FamilyContext& ctx, const ModuleDevices& where, const models::T5Config& cfg,
-        std::shared_ptr<const UnigramTokenizer> tokenizer);
+        std::shared_ptr<const UnigramTokenizer> tokenizer, int chunk_tokens = kChunkTokens);
 
-    // Hidden states [width, 256 * chunks, 1], each token scaled by its prompt weight and
-    // each chunk's mean restored.
+    // Hidden states [width, chunk_tokens * chunks, 1], each token scaled by its prompt weight
+    // and each chunk's mean restored.
     Result<HostTensor> encode(const std::string& prompt);
+    int chunk_tokens() const { return chunk_; }
 
     const models::T5Config& config() const { return cfg_; }
     ModuleRunner& runner() { return *runner_; }
@@ -36,6 +38,7 @@ class T5TextEncoder {
   private:
     models::T5Config cfg_;
     std::shared_ptr<const UnigramTokenizer> tokenizer_;
+    int chunk_ = kChunkTokens;
     std::vector<int32_t> buckets_;
     std::unique_ptr<ModuleRunner> runner_;
 };
