@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "../io/io_test_util.h"
 #include "families/registry.h"
 #include "families/sd3/names.h"
 #include "io/name_map.h"
+#include "io/name_util.h"
 
 namespace ggdiff {
 namespace {
@@ -271,6 +274,53 @@ TEST(Sd3LoraKeys, RowKeysCutFusedAndSwappedWeights) {
     ASSERT_NE(k, nullptr);
     EXPECT_EQ(k->rows, (std::vector<LoraRows>{{0, 0, 96}}));
     EXPECT_TRUE(sd3_lora_row_keys("joint_blocks.4.x_block.mlp.fc1.weight", {64, 16}).empty());
+}
+
+// Every linear of the SD3.5 Medium fixture layout (MMDiT-X blocks, the pre-only last block)
+// answers to a kohya key and a diffusers key, and the diffusers thirds of each fused q/k/v
+// cover its rows once.
+TEST(Sd3LoraKeys, EveryLinearOfTheFixtureLayoutHasBothForms) {
+    std::ifstream in(std::string(GGDIFF_SHARED_DIR) + "/fixtures/sd3_tiny_mmdit.tensors");
+    ASSERT_TRUE(in.good());
+    std::string line;
+    int linears = 0;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream fields(line);
+        std::string name, dims;
+        fields >> name >> dims;
+        std::vector<int64_t> shape;
+        std::istringstream d(dims);
+        for (std::string x; std::getline(d, x, ',');) shape.push_back(std::stoll(x));
+        if (!ends_with(name, ".weight") || shape.size() < 2) continue;
+        ++linears;
+        bool kohya = false, diffusers = false;
+        for (const std::string& k : sd3_lora_keys(name)) {
+            kohya |= starts_with(k, "unet_");
+            diffusers |= starts_with(k, "transformer_");
+        }
+        std::vector<int> covered(static_cast<size_t>(shape[0]), 0);
+        bool by_rows = false;
+        for (const LoraRowKey& k : sd3_lora_row_keys(name, shape)) {
+            kohya |= starts_with(k.key, "unet_");
+            // PEFT's "transformer." keys (the bare ones begin "transformer_blocks_" too).
+            if (!starts_with(k.key, "transformer_") || starts_with(k.key, "transformer_blocks_"))
+                continue;
+            diffusers = by_rows = true;
+            for (const LoraRows& r : k.rows)
+                for (int64_t i = 0; i < r.count; ++i) covered[r.to + i]++;
+        }
+        EXPECT_TRUE(kohya) << name;
+        EXPECT_TRUE(diffusers) << name;
+        // Fused q/k/v, the context and final modulations: by rows, each row once.
+        const bool cut = name.find(".qkv.") != std::string::npos ||
+                         name.find("context_block.adaLN") != std::string::npos ||
+                         name.find("final_layer.adaLN") != std::string::npos;
+        EXPECT_EQ(by_rows, cut) << name;
+        for (size_t i = 0; by_rows && i < covered.size(); ++i)
+            ASSERT_EQ(covered[i], 1) << name << " row " << i;
+    }
+    EXPECT_GT(linears, 200);
 }
 
 }  // namespace
