@@ -15,6 +15,7 @@
 // address it.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,24 @@ enum class LoraPart {
 };
 
 const char* lora_part_name(LoraPart p);
+
+// Part of a LoRA module's output landing in part of a weight: the module's output rows
+// [from, from + count) are added to the weight's rows [to, to + count) (torch dim 0).
+struct LoraRows {
+    int64_t from = 0, to = 0, count = 0;
+    bool operator==(const LoraRows& o) const {
+        return from == o.from && to == o.to && count == o.count;
+    }
+};
+
+// A key that addresses rows of a weight rather than the whole of it: a fused q/k/v weight
+// that LoRAs of the split form patch a third at a time, split q/k/v weights that a LoRA of
+// the fused form patches together (one key, several weights), a modulation whose halves a
+// LoRA stores the other way round (two blocks).
+struct LoraRowKey {
+    std::string key;  // normalized (normalize_lora_key)
+    std::vector<LoraRows> rows;
+};
 
 struct LoraTensorName {
     std::string module;  // normalized key (see normalize_lora_key)

@@ -6,6 +6,7 @@
 // opens model files (families/registry.h: model_layouts()). io names no family.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,11 @@ struct ModelLayout {
     // subfolder -> role prefix routes to load with -m; empty: the generic routing applies.
     std::vector<std::string> diffusers_pipelines;
     std::vector<std::pair<std::string, std::string>> diffusers_parts;
+    // In place of to_canonical where one name's canonical name depends on the others (SD3:
+    // only the last block's context modulation is stored the other way round): the renaming
+    // made once from all the names of the converted form.
+    using Renamer = std::function<bool(const std::string& name, std::string* out)>;
+    Renamer (*renamer)(const std::vector<std::string>& names) = nullptr;
 };
 
 using ModelLayouts = std::vector<const ModelLayout*>;

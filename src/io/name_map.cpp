@@ -211,7 +211,7 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
     const ModelLayout* converted = nullptr;
     if (kind == RoleKind::Diffusion) {
         for (const ModelLayout* l : layouts) {
-            if (l->converted && l->to_canonical && l->converted(w.names)) {
+            if (l->converted && (l->to_canonical || l->renamer) && l->converted(w.names)) {
                 converted = l;
                 break;
             }
@@ -223,7 +223,11 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
         convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });
         if (notes) notes->push_back("diffusers UNet layout renamed to LDM");
     } else if (converted) {
-        convert_all(&w, converted->to_canonical);
+        if (converted->renamer) {
+            convert_all(&w, converted->renamer(w.names));
+        } else {
+            convert_all(&w, converted->to_canonical);
+        }
         if (notes && converted->converted_note) notes->push_back(converted->converted_note);
     } else if (kind == RoleKind::Vae && DiffusersVaeMap::detect(w.names)) {
         DiffusersVaeMap m(w.names);

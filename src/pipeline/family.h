@@ -22,6 +22,7 @@
 #include "core/host_tensor.h"
 #include "core/status.h"
 #include "image/image.h"
+#include "io/lora_names.h"
 #include "io/model_layout.h"
 #include "io/tensor_index.h"
 #include "pipeline/options.h"
@@ -122,6 +123,12 @@ struct LoraTarget {
     ModuleRunner* runner = nullptr;
     bool text_encoder = false;  // takes a tag's text-encoder weight, else its denoiser weight
     std::function<std::vector<std::string>(const std::string& weight)> keys;
+    // Keys that address only some rows of a weight (given with its torch shape); several
+    // weights may answer to one such key, each for its own rows of the module's output (see
+    // io/lora_names.h: LoraRowKey). Null: none.
+    std::function<std::vector<LoraRowKey>(const std::string& weight,
+                                          const std::vector<int64_t>& shape)>
+        row_keys;
 };
 
 // A loaded family: its parts and what the generate path needs to know about them.

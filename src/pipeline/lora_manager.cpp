@@ -1,6 +1,8 @@
 #include "pipeline/lora_manager.h"
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "core/log.h"
 #include "runtime/lora_delta.h"
@@ -39,6 +41,36 @@ std::string first_tensor(const LoraModule& m) {
     return m.parts.empty() ? std::string("?") : m.parts.begin()->second->source_name;
 }
 
+// What a LoRA key addresses: one whole weight, or rows of one or more weights (row keys).
+struct Address {
+    struct Part {
+        std::string weight;
+        std::vector<LoraRows> rows;  // empty: the whole weight
+    };
+    std::vector<Part> parts;
+    bool by_rows = false;
+
+    // The module's output rows the key expects (row keys).
+    int64_t module_rows() const {
+        int64_t n = 0;
+        for (const Part& p : parts)
+            for (const LoraRows& r : p.rows) n = std::max(n, r.from + r.count);
+        return n;
+    }
+    // The weights in errors: "W" or "W rows 0-63 (and V ...)".
+    std::string describe() const {
+        std::string s;
+        for (const Part& p : parts) {
+            s += (s.empty() ? "" : " and ") + p.weight;
+            for (size_t i = 0; i < p.rows.size(); ++i) {
+                s += string_format("%s%lld-%lld", i ? ", " : " rows ", (long long)p.rows[i].to,
+                                   (long long)(p.rows[i].to + p.rows[i].count - 1));
+            }
+        }
+        return s;
+    }
+};
+
 }  // namespace
 
 Result<LoraApplyMode> parse_lora_apply_mode(const std::string& s) {
@@ -52,28 +84,63 @@ struct LoraManager::TargetState {
     LoraTarget* target = nullptr;
     std::unique_ptr<WeightPatcher> patcher;
     AdapterSet adapters;
-    std::map<std::string, std::string> weight_of_key;
+    std::map<std::string, Address> weight_of_key;
     // What is applied: (weight, update) in application order.
     std::vector<std::pair<std::string, LoraUpdate>> merged, runtime;
     int threads = 1;
 
     // Merges `merged` into the loaded weights: per weight, the sum of its updates is added
-    // once (one weight's f32 difference in memory at a time).
+    // once (one weight's f32 difference in memory at a time). Updates of some rows only add
+    // to the rows they span, which are the only ones converted and written back.
     Status merge() {
         std::map<std::string, std::vector<size_t>> by_weight;
         for (size_t i = 0; i < merged.size(); ++i) by_weight[merged[i].first].push_back(i);
         for (const auto& [w, idx] : by_weight) {
-            std::vector<float> sum;
+            bool whole = true;
+            for (size_t i : idx) whole = whole && merged[i].second.whole();
+            if (whole) {
+                std::vector<float> sum;
+                for (size_t i : idx) {
+                    auto d = dense_delta(merged[i].second, threads);
+                    if (!d.ok()) return d.status().with_context(w);
+                    if (sum.empty()) {
+                        sum = std::move(*d);
+                    } else {
+                        for (size_t j = 0; j < sum.size(); ++j) sum[j] += (*d)[j];
+                    }
+                }
+                GGDIFF_TRY(patcher->add(w, sum));
+                continue;
+            }
+            const LoraUpdate& first = merged[idx[0]].second;
+            const int64_t rows = first.whole() ? first.out : first.weight_rows;
+            const int64_t len = first.k;
+            int64_t lo = rows, hi = 0;
             for (size_t i : idx) {
-                auto d = dense_delta(merged[i].second, threads);
-                if (!d.ok()) return d.status().with_context(w);
-                if (sum.empty()) {
-                    sum = std::move(*d);
-                } else {
-                    for (size_t j = 0; j < sum.size(); ++j) sum[j] += (*d)[j];
+                const LoraUpdate& u = merged[i].second;
+                if (u.whole()) {
+                    lo = 0;
+                    hi = rows;
+                }
+                for (const LoraRows& r : u.rows) {
+                    lo = std::min(lo, r.to);
+                    hi = std::max(hi, r.to + r.count);
                 }
             }
-            GGDIFF_TRY(patcher->add(w, sum));
+            std::vector<float> sum(static_cast<size_t>((hi - lo) * len), 0.0f);
+            for (size_t i : idx) {
+                const LoraUpdate& u = merged[i].second;
+                auto d = dense_delta(u, threads);
+                if (!d.ok()) return d.status().with_context(w);
+                const std::vector<LoraRows> blocks =
+                    u.whole() ? std::vector<LoraRows>{{0, 0, rows}} : u.rows;
+                for (const LoraRows& r : blocks) {
+                    const float* src = d->data() + r.from * len;
+                    float* dst = sum.data() + (r.to - lo) * len;
+                    for (int64_t j = 0; j < r.count * len; ++j) dst[j] += src[j];
+                }
+            }
+            GGDIFF_TRY(patcher->add(w, sum, lo * len));
         }
         return Status::Ok();
     }
@@ -103,7 +170,10 @@ Status LoraManager::prepare_targets(Family& family) {
         s->target = &t;
         s->threads = threads_;
         s->patcher = std::make_unique<WeightPatcher>(t.runner->weights());
-        std::map<std::string, int> uses;
+        // A key two weights answer to addresses neither (row keys may name several weights,
+        // never together with a whole-weight key).
+        std::set<std::string> ambiguous;
+        auto& map = s->weight_of_key;
         for (const auto& [name, tensor] : t.runner->weights().declared()) {
             if (ggml_n_dims(tensor) < 2 || name.size() < 7 ||
                 name.compare(name.size() - 7, 7, ".weight") != 0) {
@@ -112,16 +182,35 @@ Status LoraManager::prepare_targets(Family& family) {
             std::vector<std::string> keys = t.keys ? t.keys(name) : std::vector<std::string>{};
             keys.push_back(lora_canonical_key(name));
             for (const std::string& k : keys) {
-                auto it = s->weight_of_key.find(k);
-                if (it != s->weight_of_key.end() && it->second != name) {
-                    uses[k]++;
+                auto it = map.find(k);
+                if (it == map.end()) {
+                    map[k].parts.push_back({name, {}});
+                } else if (it->second.by_rows || it->second.parts[0].weight != name) {
+                    ambiguous.insert(k);
+                }
+            }
+            if (!t.row_keys) continue;
+            const std::vector<int64_t> shape = torch_shape(tensor);
+            for (const LoraRowKey& rk : t.row_keys(name, shape)) {
+                bool fits = !rk.rows.empty();
+                for (const LoraRows& r : rk.rows) {
+                    fits = fits && r.from >= 0 && r.to >= 0 && r.count > 0 &&
+                           r.to + r.count <= shape[0];
+                }
+                if (!fits) continue;
+                auto it = map.find(rk.key);
+                if (it == map.end()) {
+                    Address& a = map[rk.key];
+                    a.by_rows = true;
+                    a.parts.push_back({name, rk.rows});
+                } else if (!it->second.by_rows) {
+                    ambiguous.insert(rk.key);
                 } else {
-                    s->weight_of_key[k] = name;
+                    it->second.parts.push_back({name, rk.rows});
                 }
             }
         }
-        // A key two weights answer to addresses neither.
-        for (const auto& [k, n] : uses) s->weight_of_key.erase(k);
+        for (const std::string& k : ambiguous) map.erase(k);
         targets_.push_back(std::move(s));
     }
     return Status::Ok();
@@ -151,15 +240,15 @@ Status LoraManager::apply(Family& family, const std::vector<LoraRequest>& loras)
         std::vector<std::string> unmatched;
         for (const auto& [key, module] : f.modules()) {
             size_t ti = 0;
-            std::string weight;
+            const Address* address = nullptr;
             for (; ti < targets_.size(); ++ti) {
                 auto it = targets_[ti]->weight_of_key.find(key);
                 if (it != targets_[ti]->weight_of_key.end()) {
-                    weight = it->second;
+                    address = &it->second;
                     break;
                 }
             }
-            if (weight.empty()) {
+            if (!address) {
                 unmatched.push_back(first_tensor(module));
                 continue;
             }
@@ -173,24 +262,44 @@ Status LoraManager::apply(Family& family, const std::vector<LoraRequest>& loras)
             const float mult = ts.target->text_encoder ? r.te : r.unet;
             if (mult == 0.0f) continue;
             ModuleRunner& runner = *ts.target->runner;
-            const ggml_tensor* w = runner.weights().tensor(weight);
-            auto u = read_lora_update(f, module, torch_shape(w), mult, weight);
+            // The module's update against the shape it must have, then its part per weight.
+            std::vector<int64_t> shape =
+                torch_shape(runner.weights().tensor(address->parts[0].weight));
+            if (address->by_rows) shape[0] = address->module_rows();
+            auto u = read_lora_update(f, module, shape, mult, address->describe());
             if (!u.ok()) return u.status();
-            // Row-split buffers and weights re-read per segment (--max-vram cutting) cannot
-            // keep a merged update.
-            const bool split = runner.in_split_buffer(weight) || runner.cuts_graph();
-            const bool quantized = ggml_is_quantized(w->type);
-            bool at_runtime = mode_ == LoraApplyMode::AtRuntime ||
-                              (mode_ == LoraApplyMode::Auto && (split || quantized));
-            if (!at_runtime && split) {
-                GGDIFF_LOG_WARN(
-                    "LoRA %s: %s is in a row-split buffer or cut by --max-vram and cannot be "
-                    "merged; skipped (use --lora-apply-mode auto or at_runtime)",
-                    r.name.c_str(), weight.c_str());
-                continue;
+            std::vector<std::pair<std::string, LoraUpdate>> parts;
+            for (const Address::Part& p : address->parts) {
+                const std::vector<int64_t> ws = torch_shape(runner.weights().tensor(p.weight));
+                if (p.rows.empty()) {
+                    parts.emplace_back(p.weight, std::move(*u));
+                    continue;
+                }
+                if (!std::equal(ws.begin() + 1, ws.end(), shape.begin() + 1, shape.end())) {
+                    return Status::Error("LoRA " + r.name + ": " + first_tensor(module) +
+                                         " cannot patch " + address->describe() +
+                                         " (the weights' inputs differ)");
+                }
+                parts.emplace_back(p.weight, select_rows(*u, p.rows, ws[0]));
             }
-            (at_runtime ? runtime : merged)[ti].emplace_back(weight, std::move(*u));
-            ++n_modules;
+            for (auto& [weight, update] : parts) {
+                const ggml_tensor* w = runner.weights().tensor(weight);
+                // Row-split buffers and weights re-read per segment (--max-vram cutting)
+                // cannot keep a merged update.
+                const bool split = runner.in_split_buffer(weight) || runner.cuts_graph();
+                const bool quantized = ggml_is_quantized(w->type);
+                bool at_runtime = mode_ == LoraApplyMode::AtRuntime ||
+                                  (mode_ == LoraApplyMode::Auto && (split || quantized));
+                if (!at_runtime && split) {
+                    GGDIFF_LOG_WARN(
+                        "LoRA %s: %s is in a row-split buffer or cut by --max-vram and cannot "
+                        "be merged; skipped (use --lora-apply-mode auto or at_runtime)",
+                        r.name.c_str(), weight.c_str());
+                    continue;
+                }
+                (at_runtime ? runtime : merged)[ti].emplace_back(weight, std::move(update));
+                ++n_modules;
+            }
         }
         if (!unmatched.empty()) {
             const size_t show = std::min<size_t>(unmatched.size(), 8);

@@ -3,6 +3,8 @@
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 
+#include <algorithm>
+
 #include "io/checkpoint_file.h"
 #include "runtime/cpu_kernels.h"
 #include "runtime/graph_runner.h"
@@ -266,6 +268,42 @@ Result<LoraUpdate> read_lora_update(const LoraFile& file, const LoraModule& m,
     for (float& v : dense) v *= scale;
     u.dense = std::move(dense);
     return u;
+}
+
+LoraUpdate select_rows(const LoraUpdate& u, const std::vector<LoraRows>& blocks,
+                       int64_t weight_rows) {
+    if (blocks.size() == 1 && blocks[0].from == 0 && blocks[0].to == 0 &&
+        blocks[0].count == u.out && u.out == weight_rows && u.whole()) {
+        return u;
+    }
+    LoraUpdate s;
+    s.rank = u.rank;
+    s.k = u.k;
+    s.kh = u.kh;
+    s.kw = u.kw;
+    s.scale = u.scale;
+    s.down = u.down;
+    s.weight_rows = weight_rows;
+    const std::vector<float>& src = u.low_rank() ? u.up : u.dense;
+    std::vector<float>& dst = u.low_rank() ? s.up : s.dense;
+    const int64_t len = u.low_rank() ? u.rank : u.k;
+    for (const LoraRows& b : blocks) {
+        s.rows.push_back({s.out, b.to, b.count});
+        dst.insert(dst.end(), src.begin() + b.from * len, src.begin() + (b.from + b.count) * len);
+        s.out += b.count;
+    }
+    return s;
+}
+
+std::vector<float> spread_rows(const LoraUpdate& u, const std::vector<float>& data,
+                               int64_t row_len) {
+    if (u.whole()) return data;
+    std::vector<float> out(static_cast<size_t>(u.weight_rows * row_len), 0.0f);
+    for (const LoraRows& b : u.rows) {
+        std::copy(data.begin() + b.from * row_len, data.begin() + (b.from + b.count) * row_len,
+                  out.begin() + b.to * row_len);
+    }
+    return out;
 }
 
 Result<std::vector<float>> dense_delta(const LoraUpdate& u, int threads) {

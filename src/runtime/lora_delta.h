@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "io/lora_file.h"
+#include "io/lora_names.h"
 
 namespace ggdiff {
 
@@ -20,7 +21,13 @@ struct LoraUpdate {
     float scale = 1.0f;      // alpha / rank (or the file's scale) times the multiplier
     // Otherwise the dense difference in the weight's element order, already scaled.
     std::vector<float> dense;
+    // Where the update's `out` rows land in the weight (which has `weight_rows` rows): empty
+    // for all of them in order; else its rows [from, from + count) on the weight's rows
+    // [to, to + count), block by block (a third of a fused q/k/v weight, ...).
+    std::vector<LoraRows> rows;
+    int64_t weight_rows = 0;
     bool low_rank() const { return dense.empty(); }
+    bool whole() const { return rows.empty(); }
 };
 
 // Reads the module's tensors and checks them against the weight's torch shape `weight`
@@ -29,6 +36,19 @@ struct LoraUpdate {
 Result<LoraUpdate> read_lora_update(const LoraFile& file, const LoraModule& module,
                                     const std::vector<int64_t>& weight, float multiplier,
                                     const std::string& weight_name);
+
+// The update for some of its output rows only, landing on rows of a weight of `weight_rows`
+// rows: blocks of (from: its own rows, to: the weight's rows, count). The result's rows are
+// the selected ones packed in block order. All the rows onto a weight of that many rows, in
+// order, give the update back unchanged (whole).
+LoraUpdate select_rows(const LoraUpdate& u, const std::vector<LoraRows>& blocks,
+                       int64_t weight_rows);
+
+// Row-major data with one row of `row_len` values per output row of `u` (its up factor, its
+// dense difference) laid out over the rows of the whole weight: [weight_rows, row_len], zero
+// where `u` does not land. A whole update's data comes back as it is.
+std::vector<float> spread_rows(const LoraUpdate& u, const std::vector<float>& data,
+                               int64_t row_len);
 
 // The dense difference of an update (the low-rank product computed on the CPU backend),
 // in the weight's element order.

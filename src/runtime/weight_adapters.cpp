@@ -3,6 +3,7 @@
 #include <ggml-alloc.h>
 
 #include <algorithm>
+#include <deque>
 
 namespace ggdiff {
 
@@ -32,6 +33,9 @@ Status AdapterSet::build(const WeightStore& store,
         const std::vector<float>* data;
     };
     std::vector<Upload> uploads;
+    // Updates of some rows only (part of a fused weight) act on the whole weight's output
+    // with zero rows elsewhere.
+    std::deque<std::vector<float>> spread;
     std::vector<std::pair<ggml_tensor*, ggml_backend_buffer_type_t>> placed;
     for (const auto& [name, u] : updates) {
         const ggml_tensor* w = store.tensor(name);
@@ -46,10 +50,20 @@ Status AdapterSet::build(const WeightStore& store,
             a.down = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, kw, kh, in, u->rank);
             a.up = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, 1, 1, u->rank, out);
             uploads.push_back({a.down, &u->down});
-            uploads.push_back({a.up, &u->up});
+            if (u->whole()) {
+                uploads.push_back({a.up, &u->up});
+            } else {
+                spread.push_back(spread_rows(*u, u->up, u->rank));
+                uploads.push_back({a.up, &spread.back()});
+            }
         } else {
             a.dense = ggml_new_tensor_4d(ctx_, GGML_TYPE_F32, kw, kh, in, out);
-            uploads.push_back({a.dense, &u->dense});
+            if (u->whole()) {
+                uploads.push_back({a.dense, &u->dense});
+            } else {
+                spread.push_back(spread_rows(*u, u->dense, u->k));
+                uploads.push_back({a.dense, &spread.back()});
+            }
         }
         for (ggml_tensor* t : {a.down, a.up, a.dense}) {
             if (t) placed.emplace_back(t, buft_for(name));

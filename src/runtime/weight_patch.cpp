@@ -7,8 +7,8 @@
 namespace ggdiff {
 namespace {
 
-Status to_f32(const ggml_tensor* t, const void* src, std::vector<float>& out) {
-    const int64_t n = ggml_nelements(t);
+// n elements of t's type at src -> f32.
+Status to_f32(const ggml_tensor* t, const void* src, int64_t n, std::vector<float>& out) {
     out.resize(static_cast<size_t>(n));
     switch (t->type) {
         case GGML_TYPE_F32:
@@ -33,7 +33,7 @@ Status to_f32(const ggml_tensor* t, const void* src, std::vector<float>& out) {
 }
 
 void from_f32(const ggml_tensor* t, const std::vector<float>& in, void* dst) {
-    const int64_t n = ggml_nelements(t);
+    const int64_t n = static_cast<int64_t>(in.size());
     switch (t->type) {
         case GGML_TYPE_F32:
             std::memcpy(dst, in.data(), static_cast<size_t>(n) * sizeof(float));
@@ -52,32 +52,37 @@ void from_f32(const ggml_tensor* t, const std::vector<float>& in, void* dst) {
 
 }  // namespace
 
-Status WeightPatcher::add(const std::string& name, const std::vector<float>& delta) {
+Status WeightPatcher::add(const std::string& name, const std::vector<float>& delta, int64_t first) {
     ggml_tensor* t = store_.tensor(name);
     if (!t || !t->buffer) return Status::Error("weight " + name + " is not loaded");
-    if (static_cast<int64_t>(delta.size()) != ggml_nelements(t)) {
+    const int64_t n = static_cast<int64_t>(delta.size());
+    // Whole rows of ggml's innermost dimension (a quantized type's blocks never cross them).
+    if (first < 0 || first + n > ggml_nelements(t) || first % t->ne[0] != 0 || n % t->ne[0] != 0) {
         return Status::Error("patch for " + name + " has the wrong number of elements");
     }
     if (store_.in_mapped_file(name)) GGDIFF_TRY(store_.detach({name}));
     touched_.insert(name);
     const bool host = ggml_backend_buffer_is_host(t->buffer);
     if (host && t->type == GGML_TYPE_F32) {
-        float* w = static_cast<float*>(t->data);
+        float* w = static_cast<float*>(t->data) + first;
         for (size_t i = 0; i < delta.size(); ++i) w[i] += delta[i];
         return Status::Ok();
     }
+    const size_t row_bytes = ggml_row_size(t->type, t->ne[0]);
+    const size_t offset = static_cast<size_t>(first / t->ne[0]) * row_bytes;
+    const size_t size = static_cast<size_t>(n / t->ne[0]) * row_bytes;
     std::vector<uint8_t> staging;
-    void* bytes = t->data;
+    void* bytes = static_cast<uint8_t*>(t->data) + offset;
     if (!host) {
-        staging.resize(ggml_nbytes(t));
-        ggml_backend_tensor_get(t, staging.data(), 0, staging.size());
+        staging.resize(size);
+        ggml_backend_tensor_get(t, staging.data(), offset, size);
         bytes = staging.data();
     }
     std::vector<float> w;
-    GGDIFF_TRY(to_f32(t, bytes, w));
+    GGDIFF_TRY(to_f32(t, bytes, n, w));
     for (size_t i = 0; i < w.size(); ++i) w[i] += delta[i];
     from_f32(t, w, bytes);
-    if (!host) ggml_backend_tensor_set(t, staging.data(), 0, staging.size());
+    if (!host) ggml_backend_tensor_set(t, staging.data(), offset, size);
     return Status::Ok();
 }
 

@@ -22,8 +22,10 @@ class WeightPatcher {
     explicit WeightPatcher(WeightStore& store) : store_(store) {}
 
     // weight += delta, where delta holds the weight's elements in its own order (torch
-    // row-major). The weight must be loaded.
-    Status add(const std::string& name, const std::vector<float>& delta);
+    // row-major) from element `first` on: all of them, or whole rows of it (a part of a
+    // fused weight; only those rows are read, converted and written). The weight must be
+    // loaded.
+    Status add(const std::string& name, const std::vector<float>& delta, int64_t first = 0);
 
     // Re-reads every patched weight from the checkpoint (when loaded) and forgets them.
     Status restore();
