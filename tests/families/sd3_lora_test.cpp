@@ -94,7 +94,9 @@ class Sd3Lora : public ::testing::Test {
   protected:
     void SetUp() override {
         load_backends();
-        dir_ = test_dir("sd3_lora");
+        // One folder per test: ctest -j runs the tests of this fixture side by side.
+        dir_ = test_dir(std::string("sd3_lora_") +
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
         make_dirs(dir_ + "/loras");
         const Pair q = pair(kHead, 1), k = pair(kHead, 2), v = pair(kHead, 3);
         const Pair ctx = pair(2 * kIn, 4), fin = pair(2 * kIn, 5), fc1 = pair(kIn, 6);

@@ -173,6 +173,7 @@ Result<Family> load(const FamilyContext& ctx) {
 
     auto denoiser = Sd3Denoiser::create(ctx, ctx.placement.diffusion, *dit);
     if (!denoiser.ok()) return denoiser.status();
+    f.lora_targets.push_back(sd3_lora_target((*denoiser)->runner()));
     f.denoiser = std::move(*denoiser);
 
     auto ae = make_sd_autoencoder(ctx, *vae);
