@@ -52,6 +52,7 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"qwen_edit_tiny", "qwen_image"},  // the edit models share Qwen Image's DiT
     {"zimage_tiny", "z_image"},
     {"sd3_tiny", "sd3"},
+    {"sd3_lora", "sd3"},  // tests/golden
     {"chroma_tiny", "chroma"},
     {"chroma_radiance_tiny", "chroma"},
     {"flux2_tiny", "flux2"},
