@@ -27,6 +27,12 @@ nlohmann::json default_json(const ModelHost& host, const char* name) {
     return j.is_number() ? j : nlohmann::json(v);
 }
 
+// A list option's value ("7,8,9") as a JSON array.
+nlohmann::json int_list_json(const ModelHost& host, const char* name) {
+    nlohmann::json j = nlohmann::json::parse("[" + host.option_value(name) + "]", nullptr, false);
+    return j.is_array() ? j : nlohmann::json::array();
+}
+
 // sd-server's request schema filled with what requests start from here.
 nlohmann::json defaults_json(const ServerContext& ctx) {
     const ModelHost& h = ctx.host;
@@ -53,10 +59,10 @@ nlohmann::json defaults_json(const ServerContext& ctx) {
             {"img_cfg", default_json(h, "img-cfg-scale")},
             {"distilled_guidance", default_json(h, "guidance")},
             {"slg",
-             {{"layers", {7, 8, 9}},
-              {"layer_start", 0.01},
-              {"layer_end", 0.2},
-              {"scale", 0.0}}}}}}},
+             {{"layers", int_list_json(h, "skip-layers")},
+              {"layer_start", default_json(h, "skip-layer-start")},
+              {"layer_end", default_json(h, "skip-layer-end")},
+              {"scale", default_json(h, "slg-scale")}}}}}}},
         {"vae_tiling_params",
          {{"enabled", default_json(h, "vae-tiling") == true},
           {"temporal_tiling", false},
@@ -99,6 +105,7 @@ nlohmann::json capabilities(ServerContext& ctx) {
         {"cancel_queued", true},
         {"cancel_generating", true},
         {"preview", false},
+        {"skip_layer_guidance", info.value("skip_layers", false)},
         {"events", true}};
     const nlohmann::json formats = {"png", "jpeg", "webp"};
     const nlohmann::json defaults = defaults_json(ctx);
@@ -182,8 +189,21 @@ void read_sample_params(const Fields& sp, GenRequest& r) {
         r.set_number("guidance", g->number("distilled_guidance", -1000, 1000),
                      g->path("distilled_guidance"));
         if (auto slg = g->object("slg")) {
-            if (auto scale = slg->number("scale", -1e9, 1e9); scale && *scale != 0.0) {
-                r.set_number("slg-scale", scale, slg->path("scale"));
+            // sd-server sends the whole object with scale 0 when SLG is off: the window and
+            // layers then do nothing, and a scale goes to the engine, which refuses it for
+            // models that cannot skip layers.
+            r.set_number("slg-scale", slg->number("scale", -1e9, 1e9), slg->path("scale"));
+            r.set_number("skip-layer-start", slg->number("layer_start", -1e9, 1e9),
+                         slg->path("layer_start"));
+            r.set_number("skip-layer-end", slg->number("layer_end", -1e9, 1e9),
+                         slg->path("layer_end"));
+            if (slg->json().contains("layers") && !slg->json()["layers"].is_null()) {
+                auto desc = engine_option("skip-layers");
+                if (desc) {
+                    r.set("skip-layers",
+                          option_text_from_json(*desc, slg->json()["layers"], slg->path("layers")),
+                          slg->path("layers"));
+                }
             }
         }
     }

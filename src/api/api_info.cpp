@@ -59,6 +59,9 @@ int ggdiff_loaded_model_info(const ggdiff_model* model, char** out) {
     j["family"] = model->engine->family();
     j["family_id"] = model->engine->family_id();
     j["ref_images"] = model->engine->family_parts().ref_image_multiple > 0;
+    // Skip-layer guidance (--slg-scale) and the blocks --skip-layers may name.
+    j["skip_layers"] = model->engine->family_parts().skips_layers;
+    j["skip_layer_count"] = model->engine->family_parts().skip_layer_count;
     j["files"] = files;
     j["vae"] = f.vae.empty() ? nlohmann::json(nullptr)
                              : nlohmann::json(std::filesystem::path(f.vae).stem().string());

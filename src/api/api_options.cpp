@@ -3,6 +3,7 @@
 #include <random>
 
 #include "image/image_io.h"
+#include "pipeline/generate_plan.h"
 
 namespace ggdiff {
 
@@ -38,6 +39,7 @@ Status check_option_pairs(const ApiOptions& options) {
         return Status::Error(
             "--mask needs an init image (-i): the mask says which part of it to repaint");
     }
+    GGDIFF_TRY(check_slg_window(options.gen.slg));
     if (options.gen.control_image && options.model.control_net.empty()) {
         return Status::Error("--control-image needs a ControlNet (--control-net)");
     }

@@ -176,6 +176,38 @@ void add_generation_options(std::vector<OptionSpec>& out) {
             "Distilled guidance of models with a guidance input (FLUX); models without one "
             "(SD1, SD2, SDXL, Qwen Image) have none")
         .bind(to_float(GGDIFF_FIELD(gen.guidance)));
+    // Skip-layer guidance (sd-cli's --slg-scale and friends): start <= end is checked with
+    // the request (pipeline/generate_plan.cpp), which also refuses it for families whose
+    // denoiser cannot skip blocks and layer numbers past the model's blocks.
+    opt(out, g, "slg-scale", OptType::Float, kGenerate)
+        .def("0")
+        .help(
+            "Skip-layer guidance scale: on the steps in --skip-layer-start..--skip-layer-end the "
+            "model runs once more with --skip-layers skipped and the result is pushed away from "
+            "that prediction (SD 3.5 suggests 2.5); 0 disables. DiT models only (FLUX, SD3); "
+            "an error for the others")
+        .bind(to_float(GGDIFF_FIELD(gen.slg.scale)));
+    opt(out, g, "skip-layers", OptType::IntList, kGenerate)
+        .range(0, 1000000)
+        .def("7,8,9")
+        .help(
+            "Blocks skipped by skip-layer guidance, \"[7,8,9]\" or 7,8,9 (SD3: the joint blocks "
+            "0..depth-1; FLUX: double blocks 0..depth-1, then the single blocks)")
+        .bind([](ApiOptions& o, OptionValue& v) -> Status {
+            o.gen.slg.layers.clear();
+            for (double x : v.list) o.gen.slg.layers.push_back(static_cast<int>(x));
+            return Status::Ok();
+        });
+    opt(out, g, "skip-layer-start", OptType::Float, kGenerate)
+        .range(0, 1)
+        .def("0.01")
+        .help("Where skip-layer guidance starts, as a fraction of the schedule")
+        .bind(to_float(GGDIFF_FIELD(gen.slg.start)));
+    opt(out, g, "skip-layer-end", OptType::Float, kGenerate)
+        .range(0, 1)
+        .def("0.2")
+        .help("Where skip-layer guidance ends, as a fraction of the schedule (at least the start)")
+        .bind(to_float(GGDIFF_FIELD(gen.slg.end)));
     opt(out, g, "eta", OptType::Float, kGenerate)
         .range(0)
         .help(

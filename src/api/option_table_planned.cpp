@@ -19,13 +19,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "timestep-shift", OptType::Int,
           "Timestep shift for NitroFusion models (e.g. 250 or 500)");
     later(g, "extra-sample-args", OptType::String, "Extra sampler parameters, key=value,...");
-    later(g, "slg-scale", OptType::Float, "Skip layer guidance scale for DiT models; 0 disables");
-    later(g, "skip-layer-start", OptType::Float,
-          "Skip layer guidance start, as a fraction of the steps");
-    later(g, "skip-layer-end", OptType::Float,
-          "Skip layer guidance end, as a fraction of the steps");
-    later(g, "skip-layers", OptType::IntList,
-          "Layers skipped by skip layer guidance, e.g. [7,8,9]");
 
     g = "VAE";
     later(g, "vae-relative-tile-size", OptType::Pair,

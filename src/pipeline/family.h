@@ -158,6 +158,9 @@ struct Family {
     // Whether the denoiser honours DenoiseBatch::skip_layers (skip-layer guidance,
     // --slg-scale); elsewhere asking for it is an error.
     bool skips_layers = false;
+    // With skips_layers: how many blocks --skip-layers may name (0 .. skip_layer_count - 1,
+    // numbered as DenoiseBatch::skip_layers numbers them).
+    int skip_layer_count = 0;
     std::unique_ptr<TextConditioner> text;
     std::unique_ptr<Denoiser> denoiser;
     std::unique_ptr<Autoencoder> vae;

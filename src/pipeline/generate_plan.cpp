@@ -21,7 +21,43 @@ std::string nearest_sizes(int w, int h, int m) {
     return a == b ? a : a + " or " + b;
 }
 
+// Skip-layer guidance asked of family `f`: only where its denoiser can skip blocks, and
+// only blocks it has.
+Status check_slg(const sampling::SlgParams& slg, const Family& f) {
+    GGDIFF_TRY(check_slg_window(slg));
+    if (slg.scale == 0.0f) return Status::Ok();
+    if (!std::isfinite(slg.scale)) return Status::Error("--slg-scale must be a finite number");
+    if (!f.skips_layers) {
+        return Status::Error("--slg-scale: skip-layer guidance is not supported for " + f.name +
+                             " (it works with FLUX and SD3)");
+    }
+    if (slg.layers.empty()) {
+        return Status::Error(
+            string_format("--slg-scale %g needs at least one block in --skip-layers", slg.scale));
+    }
+    for (const int l : slg.layers) {
+        if (l < 0 || l >= f.skip_layer_count) {
+            return Status::Error(
+                string_format("--skip-layers: %s has no block %d (its blocks are 0..%d)",
+                              f.name.c_str(), l, f.skip_layer_count - 1));
+        }
+    }
+    return Status::Ok();
+}
+
 }  // namespace
+
+Status check_slg_window(const sampling::SlgParams& slg) {
+    auto fraction = [](float v) { return v >= 0.0f && v <= 1.0f; };
+    if (!fraction(slg.start) || !fraction(slg.end)) {
+        return Status::Error("--skip-layer-start and --skip-layer-end must be in [0, 1]");
+    }
+    if (slg.start > slg.end) {
+        return Status::Error(string_format("--skip-layer-start %g is after --skip-layer-end %g",
+                                           slg.start, slg.end));
+    }
+    return Status::Ok();
+}
 
 int latent_frames(const Family& f, const GenerateOptions& o) {
     return f.latent_frames ? std::max(1, f.latent_frames(o)) : 1;
@@ -68,6 +104,8 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     }
     if (!(o.control_strength >= 0.0f))
         return Status::Error("--control-strength must be at least 0");
+    GGDIFF_TRY(check_slg(o.slg, f));
+    p.slg = o.slg;
     if (f.check_request) GGDIFF_TRY(f.check_request(o));
     GGDIFF_TRY(check_prompt_bytes(o.prompt.size(), "the prompt"));
     GGDIFF_TRY(check_prompt_bytes(o.negative_prompt.size(), "the negative prompt"));

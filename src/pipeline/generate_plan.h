@@ -14,6 +14,7 @@
 #include "core/status.h"
 #include "pipeline/family.h"
 #include "pipeline/options.h"
+#include "sampling/guidance.h"
 #include "sampling/parameterization.h"
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
@@ -33,6 +34,8 @@ struct GeneratePlan {
     // The family's parameterization with --flow-shift applied (flow models only).
     sampling::Parameterization param = sampling::Parameterization::discrete();
     std::vector<float> sigmas;
+    // Skip-layer guidance as requested; checked against the family (scale 0: off).
+    sampling::SlgParams slg;
     int64_t latent_w = 0, latent_h = 0, latent_c = 0;
     int frames = 1;  // images per latent (layers)
 
@@ -43,6 +46,10 @@ struct GeneratePlan {
 
 // Checks `o` for family `f` and fills in its defaults; errors name the flag at fault.
 Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f);
+
+// --skip-layer-start <= --skip-layer-end, both in [0, 1] (any family; the rest of the
+// skip-layer checks need the family and are plan_request's).
+Status check_slg_window(const sampling::SlgParams& slg);
 
 // Images each latent of a request decodes to (Qwen Image Layered: one per layer).
 int latent_frames(const Family& f, const GenerateOptions& o);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "image/image.h"
+#include "sampling/guidance.h"
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
 #include "sampling/schedules.h"
@@ -68,6 +69,9 @@ struct GenerateOptions {
     float cfg_scale = NAN;      // NAN: the family's default
     float img_cfg_scale = NAN;  // NAN: same as cfg_scale
     float guidance = 3.5f;
+    // Skip-layer guidance (--slg-scale, --skip-layers, --skip-layer-start/end): off at scale
+    // 0; only for families whose denoiser can skip blocks (Family::skips_layers).
+    sampling::SlgParams slg;
     float eta = NAN;                                  // NAN: the sampler's default
     std::optional<sampling::SamplerKind> sampler;     // nullopt: the family's default
     std::optional<sampling::ScheduleKind> scheduler;  // nullopt: the sampler's/model's default

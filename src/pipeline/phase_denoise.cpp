@@ -20,7 +20,7 @@ std::vector<float> slice(const std::vector<float>& v, size_t offset, size_t n) {
 sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
     const GeneratePlan& p = c.plan;
     const bool batched = p.use_uncond && c.text.uncond.batchable_with(c.text.cond);
-    return [&c, batched](const std::vector<float>& xin, float sigma, int,
+    return [&c, batched](const std::vector<float>& xin, float sigma, sampling::DenoiseStep at,
                          bool need_uncond) -> Result<sampling::DenoiseResult> {
         const GeneratePlan& p = c.plan;
         const DenoiseInputs& in = c.inputs;
@@ -63,6 +63,21 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
             sampling::apply_cfg(out_c, out_u, p.cfg_scale, guided);
         } else {
             guided = out_c;
+        }
+        // Skip-layer guidance: once more on the positive prompt with the blocks skipped, and
+        // the guided output pushed away from that prediction (raw outputs, as in sd.cpp).
+        if (p.slg.applies(at, in.init.sigmas.size())) {
+            batch.x.ne[3] = 1;
+            batch.x.data.resize(n);
+            batch.timesteps.assign(1, ms.t);
+            batch.cond = {&c.text.cond};
+            batch.skip_layers = &p.slg.layers;
+            auto rs = c.family.denoiser->run(batch);
+            if (!rs.ok()) return rs.status().with_context("skip-layer guidance pass");
+            if (rs->data.size() != n) {
+                return Status::Error("the denoiser returned a latent of the wrong size");
+            }
+            sampling::apply_slg(out_c, rs->data, p.slg.scale, guided);
         }
         sampling::DenoiseResult res;
         sampling::apply_scalings(guided, xin, ms.s, res.denoised);

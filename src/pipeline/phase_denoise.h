@@ -1,9 +1,10 @@
 // Phase "sampling" (the guided denoise): each batch item's sampler loop from its starting
 // latent to the clean latent. It owns the guided evaluation D(x, sigma) the samplers call:
 // the conditional and unconditional denoiser runs (batched into one call when their
-// conditionings' shapes agree), CFG, the parameterization's scalings and the inpainting
-// blend. Per-step work that changes how the denoiser is evaluated (step caching) belongs
-// in guided_denoiser; the sampler loop itself is sampling::sample.
+// conditionings' shapes agree), CFG, skip-layer guidance (an extra run on the steps of its
+// window), the parameterization's scalings and the inpainting blend. Per-step work that changes how
+// the denoiser is evaluated (step caching) belongs in guided_denoiser; the sampler loop itself is
+// sampling::sample.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "sampling/samplers.h"
+
 namespace ggdiff::sampling {
 
 // Classifier-free guidance: out = uncond + scale * (cond - uncond).
@@ -32,6 +34,11 @@ struct SlgParams {
     // the extra pass. Same window as stable-diffusion.cpp, which counts steps from 1 and
     // compares against int(fraction * number of sigmas), both bounds exclusive.
     bool active(int step, size_t schedule_size) const;
+    // Whether the evaluation `at` gets the extra pass: an active step, and not the step's
+    // predictor evaluation (DenoiseStep::predictor), as in stable-diffusion.cpp.
+    bool applies(DenoiseStep at, size_t schedule_size) const {
+        return !at.predictor && active(at.index, schedule_size);
+    }
 };
 // out += scale * (cond - skip_cond)
 void apply_slg(const std::vector<float>& cond, const std::vector<float>& skip_cond, float scale,

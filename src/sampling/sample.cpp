@@ -9,8 +9,8 @@ namespace ggdiff::sampling {
 
 namespace detail {
 
-Result<Vec> SamplerRun::denoised(const Vec& x, float sigma, int step) {
-    auto r = denoise_(x, sigma, step, false);
+Result<Vec> SamplerRun::denoised(const Vec& x, float sigma, int step, bool predictor) {
+    auto r = denoise_(x, sigma, DenoiseStep{step, predictor}, false);
     if (!r.ok()) return r.status().with_context("denoiser failed at step " + std::to_string(step));
     if (r->denoised.size() != n)
         return Status::Error("denoiser returned " + std::to_string(r->denoised.size()) +
@@ -20,7 +20,7 @@ Result<Vec> SamplerRun::denoised(const Vec& x, float sigma, int step) {
 }
 
 Result<DenoiseResult> SamplerRun::denoised_with_uncond(const Vec& x, float sigma, int step) {
-    auto r = denoise_(x, sigma, step, true);
+    auto r = denoise_(x, sigma, DenoiseStep{step, false}, true);
     if (!r.ok()) return r.status().with_context("denoiser failed at step " + std::to_string(step));
     if (r->denoised.size() != n || r->uncond_denoised.size() != n)
         return Status::Error("denoiser returned " + std::to_string(r->denoised.size()) +

@@ -25,7 +25,8 @@ class SamplerRun {
 
     int steps() const { return static_cast<int>(sigmas.size()) - 1; }
     // D(x, sigma), checked: an error or a wrong-sized result becomes a Status naming the step.
-    Result<Vec> denoised(const Vec& x, float sigma, int step);
+    // `predictor`: the first of the step's two evaluations (DenoiseStep::predictor).
+    Result<Vec> denoised(const Vec& x, float sigma, int step, bool predictor = false);
     // D and the unconditional D for CFG++.
     Result<DenoiseResult> denoised_with_uncond(const Vec& x, float sigma, int step);
     // One fresh noise draw the size of the latent.

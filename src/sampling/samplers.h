@@ -7,9 +7,9 @@
 //   - x holds the latent at sigmas[0] on entry (already noised, see
 //     Parameterization::noise_latent) and the sample at sigmas.back() on return;
 //   - the DenoiseFn gets x at noise level sigma and returns the guided denoised estimate
-//     D(x, sigma) (guidance applied by the caller); `step` is the 0-based sampler step,
-//     and samplers with several evaluations per step (heun, dpm2, dpm++2s_a, res_2s) call
-//     it more than once with the same step;
+//     D(x, sigma) (guidance applied by the caller); `at` says where in the loop it is
+//     asked (DenoiseStep): samplers with two evaluations per step (heun, dpm2, dpm++2s_a,
+//     res_2s) call it twice with the same step, the first time as the predictor;
 //   - noise comes from `rng` with one randn(x.size()) per noise injection, so with
 //     stable-diffusion.cpp's single generator the draws continue after the initial latent
 //     noise (counter offsets 1, 2, ... for cuda).
@@ -77,9 +77,20 @@ struct DenoiseResult {
     std::vector<float> uncond_denoised;  // only when asked (CFG++ samplers)
 };
 
+// Where in the sampler loop an evaluation is asked for.
+struct DenoiseStep {
+    int index = 0;  // the 0-based sampler step
+    // The first of a step's two evaluations (heun, dpm2, res_2s, dpm++2s_a; not the flow
+    // dpm++2s_a's single evaluation at sigma 1), whose estimate only predicts where the
+    // step's final evaluation is taken; it is one even on a last step that stops there.
+    // stable-diffusion.cpp applies no skip-layer guidance to it (it passes such steps
+    // negated), so neither does the pipeline (SlgParams::applies).
+    bool predictor = false;
+};
+
 // x at noise level sigma -> denoised prediction. `need_uncond` asks for uncond_denoised too.
 using DenoiseFn = std::function<Result<DenoiseResult>(const std::vector<float>& x, float sigma,
-                                                      int step, bool need_uncond)>;
+                                                      DenoiseStep at, bool need_uncond)>;
 
 struct SamplerOptions {
     float eta = NAN;    // NAN: the sampler's default_eta

@@ -24,7 +24,7 @@ Status run_dpmpp_2s_ancestral(SamplerRun& run, Vec& x) {
     const auto& s = run.sigmas;
     Vec x2(run.n);
     for (int i = 0; i < run.steps(); ++i) {
-        auto d_or = run.denoised(x, s[i], i);
+        auto d_or = run.denoised(x, s[i], i, true);
         if (!d_or.ok()) return d_or.status();
         const Vec& den = *d_or;
         const AncestralStep a = ancestral_step(s[i], s[i + 1], run.eta, false);
@@ -65,7 +65,8 @@ static Status dpmpp_2s_ancestral_flow(SamplerRun& run, Vec& x) {
         const float sigma = s[i];
         const float sigma_to = s[i + 1];
         const bool at_pure_noise = 1.0 - sigma < 1e-6;
-        auto d_or = run.denoised(x, sigma, i);
+        // At sigma 1 the step's one evaluation is its final one, not a predictor.
+        auto d_or = run.denoised(x, sigma, i, !at_pure_noise);
         if (!d_or.ok()) return d_or.status();
         Vec den = std::move(d_or.value());
         if (sigma_to == 0.0f) {

@@ -58,7 +58,7 @@ Status run_heun(SamplerRun& run, Vec& x) {
     const auto& s = run.sigmas;
     Vec d(run.n), x2(run.n);
     for (int i = 0; i < run.steps(); ++i) {
-        auto d_or = run.denoised(x, s[i], i);
+        auto d_or = run.denoised(x, s[i], i, true);
         if (!d_or.ok()) return d_or.status();
         for (size_t j = 0; j < run.n; ++j) d[j] = (x[j] - (*d_or)[j]) / s[i];
         const float dt = s[i + 1] - s[i];
@@ -82,7 +82,7 @@ Status run_dpm2(SamplerRun& run, Vec& x) {
     const auto& s = run.sigmas;
     Vec d(run.n), x2(run.n);
     for (int i = 0; i < run.steps(); ++i) {
-        auto d_or = run.denoised(x, s[i], i);
+        auto d_or = run.denoised(x, s[i], i, true);
         if (!d_or.ok()) return d_or.status();
         for (size_t j = 0; j < run.n; ++j) d[j] = (x[j] - (*d_or)[j]) / s[i];
         if (s[i + 1] == 0.0f) {

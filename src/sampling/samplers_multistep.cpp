@@ -141,7 +141,7 @@ Status run_res_2s(SamplerRun& run, Vec& x) {
     Vec x0(run.n), x2(run.n);
     for (int i = 0; i < run.steps(); ++i) {
         const float sigma = s[i];
-        auto d_or = run.denoised(x, sigma, i);
+        auto d_or = run.denoised(x, sigma, i, true);
         if (!d_or.ok()) return d_or.status();
         const Vec& den = *d_or;
         const AncestralStep a = ancestral_step(sigma, s[i + 1], run.eta, run.flow);

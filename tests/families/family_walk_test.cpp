@@ -59,6 +59,7 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"wan_tiny", "wan"},
     {"flow_sde/F", "flux"},  // tests/golden
     {"flow_sde/Q", "qwen_image"},
+    {"flux_slg", "flux"},  // tests/golden
 };
 
 // The part flags -M info and -M convert read (others, e.g. --upscale-model, are left out).

@@ -46,6 +46,44 @@ TEST(Guidance, SkipLayerWindow) {
     EXPECT_EQ(g.effective_img_cfg(), 1.5f);
 }
 
+// The window as sd-cli counts it: 1-based step s of n steps (n + 1 sigmas) is guided when
+// int(start * (n + 1)) < s < int(end * (n + 1)); a predictor evaluation never is.
+TEST(Guidance, SkipLayerWindowFollowsSdCli) {
+    SlgParams slg;
+    slg.scale = 2.5f;
+    slg.layers = {0, 1};
+    slg.start = 0.1f;
+    slg.end = 0.7f;
+    // 4 steps, 5 sigmas: int(0.5) = 0 < s < int(3.5) = 3: steps 1 and 2 (0-based 0, 1).
+    std::vector<bool> on;
+    for (int i = 0; i < 4; ++i) on.push_back(slg.active(i, 5));
+    EXPECT_EQ(on, (std::vector<bool>{true, true, false, false}));
+    EXPECT_TRUE(slg.applies(DenoiseStep{1, false}, 5));
+    EXPECT_FALSE(slg.applies(DenoiseStep{1, true}, 5));  // the predictor of a heun step
+    EXPECT_FALSE(slg.applies(DenoiseStep{2, false}, 5));
+    // Defaults (0.01 .. 0.2) over 20 steps: int(0.21) = 0 < s < int(4.2) = 4: steps 1..3.
+    SlgParams d;
+    d.scale = 1.0f;
+    int count = 0, first = -1;
+    for (int i = 0; i < 20; ++i) {
+        if (d.active(i, 21)) {
+            if (first < 0) first = i;
+            ++count;
+        }
+    }
+    EXPECT_EQ(first, 0);
+    EXPECT_EQ(count, 3);
+    // An empty window (start == end) guides no step.
+    slg.start = slg.end = 0.5f;
+    for (int i = 0; i < 4; ++i) EXPECT_FALSE(slg.active(i, 5)) << i;
+    // start 0.2 over 4 steps: int(1.0) = 1, so step 1 is excluded.
+    slg.start = 0.2f;
+    slg.end = 1.0f;
+    on.clear();
+    for (int i = 0; i < 4; ++i) on.push_back(slg.active(i, 5));
+    EXPECT_EQ(on, (std::vector<bool>{false, true, true, true}));
+}
+
 TEST(Guidance, ApplyScalingsGivesTheDenoisedEstimate) {
     const auto m = Parameterization::discrete(Prediction::Eps);
     const float sigma = 2.0f;

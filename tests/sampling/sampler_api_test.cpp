@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "sampling/philox_rng.h"
 #include "sampling/samplers.h"
@@ -112,9 +113,9 @@ TEST(SamplerValidation, DenoiserFailuresAreReported) {
     for (SamplerKind kind : all_samplers()) {
         PhiloxRng rng(1);
         std::vector<float> x(4, 1.0f);
-        DenoiseFn failing = [](const std::vector<float>&, float, int step,
+        DenoiseFn failing = [](const std::vector<float>&, float, DenoiseStep at,
                                bool) -> Result<DenoiseResult> {
-            if (step == 1) return Status::Error("graph compute failed");
+            if (at.index == 1) return Status::Error("graph compute failed");
             DenoiseResult r;
             r.denoised.assign(4, 0.0f);
             r.uncond_denoised.assign(4, 0.0f);
@@ -124,7 +125,7 @@ TEST(SamplerValidation, DenoiserFailuresAreReported) {
         expect_error(st, "graph compute failed", kind);
         EXPECT_NE(st.message().find("step 1"), std::string::npos) << st.message();
 
-        DenoiseFn short_result = [](const std::vector<float>&, float, int,
+        DenoiseFn short_result = [](const std::vector<float>&, float, DenoiseStep,
                                     bool) -> Result<DenoiseResult> {
             DenoiseResult r;
             r.denoised.assign(3, 0.0f);
@@ -135,7 +136,7 @@ TEST(SamplerValidation, DenoiserFailuresAreReported) {
         expect_error(sample(kind, short_result, x, sigmas, rng), "expected 4", kind);
     }
     // A CFG++ sampler needs the unconditional estimate.
-    DenoiseFn no_uncond = [](const std::vector<float>& x, float, int,
+    DenoiseFn no_uncond = [](const std::vector<float>& x, float, DenoiseStep,
                              bool) -> Result<DenoiseResult> {
         DenoiseResult r;
         r.denoised = x;
@@ -174,9 +175,60 @@ TEST(SamplerProgress, ReportsEveryStepAndCancels) {
     }
 }
 
+// The evaluations a sampler asks for, in order.
+std::vector<DenoiseStep> evaluations(SamplerKind kind, const std::vector<float>& sigmas,
+                                     const Parameterization* model) {
+    std::vector<DenoiseStep> seen;
+    DenoiseFn den = [&seen](const std::vector<float>& x, float, DenoiseStep at,
+                            bool) -> Result<DenoiseResult> {
+        seen.push_back(at);
+        DenoiseResult r;
+        for (float v : x) r.denoised.push_back(0.5f * v);
+        r.uncond_denoised = r.denoised;
+        return r;
+    };
+    PhiloxRng rng(1);
+    std::vector<float> x(4, 1.0f);
+    SamplerOptions opt;
+    opt.model = model;
+    EXPECT_TRUE(sample(kind, den, x, sigmas, rng, opt).ok()) << sampler_cli_name(kind);
+    return seen;
+}
+
+std::string describe(const std::vector<DenoiseStep>& seen) {
+    std::string s;
+    for (const DenoiseStep& at : seen) s += std::to_string(at.index) + (at.predictor ? "p " : " ");
+    return s;
+}
+
+// The samplers with two evaluations per step mark the first one of each step as the
+// predictor (no skip-layer guidance there, as stable-diffusion.cpp passes it a negated
+// step), also on the last step where the second is not taken; the others never do.
+TEST(SamplerSteps, TwoStageSamplersMarkTheirPredictorEvaluation) {
+    const std::vector<float> sigmas = {10.0f, 3.0f, 1.0f, 0.0f};
+    for (SamplerKind kind : all_samplers()) {
+        const std::vector<DenoiseStep> seen = evaluations(kind, sigmas, nullptr);
+        const bool two_stage = kind == SamplerKind::Heun || kind == SamplerKind::Dpm2 ||
+                               kind == SamplerKind::Dpmpp2sA || kind == SamplerKind::Res2s;
+        const std::string expected = two_stage ? "0p 0 1p 1 2p " : "0 1 2 ";
+        EXPECT_EQ(describe(seen), expected) << sampler_cli_name(kind);
+    }
+}
+
+// Flow models: dpm++2s_a's one evaluation at sigma 1 is the step's final one (sd.cpp's
+// opt_first_step passes it a positive step); below sigma 1 it has a predictor again.
+TEST(SamplerSteps, FlowDpmpp2sAtSigmaOneHasNoPredictor) {
+    const Parameterization flow = Parameterization::flow(3.0f);
+    const std::vector<float> sigmas = {1.0f, 0.6f, 0.3f, 0.0f};
+    EXPECT_EQ(describe(evaluations(SamplerKind::Dpmpp2sA, sigmas, &flow)), "0 1p 1 2p ");
+    EXPECT_EQ(describe(evaluations(SamplerKind::Heun, sigmas, &flow)), "0p 0 1p 1 2p ");
+    EXPECT_EQ(describe(evaluations(SamplerKind::Res2s, sigmas, &flow)), "0p 0 1p 1 2p ");
+    EXPECT_EQ(describe(evaluations(SamplerKind::Euler, sigmas, &flow)), "0 1 2 ");
+}
+
 // CFG++ on one step with distinct cond/uncond estimates: x' = D + sigma' (x - U) / sigma.
 TEST(SamplerCfgPp, UsesTheUnconditionalDirection) {
-    DenoiseFn den = [](const std::vector<float>& x, float, int,
+    DenoiseFn den = [](const std::vector<float>& x, float, DenoiseStep,
                        bool need) -> Result<DenoiseResult> {
         EXPECT_TRUE(need);
         DenoiseResult r;

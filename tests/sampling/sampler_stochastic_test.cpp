@@ -195,7 +195,7 @@ TEST(SamplerStochastic, TcdFollowsItsGaussianRecursion) {
 TEST(SamplerStochastic, FlowFormsReproduceTheData) {
     const double mu = 0.5, s = 0.8;
     const auto var = [&](double t) { return (1 - t) * (1 - t) * s * s + t * t; };
-    DenoiseFn den = [&](const std::vector<float>& x, float t, int,
+    DenoiseFn den = [&](const std::vector<float>& x, float t, DenoiseStep,
                         bool u) -> Result<DenoiseResult> {
         DenoiseResult r;
         r.denoised.resize(x.size());

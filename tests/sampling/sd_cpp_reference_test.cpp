@@ -160,7 +160,7 @@ TEST(SdCppReference, FlowModelsRunTheKDiffusionSdeRule) {
         const double var = (1 - t) * (1 - t) * sd * sd + t * t;
         return mu + (1 - t) * sd * sd * (x - (1 - t) * mu) / var;
     };
-    const DenoiseFn den = [&](const std::vector<float>& x, float t, int,
+    const DenoiseFn den = [&](const std::vector<float>& x, float t, DenoiseStep,
                               bool u) -> Result<DenoiseResult> {
         DenoiseResult r;
         for (float xi : x) r.denoised.push_back(static_cast<float>(flow_denoise(xi, t)));

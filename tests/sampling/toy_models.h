@@ -82,7 +82,7 @@ struct Mixture {
 // unconditional one, which turns the CFG++ samplers into their plain counterparts.
 template <class Model>
 DenoiseFn denoiser_for(const Model& model, int* calls = nullptr) {
-    return [model, calls](const std::vector<float>& x, float sigma, int,
+    return [model, calls](const std::vector<float>& x, float sigma, DenoiseStep,
                           bool need_uncond) -> Result<DenoiseResult> {
         if (calls) ++*calls;
         DenoiseResult r;

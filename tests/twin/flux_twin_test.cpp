@@ -76,6 +76,32 @@ TEST_F(FluxTwin, DitLayerSplitOverDoubleAndSingleBlocks) {
     EXPECT_GE(max_splits(log, "FLUX DiT"), 2) << "the DiT ran on one device only\n" << log;
 }
 
+// Skip-layer guidance runs the DiT with blocks left out of the graph (both double blocks, or
+// both single blocks): split over two workers, or cut into segments by a --max-vram budget
+// that holds about half of its weights, it still gives the one-device image.
+TEST_F(FluxTwin, SkipLayerGuidanceOverSplitAndCutDit) {
+    for (const char* layers : {"0,1", "2,3"}) {
+        SCOPED_TRACE(layers);
+        const std::vector<std::string> slg = {
+            "--slg-scale",      "2.5", "--skip-layer-start", "0.1",
+            "--skip-layer-end", "0.7", "--skip-layers",      layers};
+        std::vector<std::string> single = {"--backend", "all=CPU,diffusion=RPC0"};
+        single.insert(single.end(), slg.begin(), slg.end());
+        const std::string ref = reference(single);
+        ASSERT_FALSE(ref.empty());
+        std::vector<std::string> split = {"--backend", "all=CPU,diffusion=RPC0&RPC1"};
+        split.insert(split.end(), slg.begin(), slg.end());
+        RunResult r = twin(split, ref);
+        expect_ranges(log_of(r), "diffusion", {"RPC0", "RPC1"}, kDitBlocks);
+        // The DiT's weights are about 14 MiB and its compute buffer about 5 MiB at 64x64.
+        std::vector<std::string> cut = {"--backend", "all=CPU,diffusion=RPC0", "--max-vram",
+                                        "RPC0=0.012"};
+        cut.insert(cut.end(), slg.begin(), slg.end());
+        r = twin(cut, ref);
+        EXPECT_TRUE(contains(log_of(r), "diffusion segment 1")) << log_of(r);
+    }
+}
+
 // RPC devices have no split buffer type: --split-mode row says so and splits by layers.
 TEST_F(FluxTwin, RowSplitFallsBackToLayerSplit) {
     RunResult r =

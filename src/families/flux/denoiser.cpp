@@ -89,9 +89,9 @@ Result<HostTensor> FluxDenoiser::run(const DenoiseBatch& b) {
         ggml_tensor* yt = cfg_.vec_in_dim > 0 ? gb.input(y) : nullptr;
         // schnell has no guidance_in: an input the graph never reads would get no buffer.
         ggml_tensor* gt = cfg_.guidance_embed ? gb.input(g) : nullptr;
-        return std::vector<ggml_tensor*>{models::build_flux(gb.nn(), cfg_, gb.input(b.x),
-                                                            gb.input(ts), gb.input(context), yt, gt,
-                                                            gb.input(pe_.cos), gb.input(pe_.sin))};
+        return std::vector<ggml_tensor*>{
+            models::build_flux(gb.nn(), cfg_, gb.input(b.x), gb.input(ts), gb.input(context), yt,
+                               gt, gb.input(pe_.cos), gb.input(pe_.sin), b.skip_layers)};
     });
     if (!r.ok()) return r.status();
     return std::move((*r)[0]);

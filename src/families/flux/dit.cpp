@@ -1,5 +1,7 @@
 #include "families/flux/dit.h"
 
+#include <algorithm>
+
 #include "io/checkpoint_file.h"
 #include "nn/dit.h"
 #include "nn/layers.h"
@@ -256,8 +258,11 @@ FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t la
 
 ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_tensor* timesteps,
                         ggml_tensor* context, ggml_tensor* y, ggml_tensor* guidance,
-                        ggml_tensor* pe_cos, ggml_tensor* pe_sin) {
+                        ggml_tensor* pe_cos, ggml_tensor* pe_sin, const std::vector<int>* skip) {
     const std::string& p = cfg.prefix;
+    auto skipped = [skip](int block) {
+        return skip && std::find(skip->begin(), skip->end(), block) != skip->end();
+    };
     const int64_t W = x->ne[0], H = x->ne[1], N = x->ne[3];
     const int ps = cfg.patch;
     const int pad_w = static_cast<int>((ps - W % ps) % ps);
@@ -286,11 +291,13 @@ ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_
     const Rope pe{pe_cos, pe_sin};
 
     for (int i = 0; i < cfg.depth; ++i) {
+        if (skipped(i)) continue;
         double_block(c, cfg, img, txt, vec, pe, p + "double_blocks." + std::to_string(i) + ".");
     }
     const int64_t lt = txt->ne[1], li = img->ne[1];
     ggml_tensor* joint = ggml_concat(c.ctx, txt, img, 1);
     for (int i = 0; i < cfg.depth_single; ++i) {
+        if (skipped(cfg.depth + i)) continue;
         joint =
             single_block(c, cfg, joint, vec, pe, p + "single_blocks." + std::to_string(i) + ".");
     }

@@ -59,9 +59,12 @@ FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t la
 
 // x [W, H, C, N] (any W, H), timesteps [N] (sigma in [0, 1]), context [context_dim, L, N],
 // y [vec_in_dim, N] (pooled text), guidance [N] (dev; ignored without guidance_embed),
-// pe from flux_positions(W, H, L) -> flow prediction [W, H, C, N].
+// pe from flux_positions(W, H, L) -> flow prediction [W, H, C, N]. `skip` (skip-layer
+// guidance; null or empty: none) lists blocks that pass their inputs through unchanged:
+// double block i is number i, single block i is number depth + i.
 ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_tensor* timesteps,
                         ggml_tensor* context, ggml_tensor* y, ggml_tensor* guidance,
-                        ggml_tensor* pe_cos, ggml_tensor* pe_sin);
+                        ggml_tensor* pe_cos, ggml_tensor* pe_sin,
+                        const std::vector<int>* skip = nullptr);
 
 }  // namespace ggdiff::models

@@ -115,6 +115,9 @@ Result<Family> load(const FamilyContext& ctx) {
     f.latent_channels = static_cast<int>(dit->latent_channels());
     f.uses_cfg = true;  // --cfg-scale > 1 runs real CFG with the negative prompt
     f.uses_guidance = dit->guidance_embed;
+    // Skip-layer guidance numbers the double blocks first, then the single blocks.
+    f.skips_layers = true;
+    f.skip_layer_count = dit->depth + dit->depth_single;
     GGDIFF_LOG_INFO("%s-%s: %d double and %d single blocks, hidden %lld, %lld heads",
                     ctx.recipe->display, f.variant.c_str(), dit->depth, dit->depth_single,
                     (long long)dit->hidden, (long long)dit->heads);

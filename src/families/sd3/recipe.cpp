@@ -129,6 +129,7 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.clip_skip = 2;
     f.latent_channels = static_cast<int>(dit->in_channels);
     f.skips_layers = true;
+    f.skip_layer_count = dit->depth;
     const char* qk = dit->qk_norm == models::Sd3Config::QkNorm::Rms     ? "RMS"
                      : dit->qk_norm == models::Sd3Config::QkNorm::Layer ? "LayerNorm"
                                                                         : "no";
