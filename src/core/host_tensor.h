@@ -26,6 +26,17 @@ struct HostTensor {
     int64_t dim(size_t i) const { return i < ne.size() ? ne[i] : 1; }
     float* ptr() { return data.data(); }
     const float* ptr() const { return data.data(); }
+
+    // Same-sized tensors stacked on a new outer axis: n x [a, b] -> [a, b, n] (a batch of
+    // per-item conditionings).
+    static HostTensor stack(const std::vector<const HostTensor*>& items, int64_t a, int64_t b) {
+        HostTensor out({a, b, static_cast<int64_t>(items.size())});
+        float* dst = out.ptr();
+        for (const HostTensor* t : items) {
+            for (float v : t->data) *dst++ = v;
+        }
+        return out;
+    }
 };
 
 }  // namespace ggdiff

@@ -27,6 +27,16 @@ std::vector<ggml_tensor*> modulation(Ctx& c, ggml_tensor* vec, const std::string
     return out;
 }
 
+ggml_tensor* feature_rows(ggml_context* ctx, ggml_tensor* x, int64_t first, int64_t count) {
+    return ggml_view_3d(ctx, x, count, x->ne[1], x->ne[2], x->nb[1], x->nb[2],
+                        first * ggml_element_size(x));
+}
+
+ggml_tensor* token_range(ggml_context* ctx, ggml_tensor* x, int64_t from, int64_t count) {
+    return ggml_cont(
+        ctx, ggml_view_3d(ctx, x, x->ne[0], count, x->ne[2], x->nb[1], x->nb[2], from * x->nb[1]));
+}
+
 ggml_tensor* modulate(ggml_context* ctx, ggml_tensor* x, ggml_tensor* shift, ggml_tensor* scale) {
     x = ggml_add(ctx, x, ggml_mul(ctx, x, scale));
     return ggml_add(ctx, x, shift);

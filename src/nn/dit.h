@@ -23,6 +23,12 @@ ggml_tensor* rms_norm(Ctx& c, ggml_tensor* x, const std::string& name, int64_t d
 std::vector<ggml_tensor*> modulation(Ctx& c, ggml_tensor* vec, const std::string& prefix,
                                      int64_t dim, int chunks, bool bias = true);
 
+// Features [first, first + count) of x [rows, T, N] as a view (one part of a fused
+// projection's output).
+ggml_tensor* feature_rows(ggml_context* ctx, ggml_tensor* x, int64_t first, int64_t count);
+// Tokens [from, from + count) of x [dim, T, N], contiguous (one stream of a joint sequence).
+ggml_tensor* token_range(ggml_context* ctx, ggml_tensor* x, int64_t from, int64_t count);
+
 // x * (1 + scale) + shift; x [dim, T, N], shift and scale [dim, 1, N].
 ggml_tensor* modulate(ggml_context* ctx, ggml_tensor* x, ggml_tensor* shift, ggml_tensor* scale);
 

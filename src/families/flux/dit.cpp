@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "io/checkpoint_file.h"
+#include "io/tensor_probe.h"
 #include "nn/dit.h"
 #include "nn/layers.h"
 
@@ -14,29 +14,7 @@ constexpr int kTimeFeatures = 256;
 constexpr int kMaxPeriod = 10000;
 constexpr float kTimeFactor = 1000.0f;
 
-// Tensor shapes under the model prefix, with errors naming the tensor.
-struct Probe {
-    const TensorIndex& index;
-    const std::string& prefix;
-    bool has(const std::string& n) const { return index.has(prefix + n); }
-    Result<std::vector<int64_t>> shape(const std::string& n, size_t rank) const {
-        const TensorInfo* t = index.find(prefix + n);
-        if (!t) return Status::Error("FLUX: missing tensor " + prefix + n);
-        if (t->shape.size() != rank) {
-            return Status::Error("FLUX: tensor " + prefix + n + " has shape " +
-                                 shape_string(t->shape) + ", expected " + std::to_string(rank) +
-                                 " dimensions");
-        }
-        return t->shape;
-    }
-    Status odd(const std::string& n, const std::string& why) const {
-        const TensorInfo* t = index.find(prefix + n);
-        return Status::Error("FLUX: tensor " + prefix + n + " has shape " +
-                             shape_string(t ? t->shape : std::vector<int64_t>{}) + ": " + why);
-    }
-};
-
-int count_blocks(const Probe& p, const std::string& group, const std::string& probe) {
+int count_blocks(const TensorProbe& p, const std::string& group, const std::string& probe) {
     int n = 0;
     while (p.has(group + std::to_string(n) + "." + probe)) ++n;
     return n;
@@ -73,12 +51,6 @@ Qkv norm_heads(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* q, ggml_tensor* k
     return out;
 }
 
-// Rows [first, first + count) of x [rows, T, N] as a view.
-ggml_tensor* rows(ggml_context* ctx, ggml_tensor* x, int64_t first, int64_t count) {
-    return ggml_view_3d(ctx, x, count, x->ne[1], x->ne[2], x->nb[1], x->nb[2],
-                        first * ggml_element_size(x));
-}
-
 // The attention inputs of one stream: the fused qkv projection `fused` (original layout),
 // or its separate q, k, v linears (diffusers layout: "<split>q", "<split>k", "<split>v").
 Qkv project_qkv(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, const std::string& fused,
@@ -90,14 +62,9 @@ Qkv project_qkv(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, const std::st
                           nn::linear(c, x, split + "v", hd, hd, cfg.qkv_bias), norm);
     }
     ggml_tensor* qkv = nn::linear(c, x, fused, hd, 3 * hd, cfg.qkv_bias);
-    return norm_heads(c, cfg, rows(c.ctx, qkv, 0, hd), rows(c.ctx, qkv, hd, hd),
-                      rows(c.ctx, qkv, 2 * hd, hd), norm);
-}
-
-// Tokens [from, from + count) of x [dim, T, N], contiguous.
-ggml_tensor* token_range(ggml_context* ctx, ggml_tensor* x, int64_t from, int64_t count) {
-    return ggml_cont(
-        ctx, ggml_view_3d(ctx, x, x->ne[0], count, x->ne[2], x->nb[1], x->nb[2], from * x->nb[1]));
+    return norm_heads(c, cfg, nn::feature_rows(c.ctx, qkv, 0, hd),
+                      nn::feature_rows(c.ctx, qkv, hd, hd),
+                      nn::feature_rows(c.ctx, qkv, 2 * hd, hd), norm);
 }
 
 struct Rope {
@@ -139,8 +106,8 @@ void double_block(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor*& img, ggml_ten
     ggml_tensor* v = ggml_concat(c.ctx, tq.v, iq.v, 1);
     ggml_tensor* attn = joint_attention(c, cfg, q, k, v, pe);
     const int64_t lt = txt->ne[1], li = img->ne[1];
-    ggml_tensor* txt_attn = token_range(c.ctx, attn, 0, lt);
-    ggml_tensor* img_attn = token_range(c.ctx, attn, lt, li);
+    ggml_tensor* txt_attn = nn::token_range(c.ctx, attn, 0, lt);
+    ggml_tensor* img_attn = nn::token_range(c.ctx, attn, lt, li);
 
     img = gated(c.ctx, img, nn::linear(c, img_attn, p + "img_attn.proj", hd, hd), im[2]);
     ggml_tensor* h = nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, img, kNormEps), im[3], im[4]);
@@ -163,9 +130,10 @@ ggml_tensor* single_block(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggm
         act = nn::linear(c, xm, p + "mlp_in", hd, mh);
     } else {
         ggml_tensor* fused = nn::linear(c, xm, p + "linear1", hd, 3 * hd + mh);
-        a = norm_heads(c, cfg, rows(c.ctx, fused, 0, hd), rows(c.ctx, fused, hd, hd),
-                       rows(c.ctx, fused, 2 * hd, hd), p + "norm.");
-        act = ggml_cont(c.ctx, rows(c.ctx, fused, 3 * hd, mh));
+        a = norm_heads(c, cfg, nn::feature_rows(c.ctx, fused, 0, hd),
+                       nn::feature_rows(c.ctx, fused, hd, hd),
+                       nn::feature_rows(c.ctx, fused, 2 * hd, hd), p + "norm.");
+        act = ggml_cont(c.ctx, nn::feature_rows(c.ctx, fused, 3 * hd, mh));
     }
     act = ggml_gelu(c.ctx, act);
     ggml_tensor* attn = joint_attention(c, cfg, a.q, a.k, a.v, pe);
@@ -176,7 +144,7 @@ ggml_tensor* single_block(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggm
 }  // namespace
 
 Result<FluxConfig> detect_flux(const TensorIndex& index, const std::string& prefix) {
-    const Probe p{index, prefix};
+    const TensorProbe p{index, prefix, "FLUX"};
     FluxConfig cfg;
     cfg.prefix = prefix;
     if (p.has("distilled_guidance_layer.in_proj.weight")) {
@@ -222,8 +190,7 @@ Result<FluxConfig> detect_flux(const TensorIndex& index, const std::string& pref
     cfg.depth_single =
         count_blocks(p, "single_blocks.", cfg.split_qkv ? "mlp_in.weight" : "linear1.weight");
     if (cfg.depth == 0) {
-        return Status::Error("FLUX: missing tensor " + prefix + "double_blocks.0." + qkv +
-                             ".weight");
+        return p.missing("double_blocks.0." + qkv + ".weight");
     }
     cfg.final_scale_first = p.has("final_layer.adaLN_scale_shift.weight");
     auto fin = p.shape("final_layer.linear.weight", 2);
@@ -301,7 +268,7 @@ ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_
         joint =
             single_block(c, cfg, joint, vec, pe, p + "single_blocks." + std::to_string(i) + ".");
     }
-    img = token_range(c.ctx, joint, lt, li);
+    img = nn::token_range(c.ctx, joint, lt, li);
 
     // (shift, scale) in the original; diffusers stores (scale, shift).
     const bool swapped = cfg.final_scale_first;

@@ -6,18 +6,6 @@
 #include "pipeline/parts/module_setup.h"
 
 namespace ggdiff {
-namespace {
-
-// Stacks same-shaped tensors on a new outer axis: n x [a, b] -> [a, b, n].
-HostTensor stack(const std::vector<const HostTensor*>& items, int64_t a, int64_t b) {
-    HostTensor out({a, b, static_cast<int64_t>(items.size())});
-    auto dst = out.data.begin();
-    for (const HostTensor* t : items) dst = std::copy(t->data.begin(), t->data.end(), dst);
-    return out;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<Sd3Denoiser>> Sd3Denoiser::create(const FamilyContext& ctx,
                                                          const ModuleDevices& where,
                                                          const models::Sd3Config& cfg) {
@@ -73,10 +61,10 @@ Result<HostTensor> Sd3Denoiser::run(const DenoiseBatch& b) {
         pooled.push_back(&cond->pooled);
     }
     const int64_t l = contexts[0]->dim(1);
-    const HostTensor context = stack(contexts, cfg_.context_dim, l);
+    const HostTensor context = HostTensor::stack(contexts, cfg_.context_dim, l);
     HostTensor y;
     if (cfg_.pooled_dim > 0) {
-        y = stack(pooled, cfg_.pooled_dim, 1);
+        y = HostTensor::stack(pooled, cfg_.pooled_dim, 1);
         y.ne = {cfg_.pooled_dim, n};
     }
     HostTensor ts({n});

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "core/log.h"
-#include "io/checkpoint_file.h"
+#include "io/tensor_probe.h"
 #include "nn/dit.h"
 #include "nn/layers.h"
 
@@ -15,28 +15,6 @@ constexpr float kNormEps = 1e-6f;
 constexpr int kTimeFeatures = 256;
 constexpr int kMaxPeriod = 10000;
 
-// Tensor shapes under the model prefix, with errors naming the tensor.
-struct Probe {
-    const TensorIndex& index;
-    const std::string& prefix;
-    bool has(const std::string& n) const { return index.has(prefix + n); }
-    Result<std::vector<int64_t>> shape(const std::string& n, size_t rank) const {
-        const TensorInfo* t = index.find(prefix + n);
-        if (!t) return Status::Error("SD3: missing tensor " + prefix + n);
-        if (t->shape.size() != rank) {
-            return Status::Error("SD3: tensor " + prefix + n + " has shape " +
-                                 shape_string(t->shape) + ", expected " + std::to_string(rank) +
-                                 " dimensions");
-        }
-        return t->shape;
-    }
-    Status odd(const std::string& n, const std::string& why) const {
-        const TensorInfo* t = index.find(prefix + n);
-        return Status::Error("SD3: tensor " + prefix + n + " has shape " +
-                             shape_string(t ? t->shape : std::vector<int64_t>{}) + ": " + why);
-    }
-};
-
 std::string block(int i) {
     return "joint_blocks." + std::to_string(i) + ".";
 }
@@ -44,18 +22,6 @@ std::string block(int i) {
 struct Qkv {
     ggml_tensor *q, *k, *v;  // [hidden, T, N]
 };
-
-// Rows [first, first + count) of x [rows, T, N] as a view.
-ggml_tensor* rows(ggml_context* ctx, ggml_tensor* x, int64_t first, int64_t count) {
-    return ggml_view_3d(ctx, x, count, x->ne[1], x->ne[2], x->nb[1], x->nb[2],
-                        first * ggml_element_size(x));
-}
-
-// Tokens [from, from + count) of x [dim, T, N], contiguous.
-ggml_tensor* token_range(ggml_context* ctx, ggml_tensor* x, int64_t from, int64_t count) {
-    return ggml_cont(
-        ctx, ggml_view_3d(ctx, x, x->ne[0], count, x->ne[2], x->nb[1], x->nb[2], from * x->nb[1]));
-}
 
 // The per-head q/k norm of attention `a` ("....attn." or "....attn2.") on [hidden, T, N].
 ggml_tensor* norm_heads(nn::Ctx& c, const Sd3Config& cfg, ggml_tensor* x, const std::string& w) {
@@ -80,9 +46,9 @@ Qkv project_qkv(nn::Ctx& c, const Sd3Config& cfg, ggml_tensor* x, const std::str
         out.v = nn::linear(c, x, a + "v", hd, hd);
     } else {
         ggml_tensor* qkv = nn::linear(c, x, a + "qkv", hd, 3 * hd);
-        out.q = rows(c.ctx, qkv, 0, hd);
-        out.k = rows(c.ctx, qkv, hd, hd);
-        out.v = ggml_cont(c.ctx, rows(c.ctx, qkv, 2 * hd, hd));
+        out.q = nn::feature_rows(c.ctx, qkv, 0, hd);
+        out.k = nn::feature_rows(c.ctx, qkv, hd, hd);
+        out.v = ggml_cont(c.ctx, nn::feature_rows(c.ctx, qkv, 2 * hd, hd));
     }
     if (cfg.qk_norm != Sd3Config::QkNorm::None) {
         const std::string norm = cfg.qk_norm == Sd3Config::QkNorm::Rms ? ".weight" : "";
@@ -124,7 +90,7 @@ int Sd3Config::mmdit_x_blocks() const {
 }
 
 Result<Sd3Config> detect_sd3(const TensorIndex& index, const std::string& prefix) {
-    const Probe p{index, prefix};
+    const TensorProbe p{index, prefix, "SD3"};
     Sd3Config cfg;
     cfg.prefix = prefix;
     auto xe = p.shape("x_embedder.proj.weight", 4);
@@ -141,7 +107,7 @@ Result<Sd3Config> detect_sd3(const TensorIndex& index, const std::string& prefix
     cfg.split_qkv = split;
     const std::string qkv = split ? "x_block.attn.q.weight" : "x_block.attn.qkv.weight";
     while (p.has(block(cfg.depth) + qkv)) ++cfg.depth;
-    if (cfg.depth == 0) return Status::Error("SD3: missing tensor " + prefix + block(0) + qkv);
+    if (cfg.depth == 0) return p.missing(block(0) + qkv);
     for (int i = 0; i < cfg.depth; ++i) {
         cfg.self_attn.push_back(
             p.has(block(i) + "x_block.attn2." + (split ? std::string("q.weight") : "qkv.weight")));
@@ -187,7 +153,7 @@ Result<Sd3Config> detect_sd3(const TensorIndex& index, const std::string& prefix
     }
 
     auto pe = index.find(prefix + "pos_embed");
-    if (!pe) return Status::Error("SD3: missing tensor " + prefix + "pos_embed");
+    if (!pe) return p.missing("pos_embed");
     int64_t positions = 1;
     for (size_t i = 0; i + 1 < pe->shape.size(); ++i) positions *= pe->shape[i];
     if (pe->shape.empty() || pe->shape.back() != cfg.hidden) {
@@ -200,7 +166,7 @@ Result<Sd3Config> detect_sd3(const TensorIndex& index, const std::string& prefix
 
     const std::string fin = cfg.scale_first ? "final_layer.adaLN_scale_shift.weight"
                                             : "final_layer.adaLN_modulation.1.weight";
-    if (!p.has(fin)) return Status::Error("SD3: missing tensor " + prefix + fin);
+    if (!p.has(fin)) return p.missing(fin);
     auto fl = p.shape("final_layer.linear.weight", 2);
     if (!fl.ok()) return fl.status();
     const int64_t area = static_cast<int64_t>(cfg.patch) * cfg.patch;
@@ -252,14 +218,14 @@ void build_sd3_block(nn::Ctx& c, const Sd3Config& cfg, int index, ggml_tensor*& 
     if (pre_only) {
         context = nullptr;
     } else {
-        ggml_tensor* ca = token_range(c.ctx, attn, 0, lc);
+        ggml_tensor* ca = nn::token_range(c.ctx, attn, 0, lc);
         context = gated(c.ctx, context, nn::linear(c, ca, cb + "attn.proj", hd, hd), cm[2]);
         ggml_tensor* h =
             nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, context, kNormEps), cm[3], cm[4]);
         context = gated(c.ctx, context, mlp(c, cfg, h, cb + "mlp."), cm[5]);
     }
 
-    ggml_tensor* xa = token_range(c.ctx, attn, lc, lx);
+    ggml_tensor* xa = nn::token_range(c.ctx, attn, lc, lx);
     x = gated(c.ctx, x, nn::linear(c, xa, xb + "attn.proj", hd, hd), xm[2]);
     if (self_attn) {
         const Qkv q2 =
