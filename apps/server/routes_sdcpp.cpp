@@ -118,7 +118,9 @@ nlohmann::json capabilities(ServerContext& ctx) {
           {"path", info.value("file", "")},
           {"family", info.contains("family") ? info["family"] : nlohmann::json(nullptr)},
           {"family_id", info.contains("family_id") ? info["family_id"] : nlohmann::json(nullptr)},
-          {"vae", info.contains("vae") ? info["vae"] : nlohmann::json(nullptr)}}},
+          {"vae", info.contains("vae") ? info["vae"] : nlohmann::json(nullptr)},
+          // What the model uses where "defaults" below says null (the model decides).
+          {"defaults", info.contains("defaults") ? info["defaults"] : nlohmann::json(nullptr)}}},
         {"version", std::string("ggdiff ") + ggdiff_version()},
         {"families", ctx.host.families()},
         {"current_mode", "img_gen"},

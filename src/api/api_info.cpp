@@ -58,10 +58,20 @@ int ggdiff_loaded_model_info(const ggdiff_model* model, char** out) {
     j["name"] = model->engine->model_name();
     j["family"] = model->engine->family();
     j["family_id"] = model->engine->family_id();
-    j["ref_images"] = model->engine->family_parts().ref_image_multiple > 0;
+    const ggdiff::Family& family = model->engine->family_parts();
+    j["ref_images"] = family.ref_image_multiple > 0;
     // Skip-layer guidance (--slg-scale) and the blocks --skip-layers may name.
-    j["skip_layers"] = model->engine->family_parts().skips_layers;
-    j["skip_layer_count"] = model->engine->family_parts().skip_layer_count;
+    j["skip_layers"] = family.skips_layers;
+    j["skip_layer_count"] = family.skip_layer_count;
+    nlohmann::json defaults = {{"sample_method", family.defaults.sampler},
+                               {"cfg_scale", family.defaults.cfg_scale},
+                               {"width", family.defaults.width},
+                               {"height", family.defaults.height},
+                               {"clip_skip", family.defaults.clip_skip}};
+    // FLUX's shift (mu) follows the image size: only a fixed one is a default.
+    if (family.param.time_map() == ggdiff::sampling::Parameterization::TimeMap::FlowSnr)
+        defaults["flow_shift"] = family.param.shift();
+    j["defaults"] = defaults;
     j["files"] = files;
     j["vae"] = f.vae.empty() ? nlohmann::json(nullptr)
                              : nlohmann::json(std::filesystem::path(f.vae).stem().string());

@@ -27,6 +27,14 @@ std::string first_bytes(const uint8_t* data, uint64_t size) {
     return printable ? hex + " \"" + text + "\"" : hex;
 }
 
+// An 8-byte little-endian header length that fits the file, then the header's JSON object.
+bool looks_like_safetensors(const uint8_t* data, uint64_t size) {
+    if (size < 9 || data[8] != '{') return false;
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | data[i];
+    return n <= size - 8;
+}
+
 }  // namespace
 
 std::string describe_non_checkpoint(const uint8_t* data, uint64_t size) {
@@ -52,8 +60,11 @@ std::string describe_non_checkpoint(const uint8_t* data, uint64_t size) {
     if (size >= 12 && std::memcmp(data, "RIFF", 4) == 0 && std::memcmp(data + 8, "WEBP", 4) == 0) {
         return "this is a WebP image, not a checkpoint";
     }
-    // Python pickle protocol 2-5: a pre-zip PyTorch checkpoint.
-    if (size >= 2 && data[0] == 0x80 && data[1] >= 2 && data[1] <= 5) {
+    // Python pickle protocol 2-5: a pre-zip PyTorch checkpoint. A safetensors header length
+    // can start with the same two bytes (0x0580 = 1408 does), so a file whose length is
+    // followed by the header's '{' is left to the safetensors reader.
+    if (size >= 2 && data[0] == 0x80 && data[1] >= 2 && data[1] <= 5 &&
+        !looks_like_safetensors(data, size)) {
         return "this is a Python pickle (an old PyTorch checkpoint), which ggdiff cannot read: "
                "convert it to .safetensors";
     }

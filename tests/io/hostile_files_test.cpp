@@ -284,6 +284,26 @@ TEST(HostileFiles, OtherKindsOfFilesAreNamed) {
     }
 }
 
+// A safetensors header of 0x0580 = 1408 bytes: its length starts 80 05 like a pickle of
+// protocol 5, and it is read as the safetensors file it is (the T5 fixture of sd3_tiny in
+// diffusers names has this length).
+TEST(HostileFiles, SafetensorsWhoseLengthStartsLikeAPickleIsRead) {
+    const std::string dir = test_dir("hostile_pickle_like_length");
+    for (uint8_t protocol : {2, 5}) {
+        std::string header = R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})";
+        const size_t length = 0x80 + 256u * protocol;
+        header += std::string(length - header.size(), ' ');
+        std::string bytes(8, '\0');
+        for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((length >> (8 * i)) & 0xff);
+        ASSERT_EQ(static_cast<uint8_t>(bytes[0]), 0x80);
+        ASSERT_EQ(static_cast<uint8_t>(bytes[1]), protocol);
+        bytes += header + std::string(4, '\0');
+        SCOPED_TRACE(length);
+        const Status st = add_file(dir + "/x.safetensors", bytes);
+        EXPECT_TRUE(st.ok()) << st.message();
+    }
+}
+
 TEST(HostileFiles, ConvertRefusesDevicesFoldersAndDanglingLinksBeforeReading) {
     const std::string dir = test_dir("hostile_convert_out");
     write_safetensors(dir + "/in.safetensors", {f32_tensor("w", {2, 2})});

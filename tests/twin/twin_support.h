@@ -93,6 +93,36 @@ inline std::string weights_on(const std::string& log, const std::string& label) 
     return std::regex_search(log, m, re) ? m[1].str() : "(not logged)";
 }
 
+// --max-vram graph cutting and --stream-layers (issue 15). The segments' log lines, in order.
+struct SegmentLine {
+    int begin, end;
+    bool kept;
+};
+inline std::vector<SegmentLine> segment_lines(const std::string& log, const std::string& module) {
+    std::vector<SegmentLine> out;
+    const std::regex re(module +
+                        R"( segment (\d+): blocks \[(\d+), (\d+)\), [\d.]+ MiB( \(kept)?)");
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
+         ++it) {
+        out.push_back({std::stoi((*it)[2].str()), std::stoi((*it)[3].str()), (*it)[4].matched});
+    }
+    return out;
+}
+
+// The segments cover every block once, in order, and there are at least `min_segments`.
+inline void expect_segments(const std::string& log, const std::string& module, int blocks,
+                            size_t min_segments) {
+    const auto segs = segment_lines(log, module);
+    ASSERT_GE(segs.size(), min_segments) << log;
+    int next = 0;
+    for (const SegmentLine& s : segs) {
+        EXPECT_EQ(s.begin, next) << log;
+        EXPECT_LT(s.begin, s.end) << log;
+        next = s.end;
+    }
+    EXPECT_EQ(next, blocks) << log;
+}
+
 // Identity of a file for the reference cache: size and modification time.
 inline std::string file_stamp(const std::string& path) {
     struct stat st {};

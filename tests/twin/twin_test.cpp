@@ -350,36 +350,6 @@ TEST_F(Twin, ValidSpecReachesTheModelFile) {
 
 }  // namespace
 
-// --max-vram graph cutting and --stream-layers (issue 15). The segments' log lines, in order.
-struct SegmentLine {
-    int begin, end;
-    bool kept;
-};
-std::vector<SegmentLine> segment_lines(const std::string& log, const std::string& module) {
-    std::vector<SegmentLine> out;
-    const std::regex re(module +
-                        R"( segment (\d+): blocks \[(\d+), (\d+)\), [\d.]+ MiB( \(kept)?)");
-    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator();
-         ++it) {
-        out.push_back({std::stoi((*it)[2].str()), std::stoi((*it)[3].str()), (*it)[4].matched});
-    }
-    return out;
-}
-
-// The segments cover every block once, in order, and there are at least `min_segments`.
-void expect_segments(const std::string& log, const std::string& module, int blocks,
-                     size_t min_segments) {
-    const auto segs = segment_lines(log, module);
-    ASSERT_GE(segs.size(), min_segments) << log;
-    int next = 0;
-    for (const SegmentLine& s : segs) {
-        EXPECT_EQ(s.begin, next) << log;
-        EXPECT_LT(s.begin, s.end) << log;
-        next = s.end;
-    }
-    EXPECT_EQ(next, blocks) << log;
-}
-
 // The image of `r` is identical to `reference` (same device type, same order of operations).
 void expect_identical(const RunResult& r, const std::string& out, const std::string& reference) {
     ASSERT_TRUE(r.succeeded()) << r.describe();
