@@ -17,6 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -40,11 +41,22 @@ std::string trim(const std::string& s) {
     return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
+// ggml's own handling of a failed assertion prints the message and then forks a debugger for
+// a backtrace; where ptrace is not allowed (containers, CI) that debugger can hang and the
+// process never exits. The message alone is printed and ggml then aborts.
+void print_ggml_abort(const char* message) {
+    std::fprintf(stderr, "%s\n", message ? message : "ggml abort");
+    std::fflush(stderr);
+}
+
 }  // namespace
 
 void load_backends() {
     static std::once_flag once;
-    std::call_once(once, [] { ggml_backend_load_all(); });
+    std::call_once(once, [] {
+        ggml_backend_load_all();
+        if (!std::getenv("GGDIFF_GGML_BACKTRACE")) ggml_set_abort_callback(print_ggml_abort);
+    });
 }
 
 std::vector<DeviceInfo> list_devices() {
