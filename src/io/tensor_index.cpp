@@ -227,6 +227,11 @@ const TensorInfo* TensorIndex::find(const std::string& name) const {
     return it == by_name_.end() ? nullptr : &tensors_[it->second];
 }
 
+bool TensorIndex::has_prefix(const std::string& prefix) const {
+    auto it = by_name_.lower_bound(prefix);
+    return it != by_name_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+}
+
 const uint8_t* TensorIndex::raw(const TensorInfo& t) const {
     return maps_[t.file]->data() + t.offset;
 }

@@ -77,6 +77,8 @@ class TensorIndex {
 
     const TensorInfo* find(const std::string& name) const;
     bool has(const std::string& name) const { return find(name) != nullptr; }
+    // Whether any tensor's name starts with `prefix` (a part is present: "text_encoders.t5xxl.").
+    bool has_prefix(const std::string& prefix) const;
     const std::vector<TensorInfo>& tensors() const { return tensors_; }
     size_t size() const { return tensors_.size(); }
     const std::vector<std::string>& files() const { return paths_; }

@@ -27,6 +27,18 @@ std::vector<ggml_tensor*> modulation(Ctx& c, ggml_tensor* vec, const std::string
     return out;
 }
 
+ggml_tensor* pad_to_patch(ggml_context* ctx, ggml_tensor* x, int p) {
+    const int pad_w = static_cast<int>((p - x->ne[0] % p) % p);
+    const int pad_h = static_cast<int>((p - x->ne[1] % p) % p);
+    return pad_w || pad_h ? ggml_pad(ctx, x, pad_w, pad_h, 0, 0) : x;
+}
+
+ggml_tensor* crop_latent(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h) {
+    if (x->ne[0] == w && x->ne[1] == h) return x;
+    return ggml_cont(
+        ctx, ggml_view_4d(ctx, x, w, h, x->ne[2], x->ne[3], x->nb[1], x->nb[2], x->nb[3], 0));
+}
+
 ggml_tensor* feature_rows(ggml_context* ctx, ggml_tensor* x, int64_t first, int64_t count) {
     return ggml_view_3d(ctx, x, count, x->ne[1], x->ne[2], x->nb[1], x->nb[2],
                         first * ggml_element_size(x));

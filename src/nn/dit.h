@@ -32,6 +32,11 @@ ggml_tensor* token_range(ggml_context* ctx, ggml_tensor* x, int64_t from, int64_
 // x * (1 + scale) + shift; x [dim, T, N], shift and scale [dim, 1, N].
 ggml_tensor* modulate(ggml_context* ctx, ggml_tensor* x, ggml_tensor* shift, ggml_tensor* scale);
 
+// Latent [W, H, C, N] zero-padded right and bottom to multiples of p (x itself when W and H
+// already are), and the inverse: the top-left W x H of a padded latent (x when it fits).
+ggml_tensor* pad_to_patch(ggml_context* ctx, ggml_tensor* x, int p);
+ggml_tensor* crop_latent(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h);
+
 // Latent [W, H, C, N] (W, H multiples of p) -> tokens [C*p*p, (W/p)*(H/p), N], tokens in
 // row-major patch order, features ordered (c, row in patch, column in patch).
 ggml_tensor* patchify(ggml_context* ctx, ggml_tensor* x, int p);

@@ -39,6 +39,15 @@ struct ModuleDevices {
     // family recipe's, for the diffusion model); empty: the generic ones
     // (placement/block_index.h).
     std::vector<std::string> block_segments;
+
+    // The same placement on its first device alone, without a split: for a small encoder
+    // that shares the text module with a large one (CLIP-L next to bigG or T5).
+    ModuleDevices first_device_only() const {
+        ModuleDevices d = *this;
+        if (d.devices.size() > 1) d.devices.resize(1);
+        d.row_split = false;
+        return d;
+    }
 };
 
 // Measuring compute buffers (auto-fit and layer-split headroom): while a ComputeProbe lives

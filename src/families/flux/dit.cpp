@@ -232,10 +232,8 @@ ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_
     };
     const int64_t W = x->ne[0], H = x->ne[1], N = x->ne[3];
     const int ps = cfg.patch;
-    const int pad_w = static_cast<int>((ps - W % ps) % ps);
-    const int pad_h = static_cast<int>((ps - H % ps) % ps);
-    if (pad_w || pad_h) x = ggml_pad(c.ctx, x, pad_w, pad_h, 0, 0);
-    const int64_t w = (W + pad_w) / ps, h = (H + pad_h) / ps;
+    x = nn::pad_to_patch(c.ctx, x, ps);
+    const int64_t w = x->ne[0] / ps, h = x->ne[1] / ps;
 
     ggml_tensor* img =
         nn::linear(c, nn::patchify(c.ctx, x, ps), p + "img_in", cfg.in_channels, cfg.hidden);
@@ -278,12 +276,7 @@ ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_
     img = nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, img, kNormEps), m[swapped ? 1 : 0],
                        m[swapped ? 0 : 1]);
     img = nn::linear(c, img, p + "final_layer.linear", cfg.hidden, cfg.out_channels);
-    ggml_tensor* out = nn::unpatchify(c.ctx, img, w, h, ps);
-    if (pad_w || pad_h) {
-        out = ggml_cont(c.ctx, ggml_view_4d(c.ctx, out, W, H, out->ne[2], out->ne[3], out->nb[1],
-                                            out->nb[2], out->nb[3], 0));
-    }
-    return out;
+    return nn::crop_latent(c.ctx, nn::unpatchify(c.ctx, img, w, h, ps), W, H);
 }
 
 }  // namespace ggdiff::models

@@ -9,7 +9,6 @@
 #include "core/log.h"
 #include "families/flux/denoiser.h"
 #include "families/flux/names.h"
-#include "io/name_util.h"
 #include "pipeline/family.h"
 #include "pipeline/parts/clip_encoder.h"
 #include "pipeline/parts/kl_autoencoder.h"
@@ -27,13 +26,6 @@ bool detect(const TensorIndex& index) {
     return index.has(d + "img_in.weight") &&
            (index.has(d + "double_blocks.0.img_attn.qkv.weight") ||
             index.has(d + "double_blocks.0.img_attn.q.weight"));
-}
-
-bool has_prefix(const TensorIndex& index, const std::string& p) {
-    for (const TensorInfo& t : index.tensors()) {
-        if (starts_with(t.name, p)) return true;
-    }
-    return false;
 }
 
 // CLIP-L pools, T5 gives the tokens.
@@ -71,13 +63,13 @@ class FluxConditioner : public TextConditioner {
 Result<Family> load(const FamilyContext& ctx) {
     auto dit = models::detect_flux(ctx.index, kDit);
     if (!dit.ok()) return dit.status();
-    if (!has_prefix(ctx.index, kT5)) {
+    if (!ctx.index.has_prefix(kT5)) {
         return Status::Error("FLUX needs the T5-XXL text encoder: pass it with --t5xxl FILE");
     }
-    if (!has_prefix(ctx.index, kClipL)) {
+    if (!ctx.index.has_prefix(kClipL)) {
         return Status::Error("FLUX needs the CLIP-L text encoder: pass it with --clip_l FILE");
     }
-    if (!has_prefix(ctx.index, "first_stage_model.")) {
+    if (!ctx.index.has_prefix("first_stage_model.")) {
         return Status::Error(
             "FLUX needs its 16-channel VAE (ae.safetensors): pass it with --vae FILE");
     }
@@ -123,9 +115,7 @@ Result<Family> load(const FamilyContext& ctx) {
                     (long long)dit->hidden, (long long)dit->heads);
 
     // CLIP-L only pools: it stays on the text module's first device, T5 takes the split.
-    ModuleDevices clip_where = ctx.placement.te;
-    if (clip_where.devices.size() > 1) clip_where.devices.resize(1);
-    clip_where.row_split = false;
+    const ModuleDevices clip_where = ctx.placement.te.first_device_only();
     auto clip_tok = load_clip_tokenizer(ctx);
     if (!clip_tok.ok()) return clip_tok.status();
     auto clip_enc = ClipTextEncoder::create(ctx, clip_where, *clip, *clip_tok, 49407, "CLIP-L",

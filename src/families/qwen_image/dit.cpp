@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "nn/dit.h"
 #include "nn/layers.h"
 
 namespace ggdiff::models {
@@ -74,12 +75,6 @@ ggml_tensor* unpatchify(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h,
     return ggml_reshape_4d(ctx, x, 2 * w, 2 * h, frames * C, N);
 }
 
-// Tokens [dim, T, N] -> [dim, count, N] from token `first`.
-ggml_tensor* token_range(ggml_context* ctx, ggml_tensor* x, int64_t first, int64_t count) {
-    return ggml_cont(ctx, ggml_view_3d(ctx, x, x->ne[0], count, x->ne[2], x->nb[1], x->nb[2],
-                                       static_cast<size_t>(first) * x->nb[1]));
-}
-
 ggml_tensor* mlp(nn::Ctx& c, ggml_tensor* x, const std::string& p, int64_t dim, int64_t hidden) {
     x = ggml_gelu(c.ctx, nn::linear(c, x, p + "net.0.proj", dim, hidden));
     return nn::linear(c, x, p + "net.2", hidden, dim);
@@ -109,8 +104,8 @@ void block(nn::Ctx& c, const QwenImageConfig& cfg, const std::string& p, ggml_te
     ggml_tensor* v = ggml_concat(ctx, tv, iv, 1);
     ggml_tensor* o = nn::attention(ctx, q, k, v, static_cast<int>(cfg.heads));
     const int64_t nt = txt->ne[1], ni = img->ne[1];
-    ggml_tensor* to = nn::linear(c, token_range(ctx, o, 0, nt), a + "to_add_out", dim, dim);
-    ggml_tensor* io = nn::linear(c, token_range(ctx, o, nt, ni), a + "to_out.0", dim, dim);
+    ggml_tensor* to = nn::linear(c, nn::token_range(ctx, o, 0, nt), a + "to_add_out", dim, dim);
+    ggml_tensor* io = nn::linear(c, nn::token_range(ctx, o, nt, ni), a + "to_out.0", dim, dim);
     img = ggml_add(ctx, img, ggml_mul(ctx, io, im[2]));
     txt = ggml_add(ctx, txt, ggml_mul(ctx, to, tm[2]));
 
@@ -281,16 +276,11 @@ ggml_tensor* build_qwen_image(nn::Ctx& c, const QwenImageConfig& cfg, ggml_tenso
         block(c, cfg, p + "transformer_blocks." + std::to_string(i) + ".", img, txt, temb, cos,
               sin);
     }
-    if (img->ne[1] > n_img) img = token_range(ctx, img, 0, n_img);
+    if (img->ne[1] > n_img) img = nn::token_range(ctx, img, 0, n_img);
     const std::vector<ggml_tensor*> m = modulation(c, temb, p + "norm_out.linear", dim, 2);
     img = modulate(ctx, ggml_norm(ctx, img, 1e-6f), m[1], m[0]);  // (scale, shift)
     img = nn::linear(c, img, p + "proj_out", dim, 4 * cfg.latent_channels);
-    ggml_tensor* out = unpatchify(ctx, img, (W + pw) / 2, (H + ph) / 2, frames);
-    if (pw || ph) {
-        out = ggml_cont(ctx, ggml_view_4d(ctx, out, W, H, out->ne[2], out->ne[3], out->nb[1],
-                                          out->nb[2], out->nb[3], 0));
-    }
-    return out;
+    return nn::crop_latent(ctx, unpatchify(ctx, img, (W + pw) / 2, (H + ph) / 2, frames), W, H);
 }
 
 }  // namespace ggdiff::models

@@ -241,10 +241,8 @@ ggml_tensor* build_sd3(nn::Ctx& c, const Sd3Config& cfg, ggml_tensor* x, ggml_te
     const std::string& p = cfg.prefix;
     const int64_t W = x->ne[0], H = x->ne[1], N = x->ne[3];
     const int ps = cfg.patch;
-    const int pad_w = static_cast<int>((ps - W % ps) % ps);
-    const int pad_h = static_cast<int>((ps - H % ps) % ps);
-    if (pad_w || pad_h) x = ggml_pad(c.ctx, x, pad_w, pad_h, 0, 0);
-    const int64_t w = (W + pad_w) / ps, h = (H + pad_h) / ps;
+    x = nn::pad_to_patch(c.ctx, x, ps);
+    const int64_t w = x->ne[0] / ps, h = x->ne[1] / ps;
 
     // Patches -> tokens [hidden, w*h, N], plus the centre crop of the position grid.
     ggml_tensor* img = nn::conv2d(c, x, p + "x_embedder.proj", cfg.in_channels, cfg.hidden, ps, ps);
@@ -288,12 +286,7 @@ ggml_tensor* build_sd3(nn::Ctx& c, const Sd3Config& cfg, ggml_tensor* x, ggml_te
     img = ggml_reshape_4d(c.ctx, img, cfg.out_channels, pp, img->ne[1], img->ne[2]);
     img = ggml_cont(c.ctx, ggml_permute(c.ctx, img, 1, 0, 2, 3));
     img = ggml_reshape_3d(c.ctx, img, cfg.out_channels * pp, img->ne[2], img->ne[3]);
-    ggml_tensor* out = nn::unpatchify(c.ctx, img, w, h, ps);
-    if (pad_w || pad_h) {
-        out = ggml_cont(c.ctx, ggml_view_4d(c.ctx, out, W, H, out->ne[2], out->ne[3], out->nb[1],
-                                            out->nb[2], out->nb[3], 0));
-    }
-    return out;
+    return nn::crop_latent(c.ctx, nn::unpatchify(c.ctx, img, w, h, ps), W, H);
 }
 
 }  // namespace ggdiff::models

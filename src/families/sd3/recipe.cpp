@@ -10,7 +10,6 @@
 #include "families/sd3/denoiser.h"
 #include "families/sd3/names.h"
 #include "families/sd3/text.h"
-#include "io/name_util.h"
 #include "pipeline/family.h"
 #include "pipeline/parts/kl_autoencoder.h"
 #include "pipeline/parts/lora_targets.h"
@@ -23,10 +22,10 @@ constexpr const char* kT5 = "text_encoders.t5xxl.";
 constexpr float kLatentScale = 1.5305f;
 constexpr float kLatentShift = 0.0609f;
 
-// Where each CLIP encoder's HF-layout "text_model." lives: split files (--clip_l,
-// --clip_g), single files with the encoders inside and diffusers folders.
-const char* const kClipL[] = {"text_encoders.clip_l.text_model."};
-const char* const kClipG[] = {"text_encoders.clip_g.text_model."};
+// Where each CLIP encoder's HF-layout "text_model." lives, whether it came as a split file
+// (--clip_l, --clip_g), inside a single-file checkpoint or from a diffusers folder.
+constexpr const char* kClipL = "text_encoders.clip_l.text_model.";
+constexpr const char* kClipG = "text_encoders.clip_g.text_model.";
 
 bool detect(const TensorIndex& index) {
     const std::string d = kDit;
@@ -35,43 +34,26 @@ bool detect(const TensorIndex& index) {
             index.has(d + "joint_blocks.0.x_block.attn.q.weight"));
 }
 
-bool has_prefix(const TensorIndex& index, const std::string& p) {
-    for (const TensorInfo& t : index.tensors()) {
-        if (starts_with(t.name, p)) return true;
-    }
-    return false;
-}
-
-// The config of the CLIP encoder under one of `prefixes`, nullopt when the files have none.
+// The config of the CLIP encoder under `prefix`, nullopt when the files have none.
 Result<std::optional<models::ClipTextConfig>> find_clip(const TensorIndex& index,
-                                                        const char* const* prefixes, size_t n,
+                                                        const std::string& prefix,
                                                         const char* flag) {
-    for (size_t i = 0; i < n; ++i) {
-        const std::string p = prefixes[i];
-        if (!has_prefix(index, p)) continue;
-        auto cfg = models::detect_clip_text(index, p);
-        if (!cfg.ok()) return cfg.status().with_context(flag);
-        return std::optional<models::ClipTextConfig>(*cfg);
-    }
-    return std::optional<models::ClipTextConfig>();
-}
-
-ModuleDevices first_device_only(ModuleDevices d) {
-    if (d.devices.size() > 1) d.devices.resize(1);
-    d.row_split = false;
-    return d;
+    if (!index.has_prefix(prefix)) return std::optional<models::ClipTextConfig>();
+    auto cfg = models::detect_clip_text(index, prefix);
+    if (!cfg.ok()) return cfg.status().with_context(flag);
+    return std::optional<models::ClipTextConfig>(*cfg);
 }
 
 Result<Family> load(const FamilyContext& ctx) {
     // Everything is checked before any weight is read.
     auto dit = models::detect_sd3(ctx.index, kDit);
     if (!dit.ok()) return dit.status();
-    auto clip_l = find_clip(ctx.index, kClipL, 1, "--clip_l");
+    auto clip_l = find_clip(ctx.index, kClipL, "--clip_l");
     if (!clip_l.ok()) return clip_l.status();
-    auto clip_g = find_clip(ctx.index, kClipG, 1, "--clip_g");
+    auto clip_g = find_clip(ctx.index, kClipG, "--clip_g");
     if (!clip_g.ok()) return clip_g.status();
     std::optional<models::T5Config> t5cfg;
-    if (has_prefix(ctx.index, kT5)) {
+    if (ctx.index.has_prefix(kT5)) {
         auto t = models::detect_t5(ctx.index, kT5);
         if (!t.ok()) return t.status().with_context("--t5xxl");
         t5cfg = *t;
@@ -81,7 +63,7 @@ Result<Family> load(const FamilyContext& ctx) {
             "SD3 needs its text encoders: pass --clip_l clip_l.safetensors --clip_g "
             "clip_g.safetensors --t5xxl t5xxl_fp16.safetensors (or a checkpoint that holds them)");
     }
-    if (!has_prefix(ctx.index, "first_stage_model.")) {
+    if (!ctx.index.has_prefix("first_stage_model.")) {
         return Status::Error(
             "SD3 needs its 16-channel VAE: the checkpoint has none (pass it with --vae "
             "sd3_vae.safetensors)");
@@ -148,7 +130,7 @@ Result<Family> load(const FamilyContext& ctx) {
     std::unique_ptr<T5TextEncoder> enc_t5;
     // CLIP-L stays on the text module's first device; bigG and T5 take a layer split.
     if (*clip_l) {
-        auto e = ClipTextEncoder::create(ctx, first_device_only(ctx.placement.te), **clip_l,
+        auto e = ClipTextEncoder::create(ctx, ctx.placement.te.first_device_only(), **clip_l,
                                          *tokenizer, 49407, "CLIP-L", ClipPooled::Also);
         if (!e.ok()) return e.status();
         enc_l = std::move(*e);

@@ -49,14 +49,6 @@ Result<models::ClipTextConfig> find_encoder(const TensorIndex& index,
                          " text encoder: the checkpoint has none (pass it with " + flag + ")");
 }
 
-// The encoder placement: bigG is the dominant encoder and takes a te layer split; CLIP-L
-// runs on the first listed device.
-ModuleDevices first_device_only(ModuleDevices d) {
-    if (d.devices.size() > 1) d.devices.resize(1);
-    d.row_split = false;
-    return d;
-}
-
 Result<Family> load(const FamilyContext& ctx) {
     auto unet = models::detect_unet(ctx.index);
     if (!unet.ok()) return unet.status();
@@ -97,7 +89,7 @@ Result<Family> load(const FamilyContext& ctx) {
 
     auto tokenizer = load_clip_tokenizer(ctx);
     if (!tokenizer.ok()) return tokenizer.status();
-    auto enc_l = ClipTextEncoder::create(ctx, first_device_only(ctx.placement.te), *clip_l,
+    auto enc_l = ClipTextEncoder::create(ctx, ctx.placement.te.first_device_only(), *clip_l,
                                          *tokenizer, 49407, "CLIP-L");
     if (!enc_l.ok()) return enc_l.status();
     auto enc_g = ClipTextEncoder::create(ctx, ctx.placement.te, *clip_g, *tokenizer, 49407,

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "nn/dit.h"
 #include "nn/layers.h"
 
 namespace ggdiff::models {
@@ -21,18 +22,6 @@ ggml_tensor* rms(nn::Ctx& c, ggml_tensor* x, const std::string& name, int64_t di
 // x * (1 + scale), scale [dim, 1, N].
 ggml_tensor* scale_by(ggml_context* ctx, ggml_tensor* x, ggml_tensor* scale) {
     return ggml_add(ctx, x, ggml_mul(ctx, x, scale));
-}
-
-// Rows [first, first + count) of every token of x [rows, T, N], contiguous.
-ggml_tensor* rows(ggml_context* ctx, ggml_tensor* x, int64_t first, int64_t count) {
-    return ggml_cont(ctx, ggml_view_3d(ctx, x, count, x->ne[1], x->ne[2], x->nb[1], x->nb[2],
-                                       static_cast<size_t>(first) * es(x)));
-}
-
-// Tokens [first, first + count) of x [dim, T, N], contiguous.
-ggml_tensor* tokens(ggml_context* ctx, ggml_tensor* x, int64_t first, int64_t count) {
-    return ggml_cont(ctx, ggml_view_3d(ctx, x, x->ne[0], count, x->ne[2], x->nb[1], x->nb[2],
-                                       static_cast<size_t>(first) * x->nb[1]));
 }
 
 // Angles of tokens [first, first + count) of cos/sin [1, pairs, 1, T].
@@ -66,9 +55,11 @@ ggml_tensor* attention(nn::Ctx& c, const ZImageConfig& cfg, const std::string& p
     ggml_context* ctx = c.ctx;
     const int64_t d = cfg.head_dim, qw = cfg.heads * d, kw = cfg.kv_heads * d;
     ggml_tensor* qkv = nn::linear(c, x, p + "qkv", cfg.width, qw + 2 * kw, false);
-    ggml_tensor* q = head_rms(c, rows(ctx, qkv, 0, qw), p + "q_norm.weight", d, cfg.eps);
-    ggml_tensor* k = head_rms(c, rows(ctx, qkv, qw, kw), p + "k_norm.weight", d, cfg.eps);
-    ggml_tensor* v = rows(ctx, qkv, qw + kw, kw);
+    ggml_tensor* q = head_rms(c, ggml_cont(ctx, nn::feature_rows(ctx, qkv, 0, qw)),
+                              p + "q_norm.weight", d, cfg.eps);
+    ggml_tensor* k = head_rms(c, ggml_cont(ctx, nn::feature_rows(ctx, qkv, qw, kw)),
+                              p + "k_norm.weight", d, cfg.eps);
+    ggml_tensor* v = ggml_cont(ctx, nn::feature_rows(ctx, qkv, qw + kw, kw));
     q = rope(ctx, q, cos, sin, cfg.heads);
     k = nn::expand_kv_heads(ctx, rope(ctx, k, cos, sin, cfg.kv_heads), d, cfg.kv_heads, cfg.heads);
     v = nn::expand_kv_heads(ctx, v, d, cfg.kv_heads, cfg.heads);
@@ -336,19 +327,15 @@ ggml_tensor* build_z_image(nn::Ctx& c, const ZImageConfig& cfg, ggml_tensor* x,
         u = block(c, cfg, p + "layers." + std::to_string(i) + ".", u, temb, cos, sin);
     }
 
-    u = tokens(ctx, u, t.text_padded, t.image);
+    u = nn::token_range(ctx, u, t.text_padded, t.image);
     ggml_tensor* scale = nn::linear(c, ggml_silu(ctx, temb), p + "final_layer.adaLN_modulation.1",
                                     cfg.adaln_width, cfg.width);
     scale = ggml_reshape_3d(ctx, scale, cfg.width, 1, scale->ne[1]);
     u = scale_by(ctx, ggml_norm(ctx, u, 1e-6f), scale);
     u = nn::linear(c, u, p + "final_layer.linear", cfg.width, 4 * cfg.latent_channels);
 
-    ggml_tensor* out = unpatchify(ctx, u, t.grid_w, t.grid_h);
-    if (pw || ph) {
-        out = ggml_cont(ctx, ggml_view_4d(ctx, out, W, H, out->ne[2], out->ne[3], out->nb[1],
-                                          out->nb[2], out->nb[3], 0));
-    }
-    return ggml_scale(ctx, out, -1.0f);
+    return ggml_scale(ctx, nn::crop_latent(ctx, unpatchify(ctx, u, t.grid_w, t.grid_h), W, H),
+                      -1.0f);
 }
 
 }  // namespace ggdiff::models

@@ -31,13 +31,6 @@ bool detect(const TensorIndex& index) {
     return models::is_z_image(index, kDit);
 }
 
-bool has_prefix(const TensorIndex& index, const std::string& p) {
-    for (const TensorInfo& t : index.tensors()) {
-        if (t.name.compare(0, p.size(), p) == 0) return true;
-    }
-    return false;
-}
-
 ChatTemplate z_image_template(const models::QwenLlmConfig& llm) {
     ChatTemplate t;
     t.prefix = "<|im_start|>user\n";
@@ -51,7 +44,7 @@ Result<Family> load(const FamilyContext& ctx) {
     // Everything is checked before any weight is read: configs, the VAE, the tokenizer.
     auto dit = models::detect_z_image(ctx.index, kDit);
     if (!dit.ok()) return dit.status();
-    if (!has_prefix(ctx.index, kLlm)) {
+    if (!ctx.index.has_prefix(kLlm)) {
         return Status::Error(
             "Z-Image needs its Qwen3 text encoder: pass --llm qwen_3_4b.safetensors");
     }
@@ -63,7 +56,7 @@ Result<Family> load(const FamilyContext& ctx) {
             "Z-Image's encoder (Qwen3-4B)",
             (long long)llm->hidden, (long long)dit->cap_width));
     }
-    if (!has_prefix(ctx.index, kVae)) {
+    if (!ctx.index.has_prefix(kVae)) {
         return Status::Error("Z-Image needs the 16-channel FLUX VAE: pass --vae ae.safetensors");
     }
     auto vae = models::detect_vae(ctx.index, kVae);

@@ -17,13 +17,6 @@ const std::vector<float> kWan21Std = {2.8184f, 1.4541f, 2.3275f, 2.6558f, 1.2196
                                       2.6052f, 2.0743f, 3.2687f, 2.1526f, 2.8652f, 1.5579f,
                                       1.6382f, 1.1253f, 2.8251f, 1.9160f};
 
-bool has_prefix(const TensorIndex& index, const std::string& p) {
-    for (const TensorInfo& t : index.tensors()) {
-        if (t.name.compare(0, p.size(), p) == 0) return true;
-    }
-    return false;
-}
-
 // A convolution weight: [OC, IC, (KT,) K, K]. Records its temporal taps.
 Status conv_shape(const TensorIndex& index, WanVaeConfig& cfg, const std::string& name, int64_t* in,
                   int64_t* out) {
@@ -41,7 +34,7 @@ Status read_blocks(const TensorIndex& index, WanVaeConfig& cfg, const std::strin
                    bool decoder, std::vector<WanBlock>& out) {
     for (int i = 0;; ++i) {
         const std::string p = list + std::to_string(i) + ".";
-        if (!has_prefix(index, p)) break;
+        if (!index.has_prefix(p)) break;
         WanBlock b;
         b.prefix = p;
         if (index.has(p + "residual.2.weight")) {
