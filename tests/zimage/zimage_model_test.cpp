@@ -166,7 +166,11 @@ std::string write_tiny(const std::string& dir, const TinySpec& s) {
 
 class ZImageGraph : public ::testing::Test {
   protected:
-    void SetUp() override { dir_ = testing::test_dir("zimage_graph"); }
+    // One folder per test: ctest runs the tests of this suite in parallel.
+    void SetUp() override {
+        dir_ = testing::test_dir(std::string("zimage_graph_") +
+                                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    }
 
     TensorIndex open(const std::string& path) {
         TensorIndex index;
