@@ -17,8 +17,11 @@
 #include <random>
 
 #include "../io/io_test_util.h"
+#include "families/flux2/denoiser.h"
 #include "families/flux2/dit.h"
 #include "families/flux2/names.h"
+#include "pipeline/options.h"
+#include "pipeline/placement_setup.h"
 #include "runtime/module_runner.h"
 
 namespace ggdiff::models {
@@ -471,6 +474,53 @@ TEST_F(Flux2Dit, DiffusersLayoutGivesTheSameOutput) {
     ASSERT_EQ(dims(a), dims(b));
     EXPECT_GT(max_abs(a), 1e-2);
     EXPECT_LT(max_abs_diff(a, b), 1e-5);
+}
+
+// The denoiser: contexts stacked on the batch axis, the references given once, the RoPE
+// tables remade when the reference sizes change; the same numbers as the graph run directly.
+TEST_F(Flux2Dit, DenoiserRunsTheGraphWithReferences) {
+    const TensorIndex index = open(write_tiny(dir_, blocks(1, 1, true), "dev"));
+    auto cfg = detect_flux2(index);
+    ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+    ModelOptions options;
+    EnginePlacement placement;
+    const FamilyContext ctx{options, index, placement, -1, 2, "", nullptr};
+    auto den = Flux2Denoiser::create(ctx, placement.diffusion, *cfg);
+    ASSERT_TRUE(den.ok()) << den.status().message();
+
+    Inputs in = inputs(4, 3, 5, {0.9f, 0.2f});
+    in.guidance = HostTensor({2}, 4.0f);
+    Conditioning c0, c1;
+    c0.context = HostTensor({kCtx, 5, 1});
+    c1.context = HostTensor({kCtx, 5, 1});
+    std::copy(in.context.data.begin(), in.context.data.begin() + kCtx * 5, c0.context.data.begin());
+    std::copy(in.context.data.begin() + kCtx * 5, in.context.data.end(), c1.context.data.begin());
+    DenoiseBatch b;
+    b.x = in.x;
+    b.timesteps = in.t.data;
+    b.cond = {&c0, &c1};
+    b.guidance = 4.0f;
+    for (const std::vector<int64_t>& size :
+         {std::vector<int64_t>{}, std::vector<int64_t>{2, 3}, std::vector<int64_t>{3, 2}}) {
+        in.refs.clear();
+        if (!size.empty()) in.refs.push_back(wave({size[0], size[1], kIn, 1}, 0.31f));
+        b.refs = &in.refs;
+        auto got = (*den)->run(b);
+        ASSERT_TRUE(got.ok()) << got.status().message();
+        EXPECT_LT(max_abs_diff(*got, run(index, *cfg, in)), 1e-5) << size.size();
+    }
+    const std::vector<HostTensor> wrong = {HostTensor({2, 2, kIn + 1, 1})};
+    b.refs = &wrong;
+    auto bad = (*den)->run(b);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("reference latent"), std::string::npos);
+    b.refs = nullptr;
+    Conditioning narrow;
+    narrow.context = HostTensor({kCtx + 1, 5, 1});
+    b.cond = {&c0, &narrow};
+    bad = (*den)->run(b);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("txt_in"), std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------------
