@@ -231,7 +231,9 @@ void add_generation_options(std::vector<OptionSpec>& out) {
     opt(out, g, "flow-shift", OptType::Float, kGenerate)
         .help(
             "Timestep shift of flow models (SD3, FLUX, Qwen Image, Wan); default: the model's. "
-            "Models that are not flow models (SD1, SD2, SDXL) have none")
+            "Models that are not flow models (SD1, SD2, SDXL) have none. FLUX.2's own flux2 "
+            "schedule takes its shift from the size and step count (as the reference does): "
+            "there this applies to the other schedules only")
         .bind(to_float(GGDIFF_FIELD(gen.flow_shift)));
     opt(out, g, "strength", OptType::Float, kGenerate)
         .range(0, 1)

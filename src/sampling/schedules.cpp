@@ -134,7 +134,6 @@ float flux_schedule_mu(const ScheduleOptions& o) {
 }
 
 float flux2_schedule_mu(const ScheduleOptions& o, int steps) {
-    if (std::isfinite(o.flux_mu)) return o.flux_mu;
     constexpr float a1 = 8.73809524e-05f, b1 = 1.89833333f;  // the 10-step line
     constexpr float a2 = 0.00016927f, b2 = 0.45666666f;      // the 200-step line
     const float len = static_cast<float>(o.image_seq_len);

@@ -55,8 +55,8 @@ struct ScheduleOptions {
 // The mu of the flux schedule for these options.
 float flux_schedule_mu(const ScheduleOptions& options);
 // The mu of the flux2 schedule (Black Forest Labs' empirical fit: linear in image_seq_len,
-// interpolated between its 10- and 200-step lines by the step count up to 4300 tokens); a
-// finite flux_mu (from --flow-shift) replaces it.
+// interpolated between its 10- and 200-step lines by the step count up to 4300 tokens).
+// --flow-shift (flux_mu) does not change it, as in stable-diffusion.cpp.
 float flux2_schedule_mu(const ScheduleOptions& options, int steps);
 
 // `steps` in [1, 10000]. discrete/sgm_uniform/simple/smoothstep/lcm walk the model's
