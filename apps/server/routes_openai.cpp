@@ -124,7 +124,10 @@ std::optional<double> form_number(const httplib::Request& req, const std::string
     return v;
 }
 
-GenRequest parse_edit(const httplib::Request& req, const ServerConfig& config) {
+// `takes_refs`: the loaded model attends to reference images (FLUX.2, Qwen Image Edit, ...):
+// as stable-diffusion.cpp's server does, every input image is then a reference image too and
+// the first one also the init image.
+GenRequest parse_edit(const httplib::Request& req, const ServerConfig& config, bool takes_refs) {
     if (!req.is_multipart_form_data()) {
         throw bad_field("body", "expected multipart/form-data (fields image, prompt, ...)");
     }
@@ -133,11 +136,20 @@ GenRequest parse_edit(const httplib::Request& req, const ServerConfig& config) {
     r.embed_metadata = config.embed_metadata;
     r.set_text("prompt", form_text(req, "prompt"), "prompt");
     if (!r.get("prompt")) throw bad_field("prompt", "required");
-    // The image: "image" or "image[]" (OpenAI's newer clients), one file.
+    // The image: "image" or "image[]" (OpenAI's newer clients); several only for a model
+    // that takes reference images.
     std::string key = req.has_file("image") ? "image" : "image[]";
     const size_t count = req.files.count(key);
     if (count == 0) throw bad_field("image", "required (a PNG, JPEG or WebP file)");
-    if (count > 1) throw not_supported(key, "more than one input image");
+    if (count > 1 && !takes_refs) {
+        throw not_supported(key,
+                            "more than one input image (only for models that take "
+                            "reference images)");
+    }
+    constexpr size_t kMaxImages = 64;  // as the native API's ref_images
+    if (count > kMaxImages) {
+        throw bad_field(key, "at most " + std::to_string(kMaxImages) + " images");
+    }
     ImagePtr mask;
     if (req.has_file("mask")) {
         require_supported("mask", "mask");
@@ -180,6 +192,16 @@ GenRequest parse_edit(const httplib::Request& req, const ServerConfig& config) {
     r.set_text("scheduler", form_text(req, "scheduler"), "scheduler");
     r.add_image("init-img", std::move(img), key);
     if (mask) r.add_image("mask", std::move(mask), "mask");
+    if (takes_refs) {
+        auto range = req.files.equal_range(key);
+        for (auto it = range.first; it != range.second; ++it) {
+            const std::string& bytes = it->second.content;
+            r.add_image("ref-image",
+                        decode_upload(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                                      config.max_upload_pixels, key),
+                        key);
+        }
+    }
     return r;
 }
 
@@ -214,7 +236,10 @@ void register_openai_routes(httplib::Server& server, ServerContext& ctx) {
                     });
                 });
     server.Post("/v1/images/edits", [&ctx](const httplib::Request& req, httplib::Response& res) {
-        guarded(res, ApiStyle::openai, [&] { answer(res, ctx, parse_edit(req, ctx.config)); });
+        guarded(res, ApiStyle::openai, [&] {
+            const bool refs = ctx.host.model_info().value("ref_images", false);
+            answer(res, ctx, parse_edit(req, ctx.config, refs));
+        });
     });
     server.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
         const nlohmann::json info = ctx.host.model_info();
