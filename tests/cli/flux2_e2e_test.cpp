@@ -196,6 +196,9 @@ TEST_F(Flux2Files, MissingOrWrongPartsAreErrors) {
     // Z-Image's Qwen3 (2560 wide in the real model; here another width than klein's).
     expect_error(flux2::model_args_with("--llm", flux2::fixture("zimage_tiny_llm")),
                  {"txt_in takes"});
+    std::vector<std::string> eps = flux2::model_args();
+    eps.insert(eps.end(), {"--prediction", "eps"});
+    expect_error(eps, {"--prediction eps does not apply to FLUX.2"});
 }
 
 }  // namespace

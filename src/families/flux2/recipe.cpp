@@ -45,6 +45,12 @@ Result<Family> load(const FamilyContext& ctx) {
     // Everything is checked before any weight is read: configs, the VAE, the tokenizer.
     auto dit = models::detect_flux2(ctx.index, kDit);
     if (!dit.ok()) return dit.status();
+    // FLUX.2 predicts flow with FLUX's time map (the model's timestep is sigma).
+    const std::string& pred = ctx.options.prediction;
+    if (!pred.empty() && pred != "flux_flow" && pred != "flux2_flow") {
+        return Status::Error("--prediction " + pred +
+                             " does not apply to FLUX.2 models (they predict flux2_flow)");
+    }
     if (!ctx.index.has_prefix(kLlm)) {
         return Status::Error(
             "FLUX.2 needs its text encoder: pass --llm qwen_3_4b.safetensors (klein 4B), "
