@@ -85,9 +85,7 @@ class Flux2Twin : public TwoWorkers {
     // crossing the devices.
     static void expect_dit_and_llm_split(const std::string& log) {
         expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, kDitBlocks);
-        // The LLM's token embedding (151k rows) is most of its weights and stays on the first
-        // device, so RPC0's share of the layers may be empty.
-        expect_ranges(log, "te", {"RPC0", "RPC1"}, kLlmLayers, /*first_may_be_empty=*/true);
+        expect_ranges(log, "te", {"RPC0", "RPC1"}, kLlmLayers);
         EXPECT_GE(max_splits(log, kDit), 2) << "the DiT ran on one device only\n" << log;
         EXPECT_GE(max_splits(log, kLlm), 2) << "the LLM ran on one device only\n" << log;
     }
