@@ -68,11 +68,25 @@ int ggdiff_options_set_image(ggdiff_options* options, const char* name, const gg
         if (spec->support == ggdiff::api::Support::NotYet) {
             return fail(spec->flag_name() + " is not supported yet");
         }
-        if (n != "mask" && n != "control-image") {
+        if (n != "mask" && n != "control-image" && n != "ref-image") {
             return fail("option \"" + n + "\" is not an image");
         }
     }
     ggdiff::ApiOptions& o = options->opts;
+    if (n == "ref-image") {
+        // Repeatable: each image joins the list; NULL clears it (the files given too).
+        if (!image) {
+            o.ref_images_in_memory.clear();
+            o.ref_image_paths.clear();
+            o.values.erase(n);
+            return 0;
+        }
+        ggdiff::Image img;
+        ggdiff::Status st = to_image(*image, img);
+        if (!st.ok()) return fail(st.with_context(n));
+        o.ref_images_in_memory.push_back(std::move(img));
+        return 0;
+    }
     std::optional<ggdiff::Image>& slot = n == "mask"            ? o.gen.mask
                                          : n == "control-image" ? o.gen.control_image
                                                                 : o.gen.init_image;

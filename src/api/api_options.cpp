@@ -27,6 +27,9 @@ Status resolve_api_inputs(ApiOptions& options) {
         if (!ref.ok()) return ref.status().with_context("--ref-image " + path);
         options.gen.ref_images.push_back(std::move(*ref));
     }
+    options.gen.ref_images.insert(options.gen.ref_images.end(),
+                                  options.ref_images_in_memory.begin(),
+                                  options.ref_images_in_memory.end());
     if (options.init_image_path.empty()) return Status::Ok();
     auto img = read_image(options.init_image_path);
     if (!img.ok()) return img.status().with_context("--init-img " + options.init_image_path);
