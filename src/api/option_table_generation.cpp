@@ -84,6 +84,19 @@ void add_generation_options(std::vector<OptionSpec>& out) {
             o.ref_image_paths.push_back(v.text);
             return Status::Ok();
         });
+    opt(out, g, "increase-ref-index", OptType::Bool, kGenerate)
+        .help(
+            "Give each reference image its own position index, in the order given (Qwen "
+            "Image); FLUX.2 always does, so there it changes nothing")
+        .bind(to_bool(GGDIFF_FIELD(gen.increase_ref_index)));
+    opt(out, g, "disable-auto-resize-ref-image", OptType::Bool, kGenerate)
+        .help(
+            "Use reference images at their own size (cut to whole latent pixels) instead of "
+            "resizing them to about the output's pixel count")
+        .bind([](ApiOptions& o, OptionValue& v) -> Status {
+            o.gen.auto_resize_ref_images = !v.b;
+            return Status::Ok();
+        });
     opt(out, g, "mask", OptType::Path, kGenerate)
         .help(
             "Inpainting mask for --init-img: white repaints, black keeps, grey blends (resized "

@@ -12,10 +12,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     const char* g = "Generation";
     later(g, "end-img", OptType::Path, "Last frame (first-last-frame video)");
     later(g, "control-video", OptType::Path, "Folder of ControlNet frames, read in name order");
-    later(g, "increase-ref-index", OptType::Bool,
-          "Give reference images increasing indices in listing order");
-    later(g, "disable-auto-resize-ref-image", OptType::Bool,
-          "Use reference images at their own size");
     later(g, "timestep-shift", OptType::Int,
           "Timestep shift for NitroFusion models (e.g. 250 or 500)");
     later(g, "extra-sample-args", OptType::String, "Extra sampler parameters, key=value,...");

@@ -75,6 +75,7 @@ struct DenoiseBatch {
     float guidance = 3.5f;                          // distilled guidance (guidance-embedded DiTs)
     const HostTensor* concat = nullptr;             // [w, h, k, 1] extra input channels, or null
     const std::vector<HostTensor>* refs = nullptr;  // reference latents (edit models), or null
+    bool increase_ref_index = false;                // --increase-ref-index
     const ControlHint* control = nullptr;           // ControlNet condition, or null
     // Skip-layer guidance: the denoiser's blocks (as --skip-layers numbers them) that pass
     // their inputs through unchanged in this call; null or empty: none. Only set for a

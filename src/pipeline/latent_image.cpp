@@ -45,6 +45,23 @@ Image tensor_to_image(const HostTensor& t) {
     return img;
 }
 
+Image resize_image_nearest(const Image& img, int width, int height) {
+    Image out;
+    out.width = width;
+    out.height = height;
+    out.channels = img.channels;
+    out.pixels.resize(static_cast<size_t>(width) * height * img.channels);
+    for (int y = 0; y < height; ++y) {
+        const size_t sy = static_cast<size_t>(static_cast<int64_t>(y) * img.height / height);
+        for (int x = 0; x < width; ++x) {
+            const size_t sx = static_cast<size_t>(static_cast<int64_t>(x) * img.width / width);
+            std::copy_n(&img.pixels[(sy * img.width + sx) * img.channels], img.channels,
+                        &out.pixels[(static_cast<size_t>(y) * width + x) * img.channels]);
+        }
+    }
+    return out;
+}
+
 Image resize_image(const Image& img, int width, int height) {
     Image out;
     out.width = width;

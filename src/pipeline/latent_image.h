@@ -14,5 +14,7 @@ HostTensor image_to_tensor(const Image& img, int channels = 3);
 Image tensor_to_image(const HostTensor& t);
 // Bilinear resize of an RGB(A) image.
 Image resize_image(const Image& img, int width, int height);
+// Nearest-neighbour resize: output pixel x takes input pixel floor(x * in / out).
+Image resize_image_nearest(const Image& img, int width, int height);
 
 }  // namespace ggdiff

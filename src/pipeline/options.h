@@ -81,6 +81,13 @@ struct GenerateOptions {
     int batch = 1;
     std::optional<Image> init_image;
     std::vector<Image> ref_images;  // -r: reference images (edit / Layered models)
+    // Reference images are resized to about the output's pixel count (nearest neighbour, as
+    // stable-diffusion.cpp does); off (--disable-auto-resize-ref-image): used at their own
+    // size, cropped to whole latent pixels.
+    bool auto_resize_ref_images = true;
+    // --increase-ref-index: each reference image gets its own position index (else they
+    // share one, side by side). FLUX.2 always increases.
+    bool increase_ref_index = false;
     float strength = 0.75f;
     // Inpainting (with init_image): white repaints, black keeps, grey is a soft weight
     // for ordinary checkpoints (inpainting models round it); resized to the output size.

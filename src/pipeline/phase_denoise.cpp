@@ -29,6 +29,7 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
         DenoiseBatch batch;
         batch.guidance = c.options.guidance;
         batch.refs = in.refs.empty() ? nullptr : &in.refs;
+        batch.increase_ref_index = c.options.increase_ref_index;
         const int items = batched ? 2 : 1;
         batch.x = HostTensor({p.latent_w, p.latent_h, p.latent_c, items});
         for (int b = 0; b < items; ++b) {

@@ -14,13 +14,32 @@ namespace ggdiff {
 namespace {
 
 // A reference image's size for the VAE: about the output's pixel count (at most 1024x1024)
-// with the image's aspect, in multiples of m (stable-diffusion.cpp's automatic resize).
+// with the image's aspect, in multiples of m. stable-diffusion.cpp's automatic resize, with
+// its integer arithmetic (pixels * width / height is an integer division there).
 std::pair<int, int> ref_image_size(const Image& img, int width, int height, int m) {
-    const double pixels = std::min(1024.0 * 1024.0, static_cast<double>(width) * height);
-    const double w = std::sqrt(pixels * img.width / img.height);
+    const int64_t pixels = std::min<int64_t>(1024 * 1024, static_cast<int64_t>(width) * height);
+    const double w = std::sqrt(static_cast<double>(pixels * img.width / img.height));
     const double h = w * img.height / img.width;
-    return {std::max(m, static_cast<int>(std::lround(w / m)) * m),
-            std::max(m, static_cast<int>(std::lround(h / m)) * m)};
+    return {std::max(m, static_cast<int>(std::round(w / m)) * m),
+            std::max(m, static_cast<int>(std::round(h / m)) * m)};
+}
+
+// Without the automatic resize: the image cut to whole latent pixels of the VAE.
+Image crop_to_multiple(const Image& img, int m) {
+    const int w = std::max(m, img.width / m * m), h = std::max(m, img.height / m * m);
+    if (w == img.width && h == img.height) return img;
+    if (w > img.width || h > img.height) return resize_image_nearest(img, w, h);
+    Image out;
+    out.width = w;
+    out.height = h;
+    out.channels = img.channels;
+    out.pixels.resize(static_cast<size_t>(w) * h * img.channels);
+    for (int y = 0; y < h; ++y) {
+        std::copy_n(&img.pixels[static_cast<size_t>(y) * img.width * img.channels],
+                    static_cast<size_t>(w) * img.channels,
+                    &out.pixels[static_cast<size_t>(y) * w * img.channels]);
+    }
+    return out;
 }
 
 }  // namespace
@@ -110,8 +129,17 @@ Result<std::vector<HostTensor>> encode_reference_images(Family& f, const Generat
     std::vector<HostTensor> latents;
     for (size_t i = 0; i < o.ref_images.size(); ++i) {
         const Image& ref = o.ref_images[i];
-        const auto [rw, rh] = ref_image_size(ref, p.width, p.height, f.ref_image_multiple);
-        const Image img = ref.width == rw && ref.height == rh ? ref : resize_image(ref, rw, rh);
+        Image img;
+        if (o.auto_resize_ref_images) {
+            const auto [rw, rh] = ref_image_size(ref, p.width, p.height, f.ref_image_multiple);
+            img = ref.width == rw && ref.height == rh ? ref : resize_image_nearest(ref, rw, rh);
+        } else {
+            img = crop_to_multiple(ref, f.vae->downscale());
+        }
+        if (img.width != ref.width || img.height != ref.height) {
+            GGDIFF_LOG_DEBUG("reference image %zu: %dx%d -> %dx%d", i + 1, ref.width, ref.height,
+                             img.width, img.height);
+        }
         auto enc = f.vae->encode(f.image_input ? f.image_input(img) : image_to_tensor(img), rng);
         if (!enc.ok()) {
             return enc.status().with_context("encoding reference image " + std::to_string(i + 1));

@@ -28,6 +28,7 @@ const std::vector<ScheduleName>& schedule_table() {
         {ScheduleKind::Smoothstep, "smoothstep", "Smoothstep", {"smooth_step"}},
         {ScheduleKind::Lcm, "lcm", "LCM", {}},
         {ScheduleKind::Flux, "flux", "Flux", {"flux_shift"}},
+        {ScheduleKind::Flux2, "flux2", "Flux2", {}},
     };
     return table;
 }
@@ -132,6 +133,18 @@ float flux_schedule_mu(const ScheduleOptions& o) {
     return static_cast<float>(o.image_seq_len) * m + b;
 }
 
+float flux2_schedule_mu(const ScheduleOptions& o, int steps) {
+    if (std::isfinite(o.flux_mu)) return o.flux_mu;
+    constexpr float a1 = 8.73809524e-05f, b1 = 1.89833333f;  // the 10-step line
+    constexpr float a2 = 0.00016927f, b2 = 0.45666666f;      // the 200-step line
+    const float len = static_cast<float>(o.image_seq_len);
+    const float m200 = a2 * len + b2;
+    if (o.image_seq_len > 4300) return m200;
+    const float m10 = a1 * len + b1;
+    const float a = (m200 - m10) / 190.0f;
+    return a * static_cast<float>(steps) + (m200 - 200.0f * a);
+}
+
 Result<std::vector<float>> make_sigmas(ScheduleKind kind, int steps, const Parameterization& model,
                                        const ScheduleOptions& options) {
     if (steps < 1)
@@ -205,11 +218,14 @@ Result<std::vector<float>> make_sigmas(ScheduleKind kind, int steps, const Param
                 },
                 model);
         }
-        case ScheduleKind::Flux: {
+        case ScheduleKind::Flux:
+        case ScheduleKind::Flux2: {
             if (!model.is_flow()) {
-                return Status::Error("the flux schedule is for flow models (FLUX, SD3, ...)");
+                return Status::Error(std::string("the ") + schedule_name(kind) +
+                                     " schedule is for flow models (FLUX, SD3, ...)");
             }
-            const float mu = flux_schedule_mu(options);
+            const float mu = kind == ScheduleKind::Flux ? flux_schedule_mu(options)
+                                                        : flux2_schedule_mu(options, n);
             const float e = std::exp(mu);
             std::vector<float> out;
             for (int i = 0; i < n; ++i) {

@@ -24,7 +24,8 @@ enum class ScheduleKind {
     Simple,
     Smoothstep,
     Lcm,
-    Flux  // FLUX.1's resolution-dependent exponential shift of evenly spaced levels
+    Flux,  // FLUX.1's resolution-dependent exponential shift of evenly spaced levels
+    Flux2  // FLUX.2's: the same shift with an empirical mu from the size and step count
 };
 
 // CLI names ("discrete", "karras", ..., "sgm_uniform") and A1111 "Schedule type" names
@@ -53,10 +54,14 @@ struct ScheduleOptions {
 
 // The mu of the flux schedule for these options.
 float flux_schedule_mu(const ScheduleOptions& options);
+// The mu of the flux2 schedule (Black Forest Labs' empirical fit: linear in image_seq_len,
+// interpolated between its 10- and 200-step lines by the step count up to 4300 tokens); a
+// finite flux_mu (from --flow-shift) replaces it.
+float flux2_schedule_mu(const ScheduleOptions& options, int steps);
 
 // `steps` in [1, 10000]. discrete/sgm_uniform/simple/smoothstep/lcm walk the model's
 // timesteps; karras/exponential span [sigma_min, sigma_max] of the model; ays/gits use
-// their published tables (in SD sigma space) regardless of the model; flux is
+// their published tables (in SD sigma space) regardless of the model; flux and flux2 are
 // e^mu / (e^mu + 1/t - 1) at t = 1, 1 - 1/steps, ..., 1/steps (flow models).
 Result<std::vector<float>> make_sigmas(ScheduleKind kind, int steps, const Parameterization& model,
                                        const ScheduleOptions& options = {});

@@ -175,7 +175,7 @@ TEST(Schedules, EveryScheduleIsWellFormedForEveryFamily) {
     for (const auto& [model_name, model] : models) {
         for (const auto& name : schedule_names()) {
             const ScheduleKind kind = *parse_schedule(name);
-            if (kind == ScheduleKind::Flux && !model.is_flow()) {
+            if ((kind == ScheduleKind::Flux || kind == ScheduleKind::Flux2) && !model.is_flow()) {
                 EXPECT_FALSE(make_sigmas(kind, 4, model).ok()) << model_name;
                 continue;
             }
@@ -301,7 +301,8 @@ TEST(Schedules, Names) {
     EXPECT_EQ(*parse_schedule("normal"), ScheduleKind::Discrete);
     EXPECT_FALSE(parse_schedule("cosine").ok());
     EXPECT_EQ(*parse_schedule("flux"), ScheduleKind::Flux);
-    EXPECT_EQ(schedule_names().size(), 10u);
+    EXPECT_EQ(*parse_schedule("flux2"), ScheduleKind::Flux2);
+    EXPECT_EQ(schedule_names().size(), 11u);
 }
 
 // stable-diffusion.cpp's flux schedule: mu from the latent's pixel count (64 for a 64x64
@@ -323,6 +324,28 @@ TEST(Schedules, FluxShiftsByLatentSize) {
     o.flux_mu = 3.0f;  // --flow-shift
     EXPECT_EQ(flux_schedule_mu(o), 3.0f);
     EXPECT_FALSE(make_sigmas(ScheduleKind::Flux, 4, Parameterization::discrete(), o).ok());
+}
+
+// FLUX.2's schedule (the reference's defaults for klein): a 64x64 image is (64/16)^2 = 16
+// tokens; mu interpolates between the 10- and 200-step lines by the step count.
+TEST(Schedules, Flux2EmpiricalMu) {
+    const auto m = Parameterization::flow(1.0f);
+    ScheduleOptions o;
+    o.image_seq_len = 16;
+    auto s = make_sigmas(ScheduleKind::Flux2, 4, m, o);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    const std::vector<float> want = {1.0f, 0.9545f, 0.8749f, 0.6999f, 0.0f};
+    ASSERT_EQ(s->size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR((*s)[i], want[i], 1e-4f) << i;
+    // More steps, a lower mu; above 4300 tokens the 200-step line alone.
+    EXPECT_GT(flux2_schedule_mu(o, 4), flux2_schedule_mu(o, 50));
+    o.image_seq_len = 4096;  // 1024x1024
+    EXPECT_NEAR(flux2_schedule_mu(o, 200), 0.00016927f * 4096 + 0.45666666f, 1e-5f);
+    o.image_seq_len = 5000;
+    EXPECT_EQ(flux2_schedule_mu(o, 4), flux2_schedule_mu(o, 50));
+    o.flux_mu = 2.0f;  // --flow-shift
+    EXPECT_EQ(flux2_schedule_mu(o, 4), 2.0f);
+    EXPECT_FALSE(make_sigmas(ScheduleKind::Flux2, 4, Parameterization::discrete(), o).ok());
 }
 
 TEST(Schedules, ParseSigmas) {

@@ -31,7 +31,8 @@ Result<std::unique_ptr<QwenImageDenoiser>> QwenImageDenoiser::create(
         HostTensor x({s, s, cfg.latent_channels, 1});
         HostTensor t({1});
         HostTensor c({cfg.text_width, text, 1});
-        const RopeInputs r = rope_inputs(models::qwen_image_rope(cfg, 1, s, s, text, {}, false));
+        const RopeInputs r = rope_inputs(
+            models::qwen_image_rope(cfg, 1, s, s, text, {}, models::QwenRefIndex::Fixed));
         return std::vector<ggml_tensor*>{
             models::build_qwen_image(gb.nn(), cfg, gb.input(x), 1, gb.input(t), gb.input(c),
                                      gb.input(r.cos), gb.input(r.sin))};
@@ -78,8 +79,11 @@ Result<HostTensor> QwenImageDenoiser::run(const DenoiseBatch& b) {
             refs.push_back({r.dim(0), r.dim(1)});
         }
     }
-    const RopeInputs rope = rope_inputs(
-        models::qwen_image_rope(cfg_, frames, w, h, tokens, refs, /*decreasing=*/cfg_.layered));
+    const RopeInputs rope =
+        rope_inputs(models::qwen_image_rope(cfg_, frames, w, h, tokens, refs,
+                                            cfg_.layered           ? models::QwenRefIndex::Decrease
+                                            : b.increase_ref_index ? models::QwenRefIndex::Increase
+                                                                   : models::QwenRefIndex::Fixed));
     HostTensor ts({n});
     ts.data = b.timesteps;
     auto r = runner_->run([&](GraphBuilder& gb) {

@@ -192,7 +192,7 @@ Result<QwenImageConfig> detect_qwen_image(const TensorIndex& index, const std::s
 
 QwenImageRope qwen_image_rope(const QwenImageConfig& cfg, int64_t frames, int64_t w, int64_t h,
                               int64_t text_tokens, const std::vector<QwenImageRef>& refs,
-                              bool decreasing) {
+                              QwenRefIndex ref_index) {
     struct Id {
         float t, y, x;
     };
@@ -203,20 +203,38 @@ QwenImageRope qwen_image_rope(const QwenImageConfig& cfg, int64_t frames, int64_
         const float p = txt_start + static_cast<float>(j);
         ids.push_back({p, p, p});
     }
-    auto image_ids = [&](float frame, int64_t f_h, int64_t f_w) {
+    // Rows and columns start at (y0, x0), or centred on them.
+    auto image_ids = [&](float frame, int64_t f_h, int64_t f_w, int64_t y0, int64_t x0,
+                         bool centred) {
+        if (centred) {
+            y0 -= f_h / 2;
+            x0 -= f_w / 2;
+        }
         for (int64_t y = 0; y < f_h; ++y) {
             for (int64_t x = 0; x < f_w; ++x) {
-                ids.push_back(
-                    {frame, static_cast<float>(y - f_h / 2), static_cast<float>(x - f_w / 2)});
+                ids.push_back({frame, static_cast<float>(y0 + y), static_cast<float>(x0 + x)});
             }
         }
     };
-    for (int64_t f = 0; f < frames; ++f) image_ids(static_cast<float>(f), hl, wl);
-    int index = decreasing ? 0 : 1;
+    for (int64_t f = 0; f < frames; ++f) image_ids(static_cast<float>(f), hl, wl, 0, 0, true);
+    int index = ref_index == QwenRefIndex::Decrease ? 0 : 1;
+    int64_t used_h = 0, used_w = 0;  // Fixed: the extent of the references placed so far
     for (const QwenImageRef& r : refs) {
-        if (decreasing) --index;
-        image_ids(static_cast<float>(index), (r.h + 1) / 2, (r.w + 1) / 2);
-        if (!decreasing) ++index;
+        int64_t y0 = 0, x0 = 0;
+        if (ref_index == QwenRefIndex::Fixed) {
+            if (r.h + used_h > r.w + used_w) {
+                x0 = used_w;
+            } else {
+                y0 = used_h;
+            }
+        } else if (ref_index == QwenRefIndex::Decrease) {
+            --index;
+        }
+        image_ids(static_cast<float>(index), (r.h + 1) / 2, (r.w + 1) / 2, y0, x0,
+                  ref_index != QwenRefIndex::Fixed);
+        if (ref_index == QwenRefIndex::Increase) ++index;
+        used_h = std::max(used_h, r.h + y0);
+        used_w = std::max(used_w, r.w + x0);
     }
     QwenImageRope out;
     for (int a : cfg.axes_dim) out.pairs += a / 2;

@@ -37,11 +37,15 @@ bool is_qwen_image(const TensorIndex& index, const std::string& prefix = "model.
 Result<QwenImageConfig> detect_qwen_image(const TensorIndex& index,
                                           const std::string& prefix = "model.diffusion_model.");
 
-// Reference latents ride along as extra image tokens; `decreasing` numbers their frame index
-// -1, -2, ... (Layered) instead of 1, 2, ...
+// Reference latents ride along as extra image tokens. Their frame index and placement, as
+// stable-diffusion.cpp numbers them: Fixed (the default) puts every reference at frame 1,
+// uncentred, each next to the ones before it (below or to the right, whichever keeps the
+// layout squarer, offsets counted in latent pixels); Increase (--increase-ref-index) gives
+// them frames 1, 2, ... centred; Decrease (Layered) frames -1, -2, ... centred.
 struct QwenImageRef {
     int64_t w = 0, h = 0;  // latent size
 };
+enum class QwenRefIndex { Fixed, Increase, Decrease };
 
 // The RoPE angles of one call, host side: cos and sin [pairs, tokens] for the text tokens,
 // then the T x h x w image tokens (h, w after padding to the patch size), then each
@@ -52,7 +56,7 @@ struct QwenImageRope {
 };
 QwenImageRope qwen_image_rope(const QwenImageConfig& cfg, int64_t frames, int64_t w, int64_t h,
                               int64_t text_tokens, const std::vector<QwenImageRef>& refs,
-                              bool decreasing);
+                              QwenRefIndex ref_index);
 
 // x [w, h, frames * C, N] (channel index c * frames + f), timesteps [N], context
 // [text_width, L, N], cos/sin [1, pairs, 1, tokens] -> velocity of x's shape. refs: each

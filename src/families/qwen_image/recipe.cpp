@@ -123,9 +123,10 @@ Result<Family> load(const FamilyContext& ctx) {
                      name.c_str(), (long long)dit->width, (long long)dit->layers,
                      (long long)dit->heads, (long long)llm->hidden, (long long)llm->layers);
 
-    auto encoder = LlmTextEncoder::create(ctx, ctx.placement.te, *llm, *tokenizer, "LLM");
+    const ChatTemplate tmpl = qwen_image_template();
+    auto encoder = LlmTextEncoder::create(ctx, ctx.placement.te, *llm, *tokenizer, "LLM", tmpl);
     if (!encoder.ok()) return encoder.status();
-    f.text = std::make_unique<LlmConditioner>(std::move(*encoder), qwen_image_template());
+    f.text = std::make_unique<LlmConditioner>(std::move(*encoder), tmpl);
 
     auto denoiser = QwenImageDenoiser::create(ctx, ctx.placement.diffusion, *dit);
     if (!denoiser.ok()) return denoiser.status();

@@ -36,7 +36,7 @@ ChatTemplate z_image_template(const models::QwenLlmConfig& llm) {
     t.prefix = "<|im_start|>user\n";
     t.suffix = "<|im_end|>\n<|im_start|>assistant\n";
     t.drop_tokens = 0;
-    t.out_layer = llm.layers >= kCaptionLayers ? kCaptionLayers - 1 : -1;
+    if (llm.layers >= kCaptionLayers) t.out_layers = {kCaptionLayers - 1};
     return t;
 }
 
@@ -86,11 +86,10 @@ Result<Family> load(const FamilyContext& ctx) {
         (long long)dit->width, (long long)dit->layers, (long long)dit->noise_refiners,
         (long long)dit->context_refiners, (long long)dit->heads, (long long)llm->hidden,
         (long long)llm->layers,
-        tmpl.out_layer >= 0 ? string_format("after layer %d", tmpl.out_layer + 1).c_str()
-                            : "final norm");
+        tmpl.last_layer() >= 0 ? string_format("after layer %d", tmpl.last_layer() + 1).c_str()
+                               : "final norm");
 
-    auto encoder =
-        LlmTextEncoder::create(ctx, ctx.placement.te, *llm, *tokenizer, "LLM", tmpl.out_layer);
+    auto encoder = LlmTextEncoder::create(ctx, ctx.placement.te, *llm, *tokenizer, "LLM", tmpl);
     if (!encoder.ok()) return encoder.status();
     f.text = std::make_unique<LlmConditioner>(std::move(*encoder), tmpl);
 

@@ -2,6 +2,10 @@
 
 #include <ggml.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "io/name_util.h"
 #include "io/tensor_convert.h"
 #include "nn/layers.h"
@@ -121,12 +125,31 @@ Result<HostTensor> qwen_llm_embed(const TensorIndex& index, const QwenLlmConfig&
     return out;
 }
 
+HostTensor qwen_llm_padding_mask(int64_t tokens, int64_t padding) {
+    const float masked = -std::numeric_limits<float>::max() / 4.0f;
+    HostTensor m({tokens, tokens});
+    for (int64_t q = 0; q < tokens; ++q) {
+        for (int64_t k = 0; k < tokens; ++k) {
+            float v = 0.0f;
+            if (k >= tokens - padding) v += masked;
+            if (k > q) v += masked;
+            m.data[static_cast<size_t>(q * tokens + k)] = v;
+        }
+    }
+    return m;
+}
+
 ggml_tensor* build_qwen_llm(nn::Ctx& c, const QwenLlmConfig& cfg, ggml_tensor* x,
-                            ggml_tensor* positions, int out_layer) {
+                            ggml_tensor* positions, const std::vector<int>& out_layers,
+                            ggml_tensor* mask) {
     ggml_context* ctx = c.ctx;
     const int64_t h = cfg.hidden, d = cfg.head_dim, t = x->ne[1], n = x->ne[2];
     const int64_t qw = cfg.heads * d, kw = cfg.kv_heads * d;
-    const int64_t last = out_layer >= 0 && out_layer < cfg.layers ? out_layer : cfg.layers - 1;
+    int64_t last = cfg.layers - 1;
+    if (!out_layers.empty()) {
+        last = std::min<int64_t>(*std::max_element(out_layers.begin(), out_layers.end()), last);
+    }
+    std::vector<ggml_tensor*> outs(out_layers.size(), nullptr);
     for (int64_t i = 0; i <= last; ++i) {
         const std::string p = cfg.base + "layers." + std::to_string(i) + ".";
         ggml_tensor* a = rms(c, x, p + "input_layernorm.weight", h, cfg.eps);
@@ -147,7 +170,9 @@ ggml_tensor* build_qwen_llm(nn::Ctx& c, const QwenLlmConfig& cfg, ggml_tensor* x
         q = ggml_reshape_3d(ctx, q, qw, t, n);
         k = nn::expand_kv_heads(ctx, ggml_reshape_3d(ctx, k, kw, t, n), d, cfg.kv_heads, cfg.heads);
         v = nn::expand_kv_heads(ctx, v, d, cfg.kv_heads, cfg.heads);
-        a = nn::attention(ctx, q, k, v, static_cast<int>(cfg.heads), /*causal=*/true);
+        a = mask ? nn::attention_biased(ctx, q, k, v, static_cast<int>(cfg.heads), mask,
+                                        1.0f / std::sqrt(static_cast<float>(d)))
+                 : nn::attention(ctx, q, k, v, static_cast<int>(cfg.heads), /*causal=*/true);
         x = ggml_add(ctx, x, nn::linear(c, a, p + "self_attn.o_proj", qw, h, false));
 
         a = rms(c, x, p + "post_attention_layernorm.weight", h, cfg.eps);
@@ -157,9 +182,17 @@ ggml_tensor* build_qwen_llm(nn::Ctx& c, const QwenLlmConfig& cfg, ggml_tensor* x
         x = ggml_add(
             ctx, x,
             nn::linear(c, ggml_mul(ctx, g, u), p + "mlp.down_proj", cfg.intermediate, h, false));
+        for (size_t j = 0; j < out_layers.size(); ++j) {
+            if (out_layers[j] == i) outs[j] = x;
+        }
     }
-    if (out_layer >= 0 && out_layer < cfg.layers) return x;
-    return rms(c, x, cfg.base + "norm.weight", h, cfg.eps);
+    if (out_layers.empty()) return rms(c, x, cfg.base + "norm.weight", h, cfg.eps);
+    ggml_tensor* y = nullptr;
+    for (ggml_tensor* o : outs) {
+        if (!o) o = x;  // a layer past the model's last: its final (un-normed) output
+        y = y ? ggml_concat(ctx, y, o, 0) : o;
+    }
+    return y;
 }
 
 }  // namespace ggdiff::models

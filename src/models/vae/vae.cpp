@@ -111,7 +111,7 @@ Shapes vae_tensor_shapes(const VaeConfig& cfg, const std::string& prefix) {
     const int64_t top = static_cast<int64_t>(cfg.ch) * cfg.ch_mult.back();
 
     if (cfg.has_quant_conv)
-        add_conv(s, prefix + "post_quant_conv", cfg.z_channels, cfg.z_channels, 1);
+        add_conv(s, prefix + cfg.post_quant_conv(), cfg.z_channels, cfg.z_channels, 1);
     const std::string d = prefix + "decoder.";
     add_conv(s, d + "conv_in", cfg.z_channels, top, 3);
     add_mid(s, d, top);
@@ -149,7 +149,7 @@ Shapes vae_tensor_shapes(const VaeConfig& cfg, const std::string& prefix) {
     add_norm(s, e + "norm_out", block_in);
     add_conv(s, e + "conv_out", block_in, 2 * cfg.z_channels, 3);
     if (cfg.has_quant_conv) {
-        add_conv(s, prefix + "quant_conv", 2 * cfg.z_channels, 2 * cfg.z_channels, 1);
+        add_conv(s, prefix + cfg.quant_conv(), 2 * cfg.z_channels, 2 * cfg.z_channels, 1);
     }
     return s;
 }
@@ -193,7 +193,8 @@ Result<VaeConfig> detect_vae(const TensorIndex& index, const std::string& prefix
         return Status::Error("VAE: missing tensor " + d + "up.0.block.1.conv1.weight");
     }
 
-    cfg.has_quant_conv = index.has(prefix + "post_quant_conv.weight");
+    cfg.quant_conv_inside = index.has(prefix + "decoder.post_quant_conv.weight");
+    cfg.has_quant_conv = cfg.quant_conv_inside || index.has(prefix + "post_quant_conv.weight");
     cfg.has_encoder = index.has(prefix + "encoder.conv_in.weight");
     if (cfg.has_encoder) {
         const TensorInfo* e_in = require(index, prefix + "encoder.conv_in.weight", 4, &err);
@@ -229,7 +230,7 @@ ggml_tensor* build_vae_decode(nn::Ctx& c, const VaeConfig& cfg, ggml_tensor* z,
     const std::string d = prefix + "decoder.";
 
     if (cfg.has_quant_conv) {
-        z = nn::conv2d(c, z, prefix + "post_quant_conv", cfg.z_channels, cfg.z_channels, 1);
+        z = nn::conv2d(c, z, prefix + cfg.post_quant_conv(), cfg.z_channels, cfg.z_channels, 1);
     }
     ggml_tensor* h = nn::conv2d(c, z, d + "conv_in", cfg.z_channels, top, 3, 1, 1);
     h = mid_blocks(c, h, d, top);
@@ -270,7 +271,7 @@ ggml_tensor* build_vae_encode(nn::Ctx& c, const VaeConfig& cfg, ggml_tensor* x,
     h = ggml_silu(c.ctx, h);
     h = nn::conv2d(c, h, e + "conv_out", block_in, 2 * cfg.z_channels, 3, 1, 1);
     if (cfg.has_quant_conv) {
-        h = nn::conv2d(c, h, prefix + "quant_conv", 2 * cfg.z_channels, 2 * cfg.z_channels, 1);
+        h = nn::conv2d(c, h, prefix + cfg.quant_conv(), 2 * cfg.z_channels, 2 * cfg.z_channels, 1);
     }
     return h;
 }

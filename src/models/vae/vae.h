@@ -30,7 +30,9 @@ struct VaeConfig {
     int num_res_blocks = 2;  // per encoder level (the decoder has one more)
     std::vector<int> ch_mult = {1, 2, 4, 4};
     bool has_quant_conv = true;  // quant_conv / post_quant_conv (SD1/SD2/SDXL; not SD3/FLUX)
-    bool has_encoder = true;     // false for decoder-only VAE files
+    // The FLUX.2 layout names them encoder.quant_conv / decoder.post_quant_conv.
+    bool quant_conv_inside = false;
+    bool has_encoder = true;  // false for decoder-only VAE files
     // Latent normalization used by the caller: z_vae = z / scale_factor + shift_factor.
     // Set from the latent width here; a family recipe overrides where the weights cannot
     // tell (SDXL's VAE has SD1's shapes but 0.13025; SD3 uses 1.5305 / 0.0609).
@@ -39,6 +41,13 @@ struct VaeConfig {
 
     // Image pixels per latent pixel along each axis (8 for every SD VAE).
     int downscale() const { return 1 << (static_cast<int>(ch_mult.size()) - 1); }
+    // The quant convs' names under the VAE prefix.
+    std::string quant_conv() const {
+        return quant_conv_inside ? "encoder.quant_conv" : "quant_conv";
+    }
+    std::string post_quant_conv() const {
+        return quant_conv_inside ? "decoder.post_quant_conv" : "post_quant_conv";
+    }
 };
 
 // Reads the architecture from tensor shapes and checks that every tensor the graphs

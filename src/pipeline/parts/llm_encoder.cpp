@@ -1,5 +1,7 @@
 #include "pipeline/parts/llm_encoder.h"
 
+#include <algorithm>
+
 #include "core/log.h"
 #include "pipeline/parts/module_setup.h"
 #include "tokenizers/find_tokenizer.h"
@@ -33,6 +35,14 @@ void apply_weights(HostTensor& h, int64_t width, const std::vector<float>& weigh
 
 }  // namespace
 
+int ChatTemplate::last_layer() const {
+    return out_layers.empty() ? -1 : *std::max_element(out_layers.begin(), out_layers.end());
+}
+
+int64_t ChatTemplate::width(int64_t hidden) const {
+    return hidden * static_cast<int64_t>(std::max<size_t>(1, out_layers.size()));
+}
+
 Result<std::shared_ptr<const Qwen2Tokenizer>> load_llm_tokenizer(const FamilyContext& ctx) {
     auto path = find_llm_tokenizer({ctx.options.llm, ctx.main_file}, ctx.options.llm_tokenizer);
     if (!path.ok()) return path.status();
@@ -45,16 +55,19 @@ Result<std::shared_ptr<const Qwen2Tokenizer>> load_llm_tokenizer(const FamilyCon
 
 Result<std::unique_ptr<LlmTextEncoder>> LlmTextEncoder::create(
     const FamilyContext& ctx, const ModuleDevices& where, const models::QwenLlmConfig& cfg,
-    std::shared_ptr<const Qwen2Tokenizer> tokenizer, const char* label, int out_layer) {
+    std::shared_ptr<const Qwen2Tokenizer> tokenizer, const char* label, const ChatTemplate& tmpl) {
     auto enc = std::unique_ptr<LlmTextEncoder>(new LlmTextEncoder());
     enc->index_ = &ctx.index;
     enc->cfg_ = cfg;
     enc->tokenizer_ = std::move(tokenizer);
-    auto runner = make_module(ctx, where, label, [&cfg, out_layer](GraphBuilder& gb) {
+    auto runner = make_module(ctx, where, label, [&cfg, &tmpl](GraphBuilder& gb) {
         const int64_t t = 8;
         ggml_tensor* x = gb.input(HostTensor({cfg.hidden, t, 1}));
         ggml_tensor* pos = gb.input_i32(position_ids(t), {t});
-        return std::vector<ggml_tensor*>{models::build_qwen_llm(gb.nn(), cfg, x, pos, out_layer)};
+        ggml_tensor* mask =
+            tmpl.pad_tokens > 0 ? gb.input(models::qwen_llm_padding_mask(t, 1)) : nullptr;
+        return std::vector<ggml_tensor*>{
+            models::build_qwen_llm(gb.nn(), cfg, x, pos, tmpl.out_layers, mask)};
     });
     if (!runner.ok()) return runner.status();
     enc->runner_ = std::move(*runner);
@@ -74,6 +87,17 @@ Result<HostTensor> LlmTextEncoder::encode(const std::string& prompt, const ChatT
     const std::vector<int> suffix = tokenizer_->encode(tmpl.suffix);
     ids.insert(ids.end(), suffix.begin(), suffix.end());
     weights.insert(weights.end(), suffix.size(), 1.0f);
+    int64_t padding = 0;
+    if (static_cast<int64_t>(ids.size()) < tmpl.pad_tokens) {
+        const int pad = tokenizer_->token_to_id("<|endoftext|>");
+        if (pad < 0) {
+            return Status::Error(
+                "the LLM tokenizer has no <|endoftext|> token to pad the prompt with");
+        }
+        padding = tmpl.pad_tokens - static_cast<int64_t>(ids.size());
+        ids.resize(static_cast<size_t>(tmpl.pad_tokens), pad);
+        weights.resize(ids.size(), 1.0f);
+    }
     const int64_t n = static_cast<int64_t>(ids.size());
     if (n <= tmpl.drop_tokens) {
         return Status::Error("the chat template gave " + std::to_string(n) +
@@ -86,15 +110,18 @@ Result<HostTensor> LlmTextEncoder::encode(const std::string& prompt, const ChatT
     auto r = runner_->run([&](GraphBuilder& gb) {
         ggml_tensor* x = gb.input(*embeds);
         ggml_tensor* p = gb.input_i32(pos, {n});
+        ggml_tensor* mask =
+            padding > 0 ? gb.input(models::qwen_llm_padding_mask(n, padding)) : nullptr;
         return std::vector<ggml_tensor*>{
-            models::build_qwen_llm(gb.nn(), cfg_, x, p, tmpl.out_layer)};
+            models::build_qwen_llm(gb.nn(), cfg_, x, p, tmpl.out_layers, mask)};
     });
     if (!r.ok()) return r.status();
     HostTensor& h = (*r)[0];
-    apply_weights(h, cfg_.hidden, weights);
+    const int64_t width = tmpl.width(cfg_.hidden);
+    apply_weights(h, width, weights);
     const int64_t keep = n - tmpl.drop_tokens;
-    HostTensor out({cfg_.hidden, keep, 1});
-    std::copy(h.data.begin() + tmpl.drop_tokens * cfg_.hidden, h.data.end(), out.data.begin());
+    HostTensor out({width, keep, 1});
+    std::copy(h.data.begin() + tmpl.drop_tokens * width, h.data.end(), out.data.begin());
     return out;
 }
 

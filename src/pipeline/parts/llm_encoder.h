@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/te/qwen_llm.h"
 #include "pipeline/family.h"
@@ -22,20 +23,31 @@ struct ChatTemplate {
     std::string prefix;   // before the prompt ("<|im_start|>system\n...<|im_start|>user\n")
     std::string suffix;   // after it ("<|im_end|>\n<|im_start|>assistant\n")
     int drop_tokens = 0;  // leading tokens removed from the hidden states
-    int out_layer = -1;   // < 0: final normed states; else that layer's output
+    // Empty: the final normed states; else these layers' outputs (0-based) concatenated on
+    // the feature axis.
+    std::vector<int> out_layers;
+    // Shorter sequences are right-padded with <|endoftext|> to this many tokens, the padding
+    // hidden from every query as a key (FLUX.2 klein: 512); 0: no padding.
+    int pad_tokens = 0;
+
+    // The last layer the template reads (-1: all of them, for the final norm).
+    int last_layer() const;
+    // Feature width of the states for an LLM `hidden` wide.
+    int64_t width(int64_t hidden) const;
 };
 
 class LlmTextEncoder {
   public:
-    // `out_layer`: the ChatTemplate::out_layer it will be asked for (only the layers up to it
-    // are loaded).
+    // `tmpl`: the template it will be asked for (only the layers up to its last_layer() are
+    // loaded).
     static Result<std::unique_ptr<LlmTextEncoder>> create(
         const FamilyContext& ctx, const ModuleDevices& where, const models::QwenLlmConfig& cfg,
-        std::shared_ptr<const Qwen2Tokenizer> tokenizer, const char* label, int out_layer = -1);
+        std::shared_ptr<const Qwen2Tokenizer> tokenizer, const char* label,
+        const ChatTemplate& tmpl);
 
-    // Hidden states [hidden, tokens, 1] of template(prompt): the prompt's A1111 emphasis
-    // weights scale its tokens' states (mean restored over the whole sequence), then the
-    // template's leading tokens are dropped.
+    // Hidden states [tmpl.width(hidden), tokens, 1] of template(prompt), padded as the
+    // template says: the prompt's A1111 emphasis weights scale its tokens' states (mean
+    // restored over the whole sequence), then the template's leading tokens are dropped.
     Result<HostTensor> encode(const std::string& prompt, const ChatTemplate& tmpl);
 
     const models::QwenLlmConfig& config() const { return cfg_; }

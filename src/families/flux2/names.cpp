@@ -1,0 +1,271 @@
+// FLUX.2 names. diffusers' Flux2Transformer2DModel and BFL's single-file DiT name the same
+// linears: one table below, read one way to rename a diffusers transformer and the other way
+// to find the LoRA keys of a loaded weight.
+#include "families/flux2/names.h"
+
+#include <algorithm>
+
+#include "io/name_util.h"
+#include "runtime/module_runner.h"
+
+namespace ggdiff {
+namespace {
+
+constexpr const char* kDit = "model.diffusion_model.";
+
+struct Member {
+    const char* diffusers;
+    const char* original;
+    bool norm = false;  // an RMSNorm: diffusers ".weight" is the original ".scale"
+};
+
+// Members of transformer_blocks.N (diffusers) / double_blocks.N (original).
+const Member kDoubleMembers[] = {
+    {"attn.to_q", "img_attn.q"},
+    {"attn.to_k", "img_attn.k"},
+    {"attn.to_v", "img_attn.v"},
+    {"attn.add_q_proj", "txt_attn.q"},
+    {"attn.add_k_proj", "txt_attn.k"},
+    {"attn.add_v_proj", "txt_attn.v"},
+    {"attn.norm_q", "img_attn.norm.query_norm", true},
+    {"attn.norm_k", "img_attn.norm.key_norm", true},
+    {"attn.norm_added_q", "txt_attn.norm.query_norm", true},
+    {"attn.norm_added_k", "txt_attn.norm.key_norm", true},
+    {"attn.to_out.0", "img_attn.proj"},
+    {"attn.to_add_out", "txt_attn.proj"},
+    {"ff.linear_in", "img_mlp.0"},
+    {"ff.linear_out", "img_mlp.2"},
+    {"ff_context.linear_in", "txt_mlp.0"},
+    {"ff_context.linear_out", "txt_mlp.2"},
+};
+
+// Members of single_transformer_blocks.N (diffusers) / single_blocks.N (original): the
+// attention and MLP projections are fused the same way in both.
+const Member kSingleMembers[] = {
+    {"attn.to_qkv_mlp_proj", "linear1"},
+    {"attn.to_out", "linear2"},
+    {"attn.norm_q", "norm.query_norm", true},
+    {"attn.norm_k", "norm.key_norm", true},
+};
+
+const Member kTopMembers[] = {
+    {"x_embedder", "img_in"},
+    {"context_embedder", "txt_in"},
+    {"time_guidance_embed.timestep_embedder.linear_1", "time_in.in_layer"},
+    {"time_guidance_embed.timestep_embedder.linear_2", "time_in.out_layer"},
+    {"time_guidance_embed.guidance_embedder.linear_1", "guidance_in.in_layer"},
+    {"time_guidance_embed.guidance_embedder.linear_2", "guidance_in.out_layer"},
+    {"double_stream_modulation_img.linear", "double_stream_modulation_img.lin"},
+    {"double_stream_modulation_txt.linear", "double_stream_modulation_txt.lin"},
+    {"single_stream_modulation.linear", "single_stream_modulation.lin"},
+    {"proj_out", "final_layer.linear"},
+    // diffusers' AdaLayerNormContinuous stores (scale, shift): a name of its own.
+    {"norm_out.linear", "final_layer.adaLN_scale_shift"},
+};
+
+constexpr const char* kFinalShiftScale = "final_layer.adaLN_modulation.1";
+constexpr const char* kFinalScaleShift = "final_layer.adaLN_scale_shift";
+
+// The fused q/k/v of a double block's stream in the original naming and its split parts.
+struct Fused {
+    const char* original;  // "img_attn.qkv"
+    const char* split[3];  // original split names
+};
+const Fused kFused[] = {
+    {"img_attn.qkv", {"img_attn.q", "img_attn.k", "img_attn.v"}},
+    {"txt_attn.qkv", {"txt_attn.q", "txt_attn.k", "txt_attn.v"}},
+};
+
+// "<member>.<tail>" -> true and the tail.
+bool take_member(const std::string& s, const char* member, std::string* tail) {
+    const std::string m = std::string(member) + ".";
+    if (!starts_with(s, m)) return false;
+    *tail = s.substr(m.size());
+    return true;
+}
+
+// A diffusers name relative to a block (or the top) -> the original one, by `table`.
+template <size_t K>
+bool rename(const std::string& rest, const Member (&table)[K], std::string* out) {
+    std::string tail;
+    for (const Member& m : table) {
+        if (!take_member(rest, m.diffusers, &tail)) continue;
+        if (m.norm && tail == "weight") tail = "scale";
+        *out = std::string(m.original) + "." + tail;
+        return true;
+    }
+    return false;
+}
+
+template <size_t K>
+const char* diffusers_of(const std::string& original, const Member (&table)[K]) {
+    for (const Member& m : table) {
+        if (!m.norm && original == m.original) return m.diffusers;
+    }
+    return nullptr;
+}
+
+std::string underscores(std::string s) {
+    std::replace(s.begin(), s.end(), '.', '_');
+    return s;
+}
+
+// Keys of an original-form module path (relative to the DiT): kohya "lora_unet_", ComfyUI
+// "diffusion_model.", bare, and stable-diffusion.cpp's converted files (the canonical name).
+void original_keys(const std::string& path, std::vector<std::string>* keys) {
+    const std::string u = underscores(path);
+    for (const char* p : {"unet_", "diffusion_model_", "", "model_diffusion_model_"})
+        keys->push_back(p + u);
+}
+
+// Keys of a diffusers module path: PEFT "transformer." (or "base_model.model." / none, which
+// the normalization strips), SimpleTuner "lycoris_".
+void diffusers_keys(const std::string& path, std::vector<std::string>* keys) {
+    const std::string u = underscores(path);
+    for (const char* p : {"transformer_", "", "lycoris_"}) keys->push_back(p + u);
+}
+
+void add_row_keys(const std::vector<std::string>& keys, const std::vector<LoraRows>& rows,
+                  std::vector<LoraRowKey>* out) {
+    for (const std::string& k : keys) out->push_back({k, rows});
+}
+
+// The (shift, scale) <-> (scale, shift) halves of a modulation with `rows` rows.
+std::vector<LoraRows> swapped_halves(int64_t rows) {
+    const int64_t h = rows / 2;
+    return {{0, h, h}, {h, 0, h}};
+}
+
+}  // namespace
+
+bool DiffusersFlux2Map::detect(const std::vector<std::string>& names) {
+    for (const std::string& n : names) {
+        int i = 0;
+        std::string rest;
+        if (starts_with(n, "double_stream_modulation_img.linear.")) return true;
+        if (take_indexed(n, "single_transformer_blocks.", &i, &rest) &&
+            starts_with(rest, "attn.to_qkv_mlp_proj."))
+            return true;
+    }
+    return false;
+}
+
+bool DiffusersFlux2Map::map(const std::string& name, std::string* out) {
+    int i = 0;
+    std::string rest, mapped;
+    if (take_indexed(name, "transformer_blocks.", &i, &rest)) {
+        if (!rename(rest, kDoubleMembers, &mapped)) return false;
+        *out = "double_blocks." + std::to_string(i) + "." + mapped;
+        return true;
+    }
+    if (take_indexed(name, "single_transformer_blocks.", &i, &rest)) {
+        if (!rename(rest, kSingleMembers, &mapped)) return false;
+        *out = "single_blocks." + std::to_string(i) + "." + mapped;
+        return true;
+    }
+    return rename(name, kTopMembers, out);
+}
+
+std::vector<std::string> flux2_lora_keys(const std::string& weight) {
+    std::vector<std::string> keys;
+    if (!ends_with(weight, ".weight")) return keys;
+    const std::string path = weight.substr(0, weight.size() - 7);
+    original_keys(path, &keys);
+    // The diffusers path where the weight is one diffusers linear as it is (the fused qkv and
+    // the final (shift, scale) modulation are row keys).
+    int i = 0;
+    std::string rest;
+    if (take_indexed(path, "double_blocks.", &i, &rest)) {
+        if (const char* d = diffusers_of(rest, kDoubleMembers))
+            diffusers_keys("transformer_blocks." + std::to_string(i) + "." + d, &keys);
+    } else if (take_indexed(path, "single_blocks.", &i, &rest)) {
+        if (const char* d = diffusers_of(rest, kSingleMembers))
+            diffusers_keys("single_transformer_blocks." + std::to_string(i) + "." + d, &keys);
+    } else if (const char* d = diffusers_of(path, kTopMembers)) {
+        diffusers_keys(d, &keys);
+    }
+    return keys;
+}
+
+std::vector<LoraRowKey> flux2_lora_row_keys(const std::string& weight,
+                                            const std::vector<int64_t>& shape) {
+    std::vector<LoraRowKey> out;
+    if (!ends_with(weight, ".weight") || shape.size() < 2) return out;
+    const std::string path = weight.substr(0, weight.size() - 7);
+    const int64_t rows = shape[0];
+    std::vector<std::string> keys;
+    if (path == kFinalShiftScale) {  // a diffusers norm_out LoRA, swapped
+        diffusers_keys("norm_out.linear", &keys);
+        add_row_keys(keys, swapped_halves(rows), &out);
+        return out;
+    }
+    if (path == kFinalScaleShift) {  // an original-form LoRA on a diffusers-loaded model
+        original_keys(kFinalShiftScale, &keys);
+        add_row_keys(keys, swapped_halves(rows), &out);
+        return out;
+    }
+    int i = 0;
+    std::string rest;
+    if (!take_indexed(path, "double_blocks.", &i, &rest)) return out;
+    const std::string block = "double_blocks." + std::to_string(i) + ".";
+    const std::string dblock = "transformer_blocks." + std::to_string(i) + ".";
+    for (const Fused& f : kFused) {
+        if (rest == f.original) {  // a third for each of diffusers' q, k, v
+            const int64_t h = rows / 3;
+            for (int j = 0; j < 3; ++j) {
+                std::vector<std::string> k;
+                diffusers_keys(dblock + diffusers_of(f.split[j], kDoubleMembers), &k);
+                add_row_keys(k, {{0, j * h, h}}, &out);
+            }
+            return out;
+        }
+        for (int j = 0; j < 3; ++j) {
+            if (rest == f.split[j]) {  // a third of a fused-form LoRA's output
+                original_keys(block + f.original, &keys);
+                add_row_keys(keys, {{j * rows, 0, rows}}, &out);
+                return out;
+            }
+        }
+    }
+    return out;
+}
+
+LoraTarget flux2_lora_target(ModuleRunner& runner) {
+    const std::string prefix = kDit;
+    LoraTarget t;
+    t.label = "FLUX.2 DiT";
+    t.runner = &runner;
+    t.keys = [prefix](const std::string& weight) {
+        if (!starts_with(weight, prefix)) return std::vector<std::string>{};
+        return flux2_lora_keys(weight.substr(prefix.size()));
+    };
+    t.row_keys = [prefix](const std::string& weight, const std::vector<int64_t>& shape) {
+        if (!starts_with(weight, prefix)) return std::vector<LoraRowKey>{};
+        return flux2_lora_row_keys(weight.substr(prefix.size()), shape);
+    };
+    return t;
+}
+
+namespace {
+
+bool bare_flux2(const std::vector<std::string>& names) {
+    for (const std::string& n : names) {
+        if (starts_with(n, "double_stream_modulation_img.")) return true;
+    }
+    return DiffusersFlux2Map::detect(names);
+}
+
+}  // namespace
+
+const ModelLayout kFlux2Layout = {
+    bare_flux2,
+    DiffusersFlux2Map::detect,
+    DiffusersFlux2Map::map,
+    "diffusers FLUX.2 transformer layout renamed to the original",
+    {"Flux2Pipeline", "Flux2KleinPipeline"},
+    {{"transformer", "model.diffusion_model."},
+     {"vae", "first_stage_model."},
+     {"text_encoder", "text_encoders.llm."}},
+};
+
+}  // namespace ggdiff
