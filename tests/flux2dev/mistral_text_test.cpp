@@ -250,28 +250,36 @@ TEST_F(MistralText, RefusesAQwenModel) {
         << cfg.status().message();
 }
 
-TEST(MistralTemplate, TokensAsTheReferenceMakesThem) {
-    std::vector<int> ids;
-    std::vector<float> w;
-    flux2_dev_tokens(tokenizer(), "a (red:1.5) cat", &ids, &w);
-    ASSERT_EQ(ids.size(), w.size());
-    ASSERT_GT(ids.size(), 10u);
-    EXPECT_EQ(ids[0], 1);   // <s>, once
-    EXPECT_EQ(ids[1], 17);  // [SYSTEM_PROMPT]
-    EXPECT_EQ(std::count(ids.begin(), ids.end(), 1), 1);
-    EXPECT_EQ(std::count(ids.begin(), ids.end(), 18), 1);  // [/SYSTEM_PROMPT]
-    EXPECT_EQ(std::count(ids.begin(), ids.end(), 3), 1);   // [INST]
-    EXPECT_EQ(ids.back(), 4);                              // [/INST]
-    // "...[INST]" then "a " then "red" (weight 1.5) then " cat", each run on its own ("red"
-    // alone is no token: "re" merges before "ed").
-    const auto inst = std::find(ids.begin(), ids.end(), 3) - ids.begin();
-    const std::vector<int> tail(ids.begin() + inst + 1, ids.end() - 1);
-    const std::vector<int> want = {test::synthetic_id("a"), test::synthetic_id(" "),
-                                   test::synthetic_id("re"), test::synthetic_id("d"),
-                                   test::synthetic_id(" cat")};
-    EXPECT_EQ(tail, want);
-    const std::vector<float> tail_w(w.begin() + inst + 1, w.end() - 1);
-    EXPECT_EQ(tail_w, (std::vector<float>{1.0f, 1.0f, 1.5f, 1.5f, 1.0f}));
+TEST(MistralTemplate, TheReferencesTemplate) {
+    const ChatTemplate t = flux2_dev_template();
+    EXPECT_EQ(t.out_layers, (std::vector<int>{9, 19, 29}));
+    EXPECT_EQ(t.drop_tokens, 0);
+    EXPECT_EQ(t.pad_tokens, 0);
+    const std::vector<int> prefix = tokenizer().encode(t.prefix);
+    ASSERT_GT(prefix.size(), 10u);
+    EXPECT_EQ(prefix[0], 1);   // <s>, once
+    EXPECT_EQ(prefix[1], 17);  // [SYSTEM_PROMPT]
+    EXPECT_EQ(std::count(prefix.begin(), prefix.end(), 1), 1);
+    EXPECT_EQ(prefix[prefix.size() - 2], 18);  // [/SYSTEM_PROMPT]
+    EXPECT_EQ(prefix.back(), 3);               // [INST]
+    // The system prompt's text, newline included, between the markers.
+    const std::vector<int> text(prefix.begin() + 2, prefix.end() - 2);
+    EXPECT_EQ(tokenizer().decode(text),
+              "You are an AI that reasons about image descriptions. You give structured responses "
+              "focusing on object relationships, object\nattribution and actions without "
+              "speculation.");
+    EXPECT_EQ(tokenizer().encode(t.suffix), std::vector<int>{4});  // [/INST]
+}
+
+// The ids LlmTextEncoder makes for a prompt without emphasis.
+std::vector<int> template_ids(const std::string& prompt) {
+    const ChatTemplate t = flux2_dev_template();
+    std::vector<int> ids = tokenizer().encode(t.prefix);
+    for (const std::string& part : {prompt, t.suffix}) {
+        const std::vector<int> p = tokenizer().encode(part);
+        ids.insert(ids.end(), p.begin(), p.end());
+    }
+    return ids;
 }
 
 TEST_F(MistralText, ContextIsThreeLayersPaddedTo512Rows) {
@@ -279,9 +287,7 @@ TEST_F(MistralText, ContextIsThreeLayersPaddedTo512Rows) {
     const TensorIndex index = open(path);
     const HostTensor a = context(index, "a red apple", path);
     ASSERT_EQ(a.ne, (std::vector<int64_t>{3 * kHidden, 512, 1}));
-    std::vector<int> ids;
-    std::vector<float> w;
-    flux2_dev_tokens(tokenizer(), "a red apple", &ids, &w);
+    const std::vector<int> ids = template_ids("a red apple");
     const int64_t n = static_cast<int64_t>(ids.size());
     ASSERT_LT(n, 512);
     double tail = 0.0, head = 0.0;
@@ -305,7 +311,7 @@ TEST_F(MistralText, ContextIsThreeLayersPaddedTo512Rows) {
         ModuleRunner m(index, -1, where, 2, "LLM");
         auto build = [&](GraphBuilder& gb) {
             return std::vector<ggml_tensor*>{models::build_qwen_llm(
-                gb.nn(), *cfg, gb.input(*embeds), gb.input_i32(pos, {n}), layer)};
+                gb.nn(), *cfg, gb.input(*embeds), gb.input_i32(pos, {n}), {layer})};
         };
         ASSERT_TRUE(m.prepare(build).ok());
         auto out = m.run(build);

@@ -3,71 +3,33 @@
 #include <algorithm>
 
 #include "core/log.h"
-#include "pipeline/parts/module_setup.h"
-#include "pipeline/parts/token_weights.h"
 #include "tokenizers/find_tokenizer.h"
-#include "tokenizers/prompt_attention.h"
 
 namespace ggdiff {
 
 namespace {
 
-std::vector<int32_t> position_ids(int64_t n) {
-    std::vector<int32_t> p(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-    return p;
-}
-
-// The states of the layers FLUX.2 dev reads, concatenated on the feature axis:
-// [3 * hidden, T, 1].
-ggml_tensor* text_states(nn::Ctx& c, const models::QwenLlmConfig& cfg, ggml_tensor* x,
-                         ggml_tensor* pos) {
-    ggml_tensor* y = nullptr;
-    for (int layer : flux2_dev_text_layers()) {
-        ggml_tensor* o = models::build_qwen_llm(c, cfg, x, pos, layer);
-        y = y ? ggml_concat(c.ctx, y, o, 0) : o;
-    }
-    return y;
-}
-
+// LlmTextEncoder's states [3 * hidden, T, 1], then zero rows up to 512 tokens.
 class Flux2DevConditioner : public TextConditioner {
   public:
-    Flux2DevConditioner(const TensorIndex& index, const models::QwenLlmConfig& cfg,
-                        std::shared_ptr<const MistralTokenizer> tok,
-                        std::unique_ptr<ModuleRunner> runner)
-        : index_(index), cfg_(cfg), tok_(std::move(tok)), runner_(std::move(runner)) {}
+    Flux2DevConditioner(std::unique_ptr<LlmTextEncoder> encoder, ChatTemplate tmpl)
+        : encoder_(std::move(encoder)), template_(std::move(tmpl)) {}
 
     Result<Conditioning> encode(const TextRequest& request) override {
-        std::vector<int> ids;
-        std::vector<float> weights;
-        flux2_dev_tokens(*tok_, request.prompt, &ids, &weights);
-        const int64_t n = static_cast<int64_t>(ids.size());
-        auto embeds = models::qwen_llm_embed(index_, cfg_, ids);
-        if (!embeds.ok()) return embeds.status();
-        const std::vector<int32_t> pos = position_ids(n);
-        auto r = runner_->run([&](GraphBuilder& gb) {
-            return std::vector<ggml_tensor*>{
-                text_states(gb.nn(), cfg_, gb.input(*embeds), gb.input_i32(pos, {n}))};
-        });
-        if (!r.ok()) return r.status();
-        HostTensor& h = (*r)[0];
-        const int64_t width = 3 * cfg_.hidden;
-        if (std::any_of(weights.begin(), weights.end(), [](float w) { return w != 1.0f; })) {
-            apply_token_weights(h.data.data(), width, n, weights.data());
-        }
+        auto h = encoder_->encode(request.prompt, template_);
+        if (!h.ok()) return h.status();
+        const int64_t width = h->dim(0), n = h->dim(1);
         Conditioning c;
         c.context = HostTensor({width, std::max(n, kFlux2DevTextRows), 1});
-        std::copy(h.data.begin(), h.data.begin() + width * n, c.context.data.begin());
+        std::copy(h->data.begin(), h->data.end(), c.context.data.begin());
         return c;
     }
 
-    void end_phase() override { runner_->end_phase(); }
+    void end_phase() override { encoder_->end_phase(); }
 
   private:
-    const TensorIndex& index_;
-    models::QwenLlmConfig cfg_;
-    std::shared_ptr<const MistralTokenizer> tok_;
-    std::unique_ptr<ModuleRunner> runner_;
+    std::unique_ptr<LlmTextEncoder> encoder_;
+    ChatTemplate template_;
 };
 
 }  // namespace
@@ -85,19 +47,12 @@ const std::string& flux2_dev_prompt_suffix() {
     return s;
 }
 
-void flux2_dev_tokens(const MistralTokenizer& tok, const std::string& prompt, std::vector<int>* ids,
-                      std::vector<float>* weights) {
-    *ids = tok.encode(flux2_dev_prompt_prefix());
-    weights->assign(ids->size(), 1.0f);
-    for (const auto& [text, weight] : parse_prompt_attention(prompt)) {
-        if (is_break_marker({text, weight})) continue;
-        const std::vector<int> part = tok.encode(text);
-        ids->insert(ids->end(), part.begin(), part.end());
-        weights->insert(weights->end(), part.size(), weight);
-    }
-    const std::vector<int> suffix = tok.encode(flux2_dev_prompt_suffix());
-    ids->insert(ids->end(), suffix.begin(), suffix.end());
-    weights->insert(weights->end(), suffix.size(), 1.0f);
+ChatTemplate flux2_dev_template() {
+    ChatTemplate t;
+    t.prefix = flux2_dev_prompt_prefix();
+    t.suffix = flux2_dev_prompt_suffix();
+    t.out_layers = flux2_dev_text_layers();
+    return t;
 }
 
 Result<std::shared_ptr<const MistralTokenizer>> load_mistral_tokenizer(
@@ -149,15 +104,11 @@ Result<std::unique_ptr<TextConditioner>> make_flux2_dev_conditioner(
         GGDIFF_LOG_WARN("the Mistral tokenizer has %zu tokens, the text encoder's embedding %lld",
                         tokenizer->vocab_size(), (long long)llm.vocab);
     }
-    auto runner = make_module(ctx, ctx.placement.te, "LLM", [&llm](GraphBuilder& gb) {
-        const int64_t t = 8;
-        ggml_tensor* x = gb.input(HostTensor({llm.hidden, t, 1}));
-        ggml_tensor* pos = gb.input_i32(position_ids(t), {t});
-        return std::vector<ggml_tensor*>{text_states(gb.nn(), llm, x, pos)};
-    });
-    if (!runner.ok()) return runner.status();
-    return std::unique_ptr<TextConditioner>(
-        new Flux2DevConditioner(ctx.index, llm, std::move(tokenizer), std::move(*runner)));
+    const ChatTemplate tmpl = flux2_dev_template();
+    auto encoder =
+        LlmTextEncoder::create(ctx, ctx.placement.te, llm, std::move(tokenizer), "LLM", tmpl);
+    if (!encoder.ok()) return encoder.status();
+    return std::unique_ptr<TextConditioner>(new Flux2DevConditioner(std::move(*encoder), tmpl));
 }
 
 }  // namespace ggdiff

@@ -16,6 +16,7 @@
 
 #include "models/te/qwen_llm.h"
 #include "pipeline/family.h"
+#include "pipeline/parts/llm_encoder.h"
 #include "tokenizers/mistral_tokenizer.h"
 
 namespace ggdiff {
@@ -38,10 +39,10 @@ const std::string& flux2_dev_prompt_suffix();
 Result<std::shared_ptr<const MistralTokenizer>> load_mistral_tokenizer(
     const FamilyContext& ctx, const std::string& llm_prefix);
 
-// Token ids and emphasis weights of template(prompt) as the reference makes them: <s>, the
-// template's parts and each emphasis run tokenized on their own (BREAK ignored).
-void flux2_dev_tokens(const MistralTokenizer& tok, const std::string& prompt, std::vector<int>* ids,
-                      std::vector<float>* weights);
+// The template for LlmTextEncoder: the prefix and suffix above, the three layers, no token
+// padding (LlmTextEncoder tokenizes the template's parts and each emphasis run on their own,
+// as the reference does).
+ChatTemplate flux2_dev_template();
 
 // FLUX.2 dev's text conditioner for the LLM `llm` (detect_mistral_llm under --llm's prefix),
 // on ctx.placement.te, with its tokenizer (load_mistral_tokenizer). Fails before loading any
