@@ -379,6 +379,25 @@ TEST_F(MistralText, TokenizerSources) {
     auto tok = load_mistral_tokenizer(ctx, kLlm);
     ASSERT_TRUE(tok.ok()) << tok.status().message();
     EXPECT_EQ((*tok)->encode("Hello"), std::vector<int>{test::synthetic_id("Hello")});
+    // After -M convert the bytes are numbers of another type (F32 here).
+    {
+        const std::string tekken = test::synthetic_tekken_json();
+        std::vector<float> as_f32(tekken.size());
+        for (size_t i = 0; i < tekken.size(); ++i)
+            as_f32[i] = static_cast<float>(static_cast<uint8_t>(tekken[i]));
+        const std::string converted = dir_ + "/converted.safetensors";
+        testing::write_safetensors(converted, {{"tekken_model",
+                                                "F32",
+                                                {static_cast<int64_t>(as_f32.size())},
+                                                testing::to_bytes(as_f32)}});
+        const TensorIndex cindex = open(converted);
+        ModelOptions co;
+        co.llm = converted;
+        FamilyContext cctx{co, cindex, placement, -1, 1, converted, nullptr};
+        auto ctok = load_mistral_tokenizer(cctx, kLlm);
+        ASSERT_TRUE(ctok.ok()) << ctok.status().message();
+        EXPECT_EQ((*ctok)->encode("Hello"), std::vector<int>{test::synthetic_id("Hello")});
+    }
     // --llm-tokenizer wins; a bad one is an error naming the flag.
     test::write_text(dir_ + "/hf/tokenizer.json", test::synthetic_tokenizer_json());
     options.llm_tokenizer = dir_ + "/hf";

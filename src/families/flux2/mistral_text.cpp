@@ -62,12 +62,21 @@ Result<std::shared_ptr<const MistralTokenizer>> load_mistral_tokenizer(
     std::string source;
     if (flag.empty() && ctx.index.has(llm_prefix + "tekken_model")) {
         const TensorInfo* t = ctx.index.find(llm_prefix + "tekken_model");
-        const uint8_t* bytes = ctx.index.raw(*t);
         source = "the tekken.json in the --llm file (" + t->source_name + ")";
-        if (!bytes) return Status::Error("cannot read " + source);
-        tok = MistralTokenizer::from_tekken_text(
-            std::string(reinterpret_cast<const char*>(bytes), static_cast<size_t>(t->nbytes)),
-            source);
+        std::string text;
+        if (t->dtype == DType::U8) {
+            const uint8_t* bytes = ctx.index.raw(*t);
+            if (!bytes) return Status::Error("cannot read " + source);
+            text.assign(reinterpret_cast<const char*>(bytes), static_cast<size_t>(t->nbytes));
+        } else {
+            // `-M convert` stores the bytes as numbers of another type.
+            std::vector<float> v;
+            Status st = ctx.index.read_f32(*t, v);
+            if (!st.ok()) return st.with_context(source);
+            text.reserve(v.size());
+            for (float b : v) text.push_back(static_cast<char>(static_cast<uint8_t>(b)));
+        }
+        tok = MistralTokenizer::from_tekken_text(text, source);
     } else {
         auto path = find_mistral_tokenizer({ctx.options.llm, ctx.main_file}, flag);
         if (!path.ok()) return path.status();
