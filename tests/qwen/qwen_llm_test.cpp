@@ -1,12 +1,11 @@
 // The Qwen-family LLM text encoder's graph options on a tiny Qwen3 (2 layers, 64 wide, 2 query
-// heads of 32 sharing 1 key/value head): the causal padding mask hides padding keys only;
-// several layers' outputs come back concatenated on the feature axis, each equal to that
-// layer read alone; with the padding mask, the real tokens' states are those of the
-// unpadded prompt (causal attention and hidden padding keys: nothing after a token reaches it).
+// heads of 32 sharing 1 key/value head): several layers' outputs come back concatenated on the
+// feature axis, each equal to that layer read alone; with padding hidden as keys, the real tokens'
+// states are those of the unpadded prompt (causal attention and hidden padding keys: nothing after
+// a token reaches it).
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <limits>
 
 #include "../io/io_test_util.h"
 #include "models/te/qwen_llm.h"
@@ -64,7 +63,7 @@ class QwenLlm : public ::testing::Test {
         cfg_ = *cfg;
     }
 
-    // Hidden states of `ids` with `out_layers`, `padding` trailing tokens masked as keys.
+    // Hidden states of `ids` with `out_layers`, `padding` trailing tokens hidden as keys.
     HostTensor run(const std::vector<int>& ids, const std::vector<int>& out_layers,
                    int64_t padding = 0) {
         auto embeds = qwen_llm_embed(index_, cfg_, ids);
@@ -76,9 +75,8 @@ class QwenLlm : public ::testing::Test {
         ModuleDevices where;
         ModuleRunner m(index_, -1, where, 2, "LLM");
         auto build = [&](GraphBuilder& gb) {
-            ggml_tensor* mask = padding > 0 ? gb.input(qwen_llm_padding_mask(n, padding)) : nullptr;
             return std::vector<ggml_tensor*>{build_qwen_llm(
-                gb.nn(), cfg_, gb.input(*embeds), gb.input_i32(pos, {n}), out_layers, mask)};
+                gb.nn(), cfg_, gb.input(*embeds), gb.input_i32(pos, {n}), out_layers, padding)};
         };
         Status st = m.prepare(build);
         EXPECT_TRUE(st.ok()) << st.message();
@@ -90,19 +88,6 @@ class QwenLlm : public ::testing::Test {
     TensorIndex index_;
     QwenLlmConfig cfg_;
 };
-
-TEST(QwenLlmMask, HidesLaterAndPaddingKeys) {
-    const HostTensor m = qwen_llm_padding_mask(4, 1);
-    ASSERT_EQ(m.ne, (std::vector<int64_t>{4, 4}));
-    const float masked = -std::numeric_limits<float>::max() / 4.0f;
-    auto at = [&](int64_t q, int64_t k) { return m.data[static_cast<size_t>(q * 4 + k)]; };
-    EXPECT_EQ(at(0, 0), 0.0f);
-    EXPECT_EQ(at(2, 1), 0.0f);
-    EXPECT_EQ(at(1, 2), masked);         // a later key
-    EXPECT_EQ(at(3, 3), masked);         // the padding key, even for itself
-    EXPECT_EQ(at(2, 3), 2.0f * masked);  // later and padding
-    EXPECT_EQ(at(3, 2), 0.0f);           // a padding query still sees the real tokens
-}
 
 TEST_F(QwenLlm, SeveralLayersConcatenateOnFeatures) {
     ASSERT_EQ(cfg_.heads, 2);
@@ -135,22 +120,36 @@ TEST_F(QwenLlm, SeveralLayersConcatenateOnFeatures) {
 TEST_F(QwenLlm, MaskedPaddingLeavesTheRealTokensAlone) {
     const std::vector<int> ids = {3, 7, 1, 9};
     std::vector<int> padded = ids;
-    padded.resize(10, 31);
+    padded.resize(256, 31);
     const HostTensor plain = run(ids, {0, 1});
-    const HostTensor masked = run(padded, {0, 1}, 6);
+    const HostTensor masked = run(padded, {0, 1}, 252);
     ASSERT_EQ(masked.dim(0), 2 * kHidden);
-    ASSERT_EQ(masked.dim(1), 10);
+    ASSERT_EQ(masked.dim(1), 256);
     double diff = 0.0;
     for (size_t i = 0; i < plain.data.size(); ++i) {
         diff = std::max(diff, double(std::fabs(plain.data[i] - masked.data[i])));
     }
     EXPECT_LT(diff, 1e-5);
-    // The padding rows are computed (they see the real tokens), not zero.
+    // The padding rows are computed (they see the real tokens), not zero; no padding token
+    // sees another: changing one changes its own row only.
     double pad_mag = 0.0;
     for (size_t i = plain.data.size(); i < masked.data.size(); ++i) {
         pad_mag = std::max(pad_mag, double(std::fabs(masked.data[i])));
     }
     EXPECT_GT(pad_mag, 1e-3);
+    std::vector<int> other = padded;
+    other[10] = 30;
+    const HostTensor changed = run(other, {0, 1}, 252);
+    const int64_t row = 2 * kHidden;
+    double own = 0.0, rest = 0.0;
+    for (int64_t t = 0; t < 256; ++t) {
+        for (int64_t i = 0; i < row; ++i) {
+            const double d = std::fabs(changed.data[t * row + i] - masked.data[t * row + i]);
+            (t == 10 ? own : rest) = std::max(t == 10 ? own : rest, d);
+        }
+    }
+    EXPECT_GT(own, 1e-3);
+    EXPECT_LT(rest, 1e-5);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "io/name_util.h"
 #include "io/tensor_convert.h"
+#include "nn/dit.h"
 #include "nn/layers.h"
 
 namespace ggdiff::models {
@@ -125,23 +126,9 @@ Result<HostTensor> qwen_llm_embed(const TensorIndex& index, const QwenLlmConfig&
     return out;
 }
 
-HostTensor qwen_llm_padding_mask(int64_t tokens, int64_t padding) {
-    const float masked = -std::numeric_limits<float>::max() / 4.0f;
-    HostTensor m({tokens, tokens});
-    for (int64_t q = 0; q < tokens; ++q) {
-        for (int64_t k = 0; k < tokens; ++k) {
-            float v = 0.0f;
-            if (k >= tokens - padding) v += masked;
-            if (k > q) v += masked;
-            m.data[static_cast<size_t>(q * tokens + k)] = v;
-        }
-    }
-    return m;
-}
-
 ggml_tensor* build_qwen_llm(nn::Ctx& c, const QwenLlmConfig& cfg, ggml_tensor* x,
                             ggml_tensor* positions, const std::vector<int>& out_layers,
-                            ggml_tensor* mask) {
+                            int64_t padding) {
     ggml_context* ctx = c.ctx;
     const int64_t h = cfg.hidden, d = cfg.head_dim, t = x->ne[1], n = x->ne[2];
     const int64_t qw = cfg.heads * d, kw = cfg.kv_heads * d;
@@ -170,9 +157,19 @@ ggml_tensor* build_qwen_llm(nn::Ctx& c, const QwenLlmConfig& cfg, ggml_tensor* x
         q = ggml_reshape_3d(ctx, q, qw, t, n);
         k = nn::expand_kv_heads(ctx, ggml_reshape_3d(ctx, k, kw, t, n), d, cfg.kv_heads, cfg.heads);
         v = nn::expand_kv_heads(ctx, v, d, cfg.kv_heads, cfg.heads);
-        a = mask ? nn::attention_biased(ctx, q, k, v, static_cast<int>(cfg.heads), mask,
-                                        1.0f / std::sqrt(static_cast<float>(d)))
-                 : nn::attention(ctx, q, k, v, static_cast<int>(cfg.heads), /*causal=*/true);
+        if (padding > 0 && padding < t) {
+            // The real tokens attend causally among themselves; the padding queries see
+            // every real token and no padding key.
+            const int64_t real = t - padding;
+            ggml_tensor* kr = nn::token_range(ctx, k, 0, real);
+            ggml_tensor* vr = nn::token_range(ctx, v, 0, real);
+            const int h_ = static_cast<int>(cfg.heads);
+            a = ggml_concat(
+                ctx, nn::attention(ctx, nn::token_range(ctx, q, 0, real), kr, vr, h_, true),
+                nn::attention(ctx, nn::token_range(ctx, q, real, padding), kr, vr, h_, false), 1);
+        } else {
+            a = nn::attention(ctx, q, k, v, static_cast<int>(cfg.heads), /*causal=*/true);
+        }
         x = ggml_add(ctx, x, nn::linear(c, a, p + "self_attn.o_proj", qw, h, false));
 
         a = rms(c, x, p + "post_attention_layernorm.weight", h, cfg.eps);

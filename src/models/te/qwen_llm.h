@@ -55,16 +55,11 @@ Result<HostTensor> qwen_llm_embed(const TensorIndex& index, const QwenLlmConfig&
 // embeds [hidden, T, 1] -> hidden states: after the final norm ([hidden, T, 1]) when
 // `out_layers` is empty, else the outputs of those layers (0-based, no final norm; the layers
 // after the last one are not run) concatenated on the feature axis ([hidden * k, T, 1]).
-// Causal attention, positions 0..T-1 (text-only multimodal RoPE is plain RoPE); `mask`
-// (optional, [T, T]: key fastest, then query) is added to the attention scores instead of the
-// plain causal mask, e.g. to hide padding keys (see qwen_llm_padding_mask).
+// Causal attention, positions 0..T-1 (text-only multimodal RoPE is plain RoPE). The last
+// `padding` tokens are padding: hidden as keys from every query (the padding queries see all
+// the real tokens), as the reference engines' attention mask does.
 ggml_tensor* build_qwen_llm(nn::Ctx& c, const QwenLlmConfig& cfg, ggml_tensor* embeds,
                             ggml_tensor* positions, const std::vector<int>& out_layers = {},
-                            ggml_tensor* mask = nullptr);
-
-// The causal mask [T, T] of a sequence whose last `padding` tokens are padding: a query sees
-// the keys at or before it that are not padding (-FLT_MAX/4 per excluded reason, as the
-// reference engines add it).
-HostTensor qwen_llm_padding_mask(int64_t tokens, int64_t padding);
+                            int64_t padding = 0);
 
 }  // namespace ggdiff::models

@@ -64,10 +64,8 @@ Result<std::unique_ptr<LlmTextEncoder>> LlmTextEncoder::create(
         const int64_t t = 8;
         ggml_tensor* x = gb.input(HostTensor({cfg.hidden, t, 1}));
         ggml_tensor* pos = gb.input_i32(position_ids(t), {t});
-        ggml_tensor* mask =
-            tmpl.pad_tokens > 0 ? gb.input(models::qwen_llm_padding_mask(t, 1)) : nullptr;
-        return std::vector<ggml_tensor*>{
-            models::build_qwen_llm(gb.nn(), cfg, x, pos, tmpl.out_layers, mask)};
+        return std::vector<ggml_tensor*>{models::build_qwen_llm(
+            gb.nn(), cfg, x, pos, tmpl.out_layers, tmpl.pad_tokens > 0 ? 1 : 0)};
     });
     if (!runner.ok()) return runner.status();
     enc->runner_ = std::move(*runner);
@@ -110,10 +108,8 @@ Result<HostTensor> LlmTextEncoder::encode(const std::string& prompt, const ChatT
     auto r = runner_->run([&](GraphBuilder& gb) {
         ggml_tensor* x = gb.input(*embeds);
         ggml_tensor* p = gb.input_i32(pos, {n});
-        ggml_tensor* mask =
-            padding > 0 ? gb.input(models::qwen_llm_padding_mask(n, padding)) : nullptr;
         return std::vector<ggml_tensor*>{
-            models::build_qwen_llm(gb.nn(), cfg_, x, p, tmpl.out_layers, mask)};
+            models::build_qwen_llm(gb.nn(), cfg_, x, p, tmpl.out_layers, padding)};
     });
     if (!r.ok()) return r.status();
     HostTensor& h = (*r)[0];
