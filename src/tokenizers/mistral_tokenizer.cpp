@@ -209,7 +209,11 @@ Result<MistralTokenizer> MistralTokenizer::from_tekken_text(const std::string& t
                                                             const std::string& origin) {
     auto parsed = parse_tokenizer_json(text, origin);
     if (!parsed.ok()) return parsed.status();
-    const nlohmann::json& j = *parsed;
+    return from_tekken(*parsed, origin);
+}
+
+Result<MistralTokenizer> MistralTokenizer::from_tekken(const nlohmann::json& j,
+                                                       const std::string& origin) {
     if (!j.is_object() || !j.contains("config") || !j["config"].is_object() ||
         !j.contains("vocab") || !j["vocab"].is_array()) {
         return Status::Error(origin + ": no config / vocab (not a tekken.json)");
@@ -310,8 +314,11 @@ Result<MistralTokenizer> MistralTokenizer::from_tekken_file(const std::string& p
 Result<MistralTokenizer> MistralTokenizer::from_tokenizer_json(const std::string& path) {
     auto parsed = read_tokenizer_json(path);
     if (!parsed.ok()) return parsed.status();
-    const nlohmann::json& j = *parsed;
-    const std::string origin = quote_name(path);
+    return from_hf(*parsed, quote_name(path));
+}
+
+Result<MistralTokenizer> MistralTokenizer::from_hf(const nlohmann::json& j,
+                                                   const std::string& origin) {
     if (!j.is_object() || !j.contains("model") || !j["model"].is_object() ||
         !j["model"].contains("vocab") || !j["model"]["vocab"].is_object() ||
         !j["model"].contains("merges") || !j["model"]["merges"].is_array()) {
@@ -371,8 +378,8 @@ Result<MistralTokenizer> MistralTokenizer::from_path(const std::string& path) {
     auto parsed = parse_tokenizer_json(*text, quote_name(path));
     if (!parsed.ok()) return parsed.status();
     if (parsed->is_object() && parsed->contains("config") && parsed->contains("vocab"))
-        return from_tekken_text(*text, quote_name(path));
-    return from_tokenizer_json(path);
+        return from_tekken(*parsed, quote_name(path));
+    return from_hf(*parsed, quote_name(path));
 }
 
 int MistralTokenizer::token_to_id(const std::string& token) const {

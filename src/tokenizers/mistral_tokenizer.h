@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/status.h"
 #include "tokenizers/llm_tokenizer.h"
 
@@ -54,6 +56,8 @@ class MistralTokenizer : public LlmTokenizer {
     static const char* pattern();
 
   private:
+    static Result<MistralTokenizer> from_tekken(const nlohmann::json& j, const std::string& origin);
+    static Result<MistralTokenizer> from_hf(const nlohmann::json& j, const std::string& origin);
     Status add_special(const std::string& content, int id);
     Status finish(const std::string& origin);
     std::vector<int> encode_plain(const std::string& text) const;
