@@ -142,8 +142,9 @@ std::string split_pattern(const nlohmann::json& pre) {
         }
         return "";
     }
-    if (pre.value("type", "") == "Split" && pre.contains("pattern") && pre["pattern"].is_object() &&
-        pre["pattern"].contains("Regex") && pre["pattern"]["Regex"].is_string()) {
+    if (pre.contains("type") && pre["type"].is_string() && pre["type"] == "Split" &&
+        pre.contains("pattern") && pre["pattern"].is_object() && pre["pattern"].contains("Regex") &&
+        pre["pattern"]["Regex"].is_string()) {
         return pre["pattern"]["Regex"].get<std::string>();
     }
     return "";
@@ -326,7 +327,9 @@ Result<MistralTokenizer> MistralTokenizer::from_hf(const nlohmann::json& j,
     }
     const auto& model = j["model"];
     MistralTokenizer tok;
-    tok.whole_piece_lookup_ = model.value("ignore_merges", false);
+    tok.whole_piece_lookup_ = model.contains("ignore_merges") &&
+                              model["ignore_merges"].is_boolean() &&
+                              model["ignore_merges"].get<bool>();
     for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
         if (it.value().is_number_integer()) {
             const long long id = it.value().get<long long>();

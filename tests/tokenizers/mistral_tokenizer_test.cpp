@@ -171,6 +171,17 @@ TEST(MistralTokenizer, ErrorsNameTheProblem) {
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.status().message().find("no <s>"), std::string::npos);
 
+    // Odd types where flags and names belong are not fatal: the defaults apply.
+    nlohmann::json hf = nlohmann::json::parse(test::synthetic_tokenizer_json());
+    hf["model"]["ignore_merges"] = "yes";
+    hf["pre_tokenizer"]["type"] = 5;
+    hf["pre_tokenizer"]["pretokenizers"][0]["type"] = nullptr;
+    const fs::path odd = test::fresh_dir("mistral_tokenizer_odd") / "tokenizer.json";
+    test::write_text(odd, hf.dump());
+    auto loaded = MistralTokenizer::from_path(odd.string());
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    EXPECT_EQ(loaded->encode("Hello world"), both().tekken.encode("Hello world"));
+
     // A Qwen2 tokenizer.json is no Mistral tokenizer.
     auto qwen = MistralTokenizer::from_path(std::string(GGDIFF_SHARED_DIR) +
                                             "/data/qwen2_synthetic/vocab.json");
