@@ -5,8 +5,8 @@
 
 #include "api/api_handles.h"
 #include "api/option_schema.h"
+#include "core/base64.h"
 #include "ggdiff.h"
-#include "image/base64.h"
 #include "image/image_io.h"
 #include "image/image_metadata.h"
 #include "image/image_probe.h"

@@ -49,7 +49,7 @@ void add_model_options(std::vector<OptionSpec>& out) {
     file("llm-tokenizer",
          "Tokenizer of the LLM text encoder when it is not next to the --llm file: a folder with "
          "vocab.json + merges.txt (+ added_tokens.json), a tokenizer.json, or a folder holding "
-         "tokenizer/",
+         "tokenizer/; for Mistral (FLUX.2 dev) its tekken.json or tokenizer.json",
          GGDIFF_FIELD(model.llm_tokenizer));
     file("t5xxl-tokenizer",
          "T5 tokenizer (FLUX, SD3): a Hugging Face tokenizer.json, or a folder holding it (or "

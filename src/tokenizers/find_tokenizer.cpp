@@ -27,6 +27,41 @@ bool is_bpe_vocab_folder(const fs::path& dir) {
                                          fs::is_regular_file(dir / "tokenizer.json", ec));
 }
 
+// The folders a text encoder's tokenizer may sit in: each model file's folder (or the folder
+// itself), its tokenizer/ subfolder, and the tokenizer/ folder beside it (diffusers layout);
+// each once, in that order.
+std::vector<fs::path> folders_near(const std::vector<std::string>& model_paths) {
+    std::error_code ec;
+    std::vector<fs::path> out;
+    auto add = [&](const fs::path& p) {
+        if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    };
+    for (const std::string& model : model_paths) {
+        if (model.empty()) continue;
+        fs::path dir =
+            fs::is_directory(model, ec) ? fs::path(model) : fs::path(model).parent_path();
+        if (dir.empty()) dir = ".";
+        add(dir);
+        add(dir / "tokenizer");
+        const fs::path parent = fs::absolute(dir, ec).parent_path();
+        if (!parent.empty() && parent != fs::absolute(dir, ec)) add(parent / "tokenizer");
+    }
+    return out;
+}
+
+std::string join_paths(const std::vector<fs::path>& paths) {
+    std::string out;
+    for (const fs::path& p : paths) out += (out.empty() ? "" : ", ") + p.string();
+    return out;
+}
+
+// A folder MistralTokenizer::from_path() can load.
+bool is_mistral_folder(const fs::path& dir) {
+    std::error_code ec;
+    return fs::is_directory(dir, ec) && (fs::is_regular_file(dir / "tekken.json", ec) ||
+                                         fs::is_regular_file(dir / "tokenizer.json", ec));
+}
+
 }  // namespace
 
 Result<std::string> find_llm_tokenizer(const std::vector<std::string>& model_paths,
@@ -44,32 +79,42 @@ Result<std::string> find_llm_tokenizer(const std::vector<std::string>& model_pat
                              ": the folder holds no vocab.json + merges.txt, tokenizer.json or "
                              "tokenizer/ folder");
     }
-    std::vector<fs::path> looked;
-    for (const std::string& model : model_paths) {
-        if (model.empty()) continue;
-        fs::path dir =
-            fs::is_directory(model, ec) ? fs::path(model) : fs::path(model).parent_path();
-        if (dir.empty()) dir = ".";
-        looked.push_back(dir);
-        looked.push_back(dir / "tokenizer");
-        const fs::path parent = fs::absolute(dir, ec).parent_path();
-        if (!parent.empty() && parent != fs::absolute(dir, ec))
-            looked.push_back(parent / "tokenizer");
-    }
-    std::string places;
-    for (size_t i = 0; i < looked.size(); ++i) {
-        const fs::path& dir = looked[i];
-        // Files in one folder (the model and its text encoder) give the same places twice.
-        if (std::find(looked.begin(), looked.begin() + static_cast<long>(i), dir) !=
-            looked.begin() + static_cast<long>(i))
-            continue;
+    const std::vector<fs::path> looked = folders_near(model_paths);
+    for (const fs::path& dir : looked) {
         if (is_bpe_vocab_folder(dir)) return dir.string();
-        places += (places.empty() ? "" : ", ") + dir.string();
     }
+    const std::string places = join_paths(looked);
     return Status::Error(
         "no tokenizer found for the LLM text encoder: pass --llm-tokenizer with the folder "
         "holding its vocab.json and merges.txt (and added_tokens.json), or its tokenizer.json "
         "(e.g. a diffusers model's tokenizer/ folder)" +
+        (places.empty() ? std::string() : "; looked in " + places));
+}
+
+Result<std::string> find_mistral_tokenizer(const std::vector<std::string>& model_paths,
+                                           const std::string& tokenizer_flag) {
+    std::error_code ec;
+    if (!tokenizer_flag.empty()) {
+        const fs::path p(tokenizer_flag);
+        if (!fs::exists(p, ec)) {
+            return Status::Error("--llm-tokenizer " + tokenizer_flag + ": no such file or folder");
+        }
+        if (!fs::is_directory(p, ec)) return tokenizer_flag;
+        if (is_mistral_folder(p)) return tokenizer_flag;
+        if (is_mistral_folder(p / "tokenizer")) return (p / "tokenizer").string();
+        return Status::Error("--llm-tokenizer " + tokenizer_flag +
+                             ": the folder holds no tekken.json, tokenizer.json or tokenizer/ "
+                             "folder");
+    }
+    const std::vector<fs::path> looked = folders_near(model_paths);
+    for (const fs::path& dir : looked) {
+        if (is_mistral_folder(dir)) return dir.string();
+    }
+    const std::string places = join_paths(looked);
+    return Status::Error(
+        "no tokenizer found for the Mistral text encoder: pass --llm-tokenizer with its "
+        "tekken.json or tokenizer.json (Mistral-Small-3.1/3.2-24B-Instruct's, or a FLUX.2-dev "
+        "diffusers folder's tokenizer/)" +
         (places.empty() ? std::string() : "; looked in " + places));
 }
 

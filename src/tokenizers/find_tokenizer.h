@@ -37,6 +37,15 @@ Result<ClipTokenizer> open_clip_tokenizer(const std::string& model_path,
 Result<std::string> find_llm_tokenizer(const std::vector<std::string>& model_paths,
                                        const std::string& tokenizer_flag);
 
+// A path for MistralTokenizer::from_path() (tekken.json or tokenizer.json), the same way:
+//  1. `tokenizer_flag` (--llm-tokenizer) when not empty: the file itself, or a folder holding
+//     tekken.json or tokenizer.json, or a tokenizer/ folder that does;
+//  2. the folder of each of `model_paths`, its tokenizer/ subfolder, and the tokenizer/ folder
+//     beside it.
+// Otherwise the error says what to pass and where it looked.
+Result<std::string> find_mistral_tokenizer(const std::vector<std::string>& model_paths,
+                                           const std::string& tokenizer_flag);
+
 // The T5 tokenizer.json, searching in this order:
 //  1. `flag` (--t5xxl-tokenizer) when not empty: the file itself, or a folder holding
 //     tokenizer.json, tokenizer_2/tokenizer.json or tokenizer_3/tokenizer.json;

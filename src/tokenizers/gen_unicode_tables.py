@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Generates unicode_tables.cpp: the character classes the CLIP tokenizer needs.
+"""Generates unicode_tables.cpp: the character classes the tokenizers need.
 
 CLIP's reference tokenizer (openai/CLIP simple_tokenizer.py) splits with the `regex` module:
 \\p{L} (letters), \\p{N} (numbers) and \\s (whitespace), and lowercases with Python's str.lower().
 This script asks those same functions about every code point, so the tables agree with the
-reference by construction. Run: python3 gen_unicode_tables.py > unicode_tables.cpp
+reference by construction. Mistral's Tekken pre-tokenizer also tells cased letters apart
+([\\p{Lu}\\p{Lt}...] and [\\p{Ll}...]) and takes marks (\\p{M}) as word characters.
+Run: python3 gen_unicode_tables.py > unicode_tables.cpp
 """
 import sys
 import unicodedata
@@ -70,6 +72,9 @@ def main():
     letters = ranges_of(lambda c: regex.match(r"\p{L}", c) is not None)
     numbers = ranges_of(lambda c: regex.match(r"\p{N}", c) is not None)
     spaces = ranges_of(lambda c: regex.match(r"\s", c) is not None)
+    lowercase = ranges_of(lambda c: regex.match(r"\p{Ll}", c) is not None)
+    upper_title = ranges_of(lambda c: regex.match(r"[\p{Lu}\p{Lt}]", c) is not None)
+    marks = ranges_of(lambda c: regex.match(r"\p{M}", c) is not None)
     runs = lower_runs()
     multi = [cp for cp in range(0x110000)
              if not 0xD800 <= cp <= 0xDFFF and len(chr(cp).lower()) > 1]
@@ -93,6 +98,9 @@ def main():
     emit_ranges("kLetters", letters)
     emit_ranges("kNumbers", numbers)
     emit_ranges("kSpaces", spaces)
+    emit_ranges("kLowercase", lowercase)
+    emit_ranges("kUpperTitle", upper_title)
+    emit_ranges("kMarks", marks)
     print("const LowerRun kLower[] = {")
     line = "   "
     for f, l, s, d in runs:

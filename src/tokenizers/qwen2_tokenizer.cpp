@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/safe_text.h"
+#include "tokenizers/byte_level_bpe.h"
 #include "tokenizers/tokenizer_files.h"
 #include "tokenizers/unicode.h"
 
@@ -87,39 +88,9 @@ size_t match_at(const std::u32string& s, size_t i) {
             return j - i;
         }
     }
-    // Whitespace runs.
-    size_t end = i;
-    while (end < n && unicode::is_space(s[end])) ++end;
-    if (end > i) {
-        // \s*[\r\n]+ : up to the end of the newline run holding the run's last newline.
-        for (size_t k = end; k > i; --k) {
-            if (is_newline(s[k - 1])) {
-                size_t m = k;
-                while (m < end && is_newline(s[m])) ++m;
-                return m - i;
-            }
-        }
-        // \s+(?!\S)
-        if (end == n) return end - i;
-        if (end - i >= 2) return end - 1 - i;
-        // \s+
-        return end - i;
-    }
+    // \s*[\r\n]+|\s+(?!\S)|\s+
+    if (const size_t ws = byte_level::match_whitespace(s, i)) return ws;
     return 1;
-}
-
-// GPT-2's bytes_to_unicode(): printable bytes stand for themselves, the others for 256 + n.
-std::array<char32_t, 256> byte_code_points() {
-    std::array<char32_t, 256> cp{};
-    std::array<bool, 256> printable{};
-    for (int b = 0; b < 256; ++b) {
-        printable[b] = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
-    }
-    int extra = 0;
-    for (int b = 0; b < 256; ++b) {
-        cp[b] = printable[b] ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + extra++);
-    }
-    return cp;
 }
 
 }  // namespace
@@ -148,13 +119,8 @@ Status Qwen2Tokenizer::add_special(const std::string& content, int id) {
 }
 
 Status Qwen2Tokenizer::finish() {
-    const std::array<char32_t, 256> cps = byte_code_points();
-    for (int b = 0; b < 256; ++b) {
-        std::string s;
-        unicode::append_utf8(s, cps[b]);
-        byte_encoder_[b] = s;
-        byte_decoder_[s] = static_cast<unsigned char>(b);
-    }
+    byte_encoder_ = byte_level::byte_symbols();
+    for (int b = 0; b < 256; ++b) byte_decoder_[byte_encoder_[b]] = static_cast<unsigned char>(b);
     for (const auto& [token, id] : encoder_) decoder_[id] = token;
     for (const auto& [token, id] : added_) decoder_[id] = token;
     // Longest first, so that a token containing another is matched whole.
@@ -321,34 +287,11 @@ std::vector<std::string> Qwen2Tokenizer::bpe(const std::string& piece) const {
     word.reserve(piece.size());
     for (unsigned char b : piece) word.push_back(byte_encoder_[b]);
     std::string key;
-    while (word.size() > 1) {
-        int best_rank = INT_MAX;
-        size_t best = 0;
-        for (size_t i = 0; i + 1 < word.size(); ++i) {
-            key.assign(word[i]).append(" ").append(word[i + 1]);
-            auto it = ranks_.find(key);
-            if (it != ranks_.end() && it->second < best_rank) {
-                best_rank = it->second;
-                best = i;
-            }
-        }
-        if (best_rank == INT_MAX) break;
-        // Merge every occurrence of the best pair, left to right.
-        const std::string first = word[best], second = word[best + 1];
-        std::vector<std::string> merged;
-        merged.reserve(word.size());
-        for (size_t i = 0; i < word.size();) {
-            if (i + 1 < word.size() && word[i] == first && word[i + 1] == second) {
-                merged.push_back(first + second);
-                i += 2;
-            } else {
-                merged.push_back(word[i]);
-                ++i;
-            }
-        }
-        word = std::move(merged);
-    }
-    return word;
+    return byte_level::merge(std::move(word), [&](const std::string& a, const std::string& b) {
+        key.assign(a).append(" ").append(b);
+        auto it = ranks_.find(key);
+        return it == ranks_.end() ? -1 : it->second;
+    });
 }
 
 std::vector<int> Qwen2Tokenizer::encode_plain(const std::string& text) const {

@@ -19,10 +19,11 @@
 #include <vector>
 
 #include "core/status.h"
+#include "tokenizers/llm_tokenizer.h"
 
 namespace ggdiff {
 
-class Qwen2Tokenizer {
+class Qwen2Tokenizer : public LlmTokenizer {
   public:
     // A folder holding vocab.json + merges.txt (+ added tokens) or tokenizer.json, or a
     // tokenizer.json / vocab.json file.
@@ -32,11 +33,11 @@ class Qwen2Tokenizer {
     static Result<Qwen2Tokenizer> from_tokenizer_json(const std::string& path);
 
     // Token ids of `text` (special tokens recognised), no BOS/EOS.
-    std::vector<int> encode(const std::string& text) const;
+    std::vector<int> encode(const std::string& text) const override;
     std::string decode(const std::vector<int>& ids) const;
 
     // -1 when unknown (a vocabulary token in byte-level form, or an added token).
-    int token_to_id(const std::string& token) const;
+    int token_to_id(const std::string& token) const override;
     size_t vocab_size() const { return encoder_.size() + added_.size(); }
     size_t added_count() const { return added_.size(); }
 

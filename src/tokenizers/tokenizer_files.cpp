@@ -12,10 +12,14 @@ Result<std::string> read_tokenizer_text(const std::string& path) {
 Result<nlohmann::json> read_tokenizer_json(const std::string& path) {
     auto text = read_tokenizer_text(path);
     if (!text.ok()) return text.status();
-    Status depth = check_json_nesting(*text, kMaxTokenizerJsonDepth);
-    if (!depth.ok()) return depth.with_context(quote_name(path));
-    auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return Status::Error(quote_name(path) + " is not valid JSON");
+    return parse_tokenizer_json(*text, quote_name(path));
+}
+
+Result<nlohmann::json> parse_tokenizer_json(const std::string& text, const std::string& origin) {
+    Status depth = check_json_nesting(text, kMaxTokenizerJsonDepth);
+    if (!depth.ok()) return depth.with_context(origin);
+    auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return Status::Error(origin + " is not valid JSON");
     return j;
 }
 

@@ -19,5 +19,8 @@ constexpr int kMaxTokenizerJsonDepth = 64;
 
 Result<std::string> read_tokenizer_text(const std::string& path);
 Result<nlohmann::json> read_tokenizer_json(const std::string& path);
+// JSON text from elsewhere (e.g. bytes stored in a checkpoint), checked the same way; `origin`
+// names it in errors.
+Result<nlohmann::json> parse_tokenizer_json(const std::string& text, const std::string& origin);
 
 }  // namespace ggdiff

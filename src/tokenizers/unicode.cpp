@@ -114,6 +114,21 @@ bool is_space(char32_t cp) {
     return in_ranges(unicode_tables::kSpaces, unicode_tables::kSpaces_count, cp);
 }
 
+bool is_lowercase(char32_t cp) {
+    if (cp < 0x80) return cp >= 'a' && cp <= 'z';
+    return in_ranges(unicode_tables::kLowercase, unicode_tables::kLowercase_count, cp);
+}
+
+bool is_upper_title(char32_t cp) {
+    if (cp < 0x80) return cp >= 'A' && cp <= 'Z';
+    return in_ranges(unicode_tables::kUpperTitle, unicode_tables::kUpperTitle_count, cp);
+}
+
+bool is_mark(char32_t cp) {
+    if (cp < 0x80) return false;
+    return in_ranges(unicode_tables::kMarks, unicode_tables::kMarks_count, cp);
+}
+
 bool is_word_char(char32_t cp) {
     return cp == '_' || is_letter(cp) || is_number(cp);
 }

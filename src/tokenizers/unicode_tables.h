@@ -1,4 +1,4 @@
-// Unicode character-class tables for the CLIP tokenizer (generated into unicode_tables.cpp).
+// Unicode character-class tables for the tokenizers (generated into unicode_tables.cpp).
 #pragma once
 
 #include <cstddef>
@@ -26,6 +26,13 @@ extern const CodeRange kNumbers[];
 extern const size_t kNumbers_count;
 extern const CodeRange kSpaces[];
 extern const size_t kSpaces_count;
+// \p{Ll}, [\p{Lu}\p{Lt}] and \p{M} (Mistral's Tekken pre-tokenizer).
+extern const CodeRange kLowercase[];
+extern const size_t kLowercase_count;
+extern const CodeRange kUpperTitle[];
+extern const size_t kUpperTitle_count;
+extern const CodeRange kMarks[];
+extern const size_t kMarks_count;
 // Simple (one to one) lowercase mappings of Python's str.lower(), sorted by first.
 extern const LowerRun kLower[];
 extern const size_t kLower_count;

@@ -4,9 +4,9 @@
 // the same bytes.
 #include <cstring>
 
+#include "core/base64.h"
 #include "core/log.h"
 #include "fuzz_util.h"
-#include "image/base64.h"
 #include "image/image_io.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,14 +1,19 @@
 // Fuzz target: prompt parsing (seeds in corpus/prompt): A1111 emphasis, escapes, BREAK and
 // <lora:NAME:W> tags as plain text, the CLIP tokenizer and the prompt limits. The heap BPE
-// must agree with CLIP's reference merge loop on short inputs.
+// must agree with CLIP's reference merge loop on short inputs. Mistral's Tekken tokenizer (on
+// the synthetic vocabulary) gives ids inside its vocabulary that decode back to valid UTF-8
+// text.
 #include <memory>
 
+#include "../support/mistral_synthetic.h"
 #include "../tokenizers/reference_bpe.h"
 #include "fuzz_util.h"
 #include "tokenizers/clip_tokenizer.h"
+#include "tokenizers/mistral_tokenizer.h"
 #include "tokenizers/prompt_attention.h"
 #include "tokenizers/prompt_limits.h"
 #include "tokenizers/token_windows.h"
+#include "tokenizers/unicode.h"
 
 namespace {
 
@@ -32,6 +37,16 @@ const Clip& clip() {
     return c;
 }
 
+const ggdiff::MistralTokenizer& mistral() {
+    static const ggdiff::MistralTokenizer* t = [] {
+        auto r = ggdiff::MistralTokenizer::from_tekken_text(ggdiff::test::synthetic_tekken_json(),
+                                                            "synthetic tekken.json");
+        GGDIFF_FUZZ_CHECK(r.ok());
+        return new ggdiff::MistralTokenizer(std::move(*r));
+    }();
+    return *t;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -39,6 +54,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);
     const auto runs = parse_prompt_attention(text);
     GGDIFF_FUZZ_CHECK(!runs.empty());
+    if (size <= 4096) {
+        const std::vector<int> ids = mistral().encode(text);
+        for (int id : ids) {
+            GGDIFF_FUZZ_CHECK(id >= 0 && static_cast<size_t>(id) < mistral().vocab_size());
+        }
+        if (unicode::encode_utf8(unicode::decode_utf8(text)) == text) {
+            GGDIFF_FUZZ_CHECK(mistral().decode(ids) == text);
+        }
+    }
     const Clip& c = clip();
     if (!c.tokenizer) return 0;
     if (check_prompt_bytes(text.size(), "the prompt").ok()) {

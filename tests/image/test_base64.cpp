@@ -1,4 +1,4 @@
-#include "image/base64.h"
+#include "core/base64.h"
 #include "test_helpers.h"
 
 namespace ggdiff {

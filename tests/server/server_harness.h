@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../golden/e2e_support.h"
-#include "image/base64.h"
+#include "core/base64.h"
 #include "image/image_io.h"
 #include "image/image_metadata.h"
 

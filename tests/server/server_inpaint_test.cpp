@@ -3,7 +3,7 @@
 // edits `mask` (transparent = repaint) give the CLI's --mask images.
 #include <cstdlib>
 
-#include "image/base64.h"
+#include "core/base64.h"
 #include "image/image_io.h"
 #include "server_harness.h"
 

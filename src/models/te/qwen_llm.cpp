@@ -24,9 +24,10 @@ ggml_tensor* rms(nn::Ctx& c, ggml_tensor* x, const std::string& name, int64_t di
     return ggml_mul(c.ctx, ggml_rms_norm(c.ctx, x, eps), c.W(name, {dim}));
 }
 
-}  // namespace
-
-Result<QwenLlmConfig> detect_qwen_llm(const TensorIndex& index, const std::string& role_prefix) {
+// detect_qwen_llm(), detect_mistral_llm(): `need_final_norm` says whether "<base>norm.weight"
+// must be there.
+Result<QwenLlmConfig> detect_llm(const TensorIndex& index, const std::string& role_prefix,
+                                 bool need_final_norm) {
     QwenLlmConfig cfg;
     // The embedding table names the base: "model.", "model.language_model.", or none.
     const TensorInfo* emb = nullptr;
@@ -73,9 +74,29 @@ Result<QwenLlmConfig> detect_qwen_llm(const TensorIndex& index, const std::strin
                              " key/value heads");
     }
     cfg.intermediate = gate->shape[0];
-    if (!index.has(cfg.base + "norm.weight")) {
+    if (need_final_norm && !index.has(cfg.base + "norm.weight")) {
         return Status::Error("missing tensor " + cfg.base + "norm.weight");
     }
+    cfg.rope_interleaved = starts_with(q->source_name, "blk.") && !cfg.qkv_bias && !cfg.qk_norm;
+    return cfg;
+}
+
+}  // namespace
+
+Result<QwenLlmConfig> detect_qwen_llm(const TensorIndex& index, const std::string& role_prefix) {
+    return detect_llm(index, role_prefix, /*need_final_norm=*/true);
+}
+
+Result<QwenLlmConfig> detect_mistral_llm(const TensorIndex& index, const std::string& role_prefix) {
+    auto cfg = detect_llm(index, role_prefix, /*need_final_norm=*/false);
+    if (!cfg.ok()) return cfg.status();
+    if (cfg->qkv_bias || cfg->qk_norm) {
+        return Status::Error(cfg->base + "layers.0.self_attn has " +
+                             (cfg->qkv_bias ? "q/k/v biases" : "q/k norms") +
+                             ": a Qwen model, not the Mistral text encoder");
+    }
+    cfg->rope_theta = 1e9f;
+    cfg->eps = 1e-5f;
     return cfg;
 }
 
@@ -128,10 +149,11 @@ ggml_tensor* build_qwen_llm(nn::Ctx& c, const QwenLlmConfig& cfg, ggml_tensor* x
             q = rms(c, q, p + "self_attn.q_norm.weight", d, cfg.eps);
             k = rms(c, k, p + "self_attn.k_norm.weight", d, cfg.eps);
         }
-        q = ggml_rope_ext(ctx, q, positions, nullptr, static_cast<int>(d), GGML_ROPE_TYPE_NEOX, 0,
-                          cfg.rope_theta, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
-        k = ggml_rope_ext(ctx, k, positions, nullptr, static_cast<int>(d), GGML_ROPE_TYPE_NEOX, 0,
-                          cfg.rope_theta, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+        const int rope = cfg.rope_interleaved ? GGML_ROPE_TYPE_NORMAL : GGML_ROPE_TYPE_NEOX;
+        q = ggml_rope_ext(ctx, q, positions, nullptr, static_cast<int>(d), rope, 0, cfg.rope_theta,
+                          1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+        k = ggml_rope_ext(ctx, k, positions, nullptr, static_cast<int>(d), rope, 0, cfg.rope_theta,
+                          1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
         q = ggml_reshape_3d(ctx, q, qw, t, n);
         k = nn::expand_kv_heads(ctx, ggml_reshape_3d(ctx, k, kw, t, n), d, cfg.kv_heads, cfg.heads);
         v = nn::expand_kv_heads(ctx, v, d, cfg.kv_heads, cfg.heads);

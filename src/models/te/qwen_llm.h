@@ -31,11 +31,22 @@ struct QwenLlmConfig {
     bool qk_norm = false;  // Qwen3
     float rope_theta = 1000000.0f;
     float eps = 1e-6f;
+    // RoPE on adjacent pairs (ggml's "normal" mode) instead of the two halves of each head:
+    // llama.cpp's GGUF files of llama-type models (no biases, no q/k norms: Mistral) store
+    // q/k rows permuted for it. Hugging Face files keep the halves.
+    bool rope_interleaved = false;
 };
 
 // Finds the model under `role_prefix` (e.g. "text_encoders.llm.") and reads its sizes; the
 // error names the first missing or mis-shaped tensor.
 Result<QwenLlmConfig> detect_qwen_llm(const TensorIndex& index, const std::string& role_prefix);
+
+// The same graph for Mistral Small 3.1 / 3.2 (FLUX.2 dev's text encoder; llama-type: no
+// biases, no q/k norms, head size 128, RoPE theta 1e9, RMSNorm eps 1e-5) under `role_prefix`:
+// Hugging Face names with any base ("model.", "language_model.model.", "model.language_model.";
+// a vision tower beside it is ignored) or llama.cpp GGUF names. The final norm may be missing
+// (files cut after the layers FLUX.2 reads).
+Result<QwenLlmConfig> detect_mistral_llm(const TensorIndex& index, const std::string& role_prefix);
 
 // Embedding rows of `ids` read from the checkpoint: [hidden, ids.size()] as f32.
 Result<HostTensor> qwen_llm_embed(const TensorIndex& index, const QwenLlmConfig& cfg,

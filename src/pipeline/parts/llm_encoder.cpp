@@ -55,7 +55,7 @@ Result<std::shared_ptr<const Qwen2Tokenizer>> load_llm_tokenizer(const FamilyCon
 
 Result<std::unique_ptr<LlmTextEncoder>> LlmTextEncoder::create(
     const FamilyContext& ctx, const ModuleDevices& where, const models::QwenLlmConfig& cfg,
-    std::shared_ptr<const Qwen2Tokenizer> tokenizer, const char* label, const ChatTemplate& tmpl) {
+    std::shared_ptr<const LlmTokenizer> tokenizer, const char* label, const ChatTemplate& tmpl) {
     auto enc = std::unique_ptr<LlmTextEncoder>(new LlmTextEncoder());
     enc->index_ = &ctx.index;
     enc->cfg_ = cfg;

@@ -1,7 +1,8 @@
-// A Qwen-family language model as a family's text conditioning: the Qwen2 tokenizer, a chat
-// template around the prompt, the LLM on its placement, and the hidden states the diffusion
-// model reads. Qwen Image drops the template's 34 leading tokens and takes the final normed
-// states; Z-Image keeps every token and takes an earlier layer: both are a ChatTemplate.
+// A Qwen-family language model as a family's text conditioning: its tokenizer (Qwen2's; any
+// LlmTokenizer, e.g. Mistral's for FLUX.2 dev's llama-type LLM), a chat template around the
+// prompt, the LLM on its placement, and the hidden states the diffusion model reads. Qwen Image
+// drops the template's 34 leading tokens and takes the final normed states; Z-Image keeps every
+// token and takes an earlier layer: both are a ChatTemplate.
 #pragma once
 
 #include <memory>
@@ -42,8 +43,7 @@ class LlmTextEncoder {
     // loaded).
     static Result<std::unique_ptr<LlmTextEncoder>> create(
         const FamilyContext& ctx, const ModuleDevices& where, const models::QwenLlmConfig& cfg,
-        std::shared_ptr<const Qwen2Tokenizer> tokenizer, const char* label,
-        const ChatTemplate& tmpl);
+        std::shared_ptr<const LlmTokenizer> tokenizer, const char* label, const ChatTemplate& tmpl);
 
     // Hidden states [tmpl.width(hidden), tokens, 1] of template(prompt), padded as the
     // template says: the prompt's A1111 emphasis weights scale its tokens' states (mean
@@ -56,7 +56,7 @@ class LlmTextEncoder {
   private:
     const TensorIndex* index_ = nullptr;
     models::QwenLlmConfig cfg_;
-    std::shared_ptr<const Qwen2Tokenizer> tokenizer_;
+    std::shared_ptr<const LlmTokenizer> tokenizer_;
     std::unique_ptr<ModuleRunner> runner_;
 };
 

@@ -1,4 +1,4 @@
-// Base64 (RFC 4648) for images in HTTP bodies.
+// Base64 (RFC 4648): images in HTTP bodies, token bytes in Mistral's tekken.json.
 #pragma once
 
 #include <cstdint>
