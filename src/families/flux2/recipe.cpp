@@ -1,4 +1,5 @@
-// The FLUX.2 recipe. klein (4B / 9B, distilled, and their base models) conditions on a Qwen3
+// The FLUX.2 recipe. dev conditions on Mistral Small 3.x (families/flux2/mistral_text.h);
+// klein (4B / 9B, distilled, and their base models) on a Qwen3
 // language model: the prompt in Qwen's chat template with an empty thinking block, right-
 // padded with <|endoftext|> to 512 tokens (the padding hidden as keys), and the residual
 // stream after layers 9, 18 and 27 concatenated on the feature axis. The FLUX.2 DiT (shared
@@ -12,6 +13,7 @@
 
 #include "core/log.h"
 #include "families/flux2/denoiser.h"
+#include "families/flux2/mistral_text.h"
 #include "families/flux2/names.h"
 #include "families/flux2/vae.h"
 #include "models/te/qwen_llm.h"
@@ -56,7 +58,10 @@ Result<Family> load(const FamilyContext& ctx) {
             "FLUX.2 needs its text encoder: pass --llm qwen_3_4b.safetensors (klein 4B), "
             "qwen_3_8b (klein 9B) or the Mistral Small 3.x LLM (FLUX.2-dev)");
     }
-    auto llm = models::detect_qwen_llm(ctx.index, kLlm);
+    // The text model tells klein (Qwen3: q/k norms) from dev (Mistral Small 3.x).
+    auto mistral = models::detect_mistral_llm(ctx.index, kLlm);
+    const bool dev = mistral.ok();
+    auto llm = dev ? mistral : models::detect_qwen_llm(ctx.index, kLlm);
     if (!llm.ok()) return llm.status().with_context("--llm");
     if (!ctx.index.has_prefix(kVae)) {
         return Status::Error("FLUX.2 needs its 32-channel VAE: pass --vae flux2-vae.safetensors");
@@ -69,24 +74,34 @@ Result<Family> load(const FamilyContext& ctx) {
             "uses its own VAE, flux2-vae.safetensors)",
             vae->z_channels, (long long)dit->in_channels, (long long)dit->in_channels));
     }
-    const ChatTemplate tmpl = klein_template();
+    const ChatTemplate tmpl = dev ? flux2_dev_template() : klein_template();
     if (tmpl.width(llm->hidden) != dit->context_dim) {
         return Status::Error(string_format(
             "the text encoder is %lld wide (3 layers: %lld), the FLUX.2 DiT's txt_in takes %lld: "
-            "not this model's encoder (klein 4B: Qwen3-4B, klein 9B: Qwen3-8B)",
+            "not this model's encoder (klein 4B: Qwen3-4B, klein 9B: Qwen3-8B, dev: Mistral "
+            "Small 3.x)",
             (long long)llm->hidden, (long long)tmpl.width(llm->hidden),
             (long long)dit->context_dim));
     }
     if (llm->layers <= tmpl.last_layer()) {
         return Status::Error(string_format(
-            "the text encoder has %lld layers; FLUX.2 klein reads the output of layer %d",
-            (long long)llm->layers, tmpl.last_layer() + 1));
+            "the text encoder has %lld layers; FLUX.2 %s reads the output of layer %d",
+            (long long)llm->layers, dev ? "dev" : "klein", tmpl.last_layer() + 1));
     }
-    auto tokenizer = load_llm_tokenizer(ctx);
-    if (!tokenizer.ok()) return tokenizer.status();
+    std::shared_ptr<const MistralTokenizer> mistral_tok;
+    std::shared_ptr<const Qwen2Tokenizer> qwen_tok;
+    if (dev) {
+        auto t = load_mistral_tokenizer(ctx, kLlm);
+        if (!t.ok()) return t.status();
+        mistral_tok = std::move(*t);
+    } else {
+        auto t = load_llm_tokenizer(ctx);
+        if (!t.ok()) return t.status();
+        qwen_tok = std::move(*t);
+    }
 
     Family f;
-    f.variant = "klein";
+    f.variant = dev ? "dev" : "klein";
     f.param = sampling::Parameterization::flux_flow(dit->guidance_embed ? 1.15f : 1.0f);
     f.defaults.sampler = "euler";
     f.defaults.cfg_scale = 7.0f;
@@ -101,14 +116,21 @@ Result<Family> load(const FamilyContext& ctx) {
     f.skips_layers = true;
     f.skip_layer_count = dit->depth + dit->depth_single;
     GGDIFF_LOG_INFO(
-        "FLUX.2 %s: %d double and %d single blocks, hidden %lld, %lld heads; Qwen3 %lld wide, "
+        "FLUX.2 %s: %d double and %d single blocks, hidden %lld, %lld heads; %s %lld wide, "
         "%lld layers",
         f.variant.c_str(), dit->depth, dit->depth_single, (long long)dit->hidden,
-        (long long)dit->heads, (long long)llm->hidden, (long long)llm->layers);
+        (long long)dit->heads, dev ? "Mistral" : "Qwen3", (long long)llm->hidden,
+        (long long)llm->layers);
 
-    auto encoder = LlmTextEncoder::create(ctx, ctx.placement.te, *llm, *tokenizer, "LLM", tmpl);
-    if (!encoder.ok()) return encoder.status();
-    f.text = std::make_unique<LlmConditioner>(std::move(*encoder), tmpl);
+    if (dev) {
+        auto text = make_flux2_dev_conditioner(ctx, *llm, mistral_tok);
+        if (!text.ok()) return text.status();
+        f.text = std::move(*text);
+    } else {
+        auto encoder = LlmTextEncoder::create(ctx, ctx.placement.te, *llm, qwen_tok, "LLM", tmpl);
+        if (!encoder.ok()) return encoder.status();
+        f.text = std::make_unique<LlmConditioner>(std::move(*encoder), tmpl);
+    }
 
     auto denoiser = Flux2Denoiser::create(ctx, ctx.placement.diffusion, *dit);
     if (!denoiser.ok()) return denoiser.status();
