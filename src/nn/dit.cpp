@@ -128,4 +128,51 @@ RopeTable rope_table(const std::vector<float>& ids, const std::vector<int>& axes
     return tab;
 }
 
+ggml_tensor* scalar_embedder(Ctx& c, ggml_tensor* v, const std::string& p, int64_t hidden,
+                             bool bias) {
+    constexpr int kFeatures = 256, kMaxPeriod = 10000;
+    ggml_tensor* f =
+        ggml_timestep_embedding(c.ctx, ggml_scale(c.ctx, v, 1000.0f), kFeatures, kMaxPeriod);
+    ggml_tensor* h = linear(c, f, p + "in_layer", kFeatures, hidden, bias);
+    return linear(c, ggml_silu(c.ctx, h), p + "out_layer", hidden, hidden, bias);
+}
+
+QkvHeads norm_qk_heads(Ctx& c, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
+                       const std::string& norm, int64_t d, int64_t heads, float eps) {
+    const int64_t t = q->ne[1], n = q->ne[2];
+    auto per_head = [&](ggml_tensor* x) {
+        // A view of x (itself possibly a view into a fused projection) as [d, heads, T, N].
+        return ggml_view_4d(c.ctx, x, d, heads, t, n, d * ggml_element_size(x), x->nb[1], x->nb[2],
+                            0);
+    };
+    QkvHeads out;
+    out.q = rms_norm(c, per_head(q), norm + "query_norm.scale", d, eps);
+    out.k = rms_norm(c, per_head(k), norm + "key_norm.scale", d, eps);
+    out.q = ggml_reshape_3d(c.ctx, out.q, d * heads, t, n);
+    out.k = ggml_reshape_3d(c.ctx, out.k, d * heads, t, n);
+    out.v = ggml_is_contiguous(v) ? v : ggml_cont(c.ctx, v);
+    return out;
+}
+
+QkvHeads project_qkv(Ctx& c, ggml_tensor* x, const std::string& fused, bool split,
+                     const std::string& split_prefix, const std::string& norm, int64_t d,
+                     int64_t heads, bool bias, float eps) {
+    const int64_t hd = d * heads;
+    if (split) {
+        return norm_qk_heads(c, linear(c, x, split_prefix + "q", hd, hd, bias),
+                             linear(c, x, split_prefix + "k", hd, hd, bias),
+                             linear(c, x, split_prefix + "v", hd, hd, bias), norm, d, heads, eps);
+    }
+    ggml_tensor* qkv = linear(c, x, fused, hd, 3 * hd, bias);
+    return norm_qk_heads(c, feature_rows(c.ctx, qkv, 0, hd), feature_rows(c.ctx, qkv, hd, hd),
+                         feature_rows(c.ctx, qkv, 2 * hd, hd), norm, d, heads, eps);
+}
+
+ggml_tensor* rope_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
+                            ggml_tensor* cos, ggml_tensor* sin, int heads) {
+    q = rope_pairs(ctx, q, cos, sin, heads);
+    k = rope_pairs(ctx, k, cos, sin, heads);
+    return attention(ctx, q, k, v, heads);
+}
+
 }  // namespace ggdiff::nn

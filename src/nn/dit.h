@@ -29,6 +29,31 @@ ggml_tensor* feature_rows(ggml_context* ctx, ggml_tensor* x, int64_t first, int6
 // Tokens [from, from + count) of x [dim, T, N], contiguous (one stream of a joint sequence).
 ggml_tensor* token_range(ggml_context* ctx, ggml_tensor* x, int64_t from, int64_t count);
 
+// FLUX's MLP embedder of a scalar (timestep or guidance) into `hidden`: 256 sinusoidal
+// features of value * 1000 (max period 10000), then in_layer, SiLU, out_layer under prefix p.
+ggml_tensor* scalar_embedder(Ctx& c, ggml_tensor* v, const std::string& p, int64_t hidden,
+                             bool bias = true);
+
+// FLUX's per-head q/k RMSNorm: q, k, v [heads*d, T, N] (possibly views into a fused
+// projection) -> q and k normalized per head by "<norm>query_norm.scale" /
+// "<norm>key_norm.scale" ([d]), v made contiguous.
+struct QkvHeads {
+    ggml_tensor *q, *k, *v;
+};
+QkvHeads norm_qk_heads(Ctx& c, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
+                       const std::string& norm, int64_t d, int64_t heads, float eps = 1e-6f);
+
+// The attention inputs of one FLUX stream x [hidden, T, N]: the fused linear `fused` (3 x
+// hidden rows) or, with `split`, the linears "<split_prefix>q", "k", "v"; q and k normalized
+// per head as norm_qk_heads does with `norm`.
+QkvHeads project_qkv(Ctx& c, ggml_tensor* x, const std::string& fused, bool split,
+                     const std::string& split_prefix, const std::string& norm, int64_t d,
+                     int64_t heads, bool bias, float eps = 1e-6f);
+
+// RoPE on q and k (rope_pairs with cos and sin), then attention over every token.
+ggml_tensor* rope_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
+                            ggml_tensor* cos, ggml_tensor* sin, int heads);
+
 // x * (1 + scale) + shift; x [dim, T, N], shift and scale [dim, 1, N].
 ggml_tensor* modulate(ggml_context* ctx, ggml_tensor* x, ggml_tensor* shift, ggml_tensor* scale);
 

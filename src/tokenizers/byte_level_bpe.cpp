@@ -73,4 +73,38 @@ std::vector<std::string> merge(std::vector<std::string> word, const PairRank& ra
     return word;
 }
 
+std::vector<int> encode_with_specials(
+    const std::string& text, const std::vector<std::pair<std::string, int>>& specials,
+    const std::function<bool(unsigned char)>& may_start,
+    const std::function<std::vector<int>(const std::string&)>& plain) {
+    std::vector<int> ids;
+    auto add_plain = [&](size_t from, size_t to) {
+        if (to <= from) return;
+        const std::vector<int> part = plain(text.substr(from, to - from));
+        ids.insert(ids.end(), part.begin(), part.end());
+    };
+    size_t start = 0, pos = 0;
+    while (pos < text.size()) {
+        const std::pair<std::string, int>* hit = nullptr;
+        if (may_start(static_cast<unsigned char>(text[pos]))) {
+            for (const auto& s : specials) {
+                if (text.compare(pos, s.first.size(), s.first) == 0) {
+                    hit = &s;
+                    break;
+                }
+            }
+        }
+        if (!hit) {
+            ++pos;
+            continue;
+        }
+        add_plain(start, pos);
+        ids.push_back(hit->second);
+        pos += hit->first.size();
+        start = pos;
+    }
+    add_plain(start, text.size());
+    return ids;
+}
+
 }  // namespace ggdiff::byte_level

@@ -6,6 +6,7 @@
 #include <array>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ggdiff::byte_level {
@@ -25,5 +26,12 @@ using PairRank = std::function<int(const std::string& first, const std::string& 
 // Merges `symbols` (a piece's byte symbols) the BPE way: while some adjacent pair has a rank,
 // every occurrence of the lowest-ranked pair is merged, left to right.
 std::vector<std::string> merge(std::vector<std::string> symbols, const PairRank& rank);
+
+// Tokenizes `text` whose special tokens (`specials`, longest first) are matched as they are
+// wherever `may_start` allows one to begin; the runs between them go through `plain`.
+std::vector<int> encode_with_specials(
+    const std::string& text, const std::vector<std::pair<std::string, int>>& specials,
+    const std::function<bool(unsigned char)>& may_start,
+    const std::function<std::vector<int>(const std::string&)>& plain);
 
 }  // namespace ggdiff::byte_level

@@ -64,8 +64,15 @@ bool is_mistral_folder(const fs::path& dir) {
 
 }  // namespace
 
-Result<std::string> find_llm_tokenizer(const std::vector<std::string>& model_paths,
-                                       const std::string& tokenizer_flag) {
+namespace {
+
+// The --llm-tokenizer flag or the first folder near the models that `usable` accepts (a folder
+// itself or its tokenizer/ subfolder for the flag); `holds` says what the flag's folder lacked,
+// `missing` is the error without the places looked in.
+Result<std::string> find_language_model_tokenizer(const std::vector<std::string>& model_paths,
+                                                  const std::string& tokenizer_flag,
+                                                  bool (*usable)(const fs::path&),
+                                                  const char* holds, const std::string& missing) {
     std::error_code ec;
     if (!tokenizer_flag.empty()) {
         const fs::path p(tokenizer_flag);
@@ -73,49 +80,37 @@ Result<std::string> find_llm_tokenizer(const std::vector<std::string>& model_pat
             return Status::Error("--llm-tokenizer " + tokenizer_flag + ": no such file or folder");
         }
         if (!fs::is_directory(p, ec)) return tokenizer_flag;
-        if (is_bpe_vocab_folder(p)) return tokenizer_flag;
-        if (is_bpe_vocab_folder(p / "tokenizer")) return (p / "tokenizer").string();
-        return Status::Error("--llm-tokenizer " + tokenizer_flag +
-                             ": the folder holds no vocab.json + merges.txt, tokenizer.json or "
-                             "tokenizer/ folder");
+        if (usable(p)) return tokenizer_flag;
+        if (usable(p / "tokenizer")) return (p / "tokenizer").string();
+        return Status::Error("--llm-tokenizer " + tokenizer_flag + ": the folder holds no " +
+                             holds + " or tokenizer/ folder");
     }
     const std::vector<fs::path> looked = folders_near(model_paths);
     for (const fs::path& dir : looked) {
-        if (is_bpe_vocab_folder(dir)) return dir.string();
+        if (usable(dir)) return dir.string();
     }
     const std::string places = join_paths(looked);
-    return Status::Error(
+    return Status::Error(missing + (places.empty() ? std::string() : "; looked in " + places));
+}
+
+}  // namespace
+
+Result<std::string> find_llm_tokenizer(const std::vector<std::string>& model_paths,
+                                       const std::string& tokenizer_flag) {
+    return find_language_model_tokenizer(
+        model_paths, tokenizer_flag, is_bpe_vocab_folder, "vocab.json + merges.txt, tokenizer.json",
         "no tokenizer found for the LLM text encoder: pass --llm-tokenizer with the folder "
         "holding its vocab.json and merges.txt (and added_tokens.json), or its tokenizer.json "
-        "(e.g. a diffusers model's tokenizer/ folder)" +
-        (places.empty() ? std::string() : "; looked in " + places));
+        "(e.g. a diffusers model's tokenizer/ folder)");
 }
 
 Result<std::string> find_mistral_tokenizer(const std::vector<std::string>& model_paths,
                                            const std::string& tokenizer_flag) {
-    std::error_code ec;
-    if (!tokenizer_flag.empty()) {
-        const fs::path p(tokenizer_flag);
-        if (!fs::exists(p, ec)) {
-            return Status::Error("--llm-tokenizer " + tokenizer_flag + ": no such file or folder");
-        }
-        if (!fs::is_directory(p, ec)) return tokenizer_flag;
-        if (is_mistral_folder(p)) return tokenizer_flag;
-        if (is_mistral_folder(p / "tokenizer")) return (p / "tokenizer").string();
-        return Status::Error("--llm-tokenizer " + tokenizer_flag +
-                             ": the folder holds no tekken.json, tokenizer.json or tokenizer/ "
-                             "folder");
-    }
-    const std::vector<fs::path> looked = folders_near(model_paths);
-    for (const fs::path& dir : looked) {
-        if (is_mistral_folder(dir)) return dir.string();
-    }
-    const std::string places = join_paths(looked);
-    return Status::Error(
+    return find_language_model_tokenizer(
+        model_paths, tokenizer_flag, is_mistral_folder, "tekken.json, tokenizer.json",
         "no tokenizer found for the Mistral text encoder: pass --llm-tokenizer with its "
         "tekken.json or tokenizer.json (Mistral-Small-3.1/3.2-24B-Instruct's, or a FLUX.2-dev "
-        "diffusers folder's tokenizer/)" +
-        (places.empty() ? std::string() : "; looked in " + places));
+        "diffusers folder's tokenizer/)");
 }
 
 Result<std::string> find_clip_merges(const std::string& model_path,

@@ -446,36 +446,9 @@ std::vector<int> MistralTokenizer::encode_plain(const std::string& text) const {
 }
 
 std::vector<int> MistralTokenizer::encode(const std::string& text) const {
-    std::vector<int> ids;
-    size_t start = 0;
-    size_t pos = 0;
-    while (pos < text.size()) {
-        const std::pair<std::string, int>* hit = nullptr;
-        if (special_first_byte_[static_cast<unsigned char>(text[pos])]) {
-            for (const auto& s : specials_) {
-                if (text.compare(pos, s.first.size(), s.first) == 0) {
-                    hit = &s;
-                    break;
-                }
-            }
-        }
-        if (!hit) {
-            ++pos;
-            continue;
-        }
-        if (pos > start) {
-            const std::vector<int> part = encode_plain(text.substr(start, pos - start));
-            ids.insert(ids.end(), part.begin(), part.end());
-        }
-        ids.push_back(hit->second);
-        pos += hit->first.size();
-        start = pos;
-    }
-    if (start < text.size()) {
-        const std::vector<int> part = encode_plain(text.substr(start));
-        ids.insert(ids.end(), part.begin(), part.end());
-    }
-    return ids;
+    return byte_level::encode_with_specials(
+        text, specials_, [this](unsigned char c) { return special_first_byte_[c]; },
+        [this](const std::string& run) { return encode_plain(run); });
 }
 
 std::string MistralTokenizer::decode(const std::vector<int>& ids) const {

@@ -317,36 +317,10 @@ std::vector<int> Qwen2Tokenizer::encode_plain(const std::string& text) const {
 }
 
 std::vector<int> Qwen2Tokenizer::encode(const std::string& text) const {
-    std::vector<int> ids;
-    size_t start = 0;
-    size_t pos = 0;
-    while (pos < text.size()) {
-        const std::pair<std::string, int>* hit = nullptr;
-        if (text[pos] == '<') {
-            for (const auto& a : added_) {
-                if (text.compare(pos, a.first.size(), a.first) == 0) {
-                    hit = &a;
-                    break;
-                }
-            }
-        }
-        if (!hit) {
-            ++pos;
-            continue;
-        }
-        if (pos > start) {
-            const std::vector<int> part = encode_plain(text.substr(start, pos - start));
-            ids.insert(ids.end(), part.begin(), part.end());
-        }
-        ids.push_back(hit->second);
-        pos += hit->first.size();
-        start = pos;
-    }
-    if (start < text.size()) {
-        const std::vector<int> part = encode_plain(text.substr(start));
-        ids.insert(ids.end(), part.begin(), part.end());
-    }
-    return ids;
+    // Added tokens all begin with '<' ("<|im_start|>", "<think>").
+    return byte_level::encode_with_specials(
+        text, added_, [](unsigned char c) { return c == '<'; },
+        [this](const std::string& run) { return encode_plain(run); });
 }
 
 std::string Qwen2Tokenizer::decode(const std::vector<int>& ids) const {

@@ -116,9 +116,10 @@ TEST(CApiMemory, SamplerAndSchedulerNamesAndParametersJson) {
     text = nullptr;
     ASSERT_EQ(ggdiff_list_schedulers(&text), 0);
     nlohmann::json schedulers = take_json(text);
-    ASSERT_EQ(schedulers.size(), 10u);  // FLUX's "flux" schedule is the tenth
+    ASSERT_EQ(schedulers.size(), 11u);  // FLUX's "flux" and FLUX.2's "flux2" come last
     EXPECT_EQ(schedulers[0]["name"], "discrete");
     EXPECT_NE(schedulers.dump().find("\"flux\""), std::string::npos);
+    EXPECT_NE(schedulers.dump().find("\"flux2\""), std::string::npos);
 
     text = nullptr;
     ASSERT_EQ(ggdiff_parameters_to_json(

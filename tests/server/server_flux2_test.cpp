@@ -3,7 +3,7 @@
 // out (euler on the flux2 schedule, CFG 7, 1024x1024) and that it takes reference images; a
 // native job with `ref_images` (base64 PNG) gives the golden edit image and differs from the
 // same job without them; a bad reference image is a 400 naming the field, and the server keeps
-// serving.
+// serving; OpenAI /v1/images/edits takes its input images as references.
 #include "../golden/flux2_e2e.h"
 #include "server_harness.h"
 
@@ -170,6 +170,39 @@ TEST(ServerFlux2, BadReferenceImageIsA400AndTheServerKeepsServing) {
     json one_step = edit_job(true);
     one_step["sample_params"]["sample_steps"] = 1;
     EXPECT_FALSE(job_image(c, one_step).empty());
+    EXPECT_TRUE(server.alive());
+}
+
+// OpenAI /v1/images/edits with a model that takes reference images: the input image is the
+// reference (and the init image, as stable-diffusion.cpp's server does), so strength 1 gives the
+// golden edit image; two input images are accepted (each a reference) and give another image.
+TEST(ServerFlux2, OpenAiEditsUseTheImagesAsReferences) {
+    if (!flux2::prerequisites_ok()) return;
+    ServerProcess server(flux2::model_args(), true, "", false);
+    auto c = server.client();
+    const std::vector<unsigned char> bytes = read_bytes(flux2::ref_image());
+    const std::string png(bytes.begin(), bytes.end());
+    auto edit = [&](int images) {
+        httplib::MultipartFormDataItems items = {{"prompt", "turn the red disc blue", "", ""},
+                                                 {"size", "64x64", "", ""},
+                                                 {"seed", "3", "", ""},
+                                                 {"steps", "4", "", ""},
+                                                 {"cfg_scale", "1", "", ""},
+                                                 {"strength", "1", "", ""}};
+        for (int i = 0; i < images; ++i) items.push_back({"image[]", png, "in.png", "image/png"});
+        auto r = c.Post("/v1/images/edits", items);
+        if (!r || r->status != 200) {
+            ADD_FAILURE() << (r ? r->body : httplib::to_string(r.error())) << "\n" << server.log();
+            return Image{};
+        }
+        return decode_b64_image(body_json(r)["data"][0]["b64_json"]);
+    };
+    const Image one = edit(1);
+    ASSERT_FALSE(one.empty());
+    EXPECT_LE(mean_abs(one, golden_like("flux2_edit.png", one)), flux2::tolerance());
+    const Image two = edit(2);
+    ASSERT_FALSE(two.empty());
+    EXPECT_GT(mean_abs(one, two), 1.0) << "the second reference image had no effect";
     EXPECT_TRUE(server.alive());
 }
 

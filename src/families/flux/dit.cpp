@@ -10,9 +10,6 @@ namespace ggdiff::models {
 namespace {
 
 constexpr float kNormEps = 1e-6f;
-constexpr int kTimeFeatures = 256;
-constexpr int kMaxPeriod = 10000;
-constexpr float kTimeFactor = 1000.0f;
 
 int count_blocks(const TensorProbe& p, const std::string& group, const std::string& probe) {
     int n = 0;
@@ -24,47 +21,22 @@ int count_blocks(const TensorProbe& p, const std::string& group, const std::stri
 // Linear, SiLU, Linear.
 ggml_tensor* scalar_embedder(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* v,
                              const std::string& p) {
-    ggml_tensor* f = ggml_timestep_embedding(c.ctx, ggml_scale(c.ctx, v, kTimeFactor),
-                                             kTimeFeatures, kMaxPeriod);
-    ggml_tensor* h = nn::linear(c, f, p + "in_layer", kTimeFeatures, cfg.hidden);
-    return nn::linear(c, ggml_silu(c.ctx, h), p + "out_layer", cfg.hidden, cfg.hidden);
+    return nn::scalar_embedder(c, v, p, cfg.hidden);
 }
 
-struct Qkv {
-    ggml_tensor *q, *k, *v;  // [hidden, T, N]; q and k normalized per head
-};
+using Qkv = nn::QkvHeads;
 
-// q, k, v (each [hidden, T, N], possibly views) -> per-head RMS-normalized q and k, v.
 Qkv norm_heads(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
                const std::string& norm) {
-    const int64_t t = q->ne[1], n = q->ne[2];
-    const int64_t d = cfg.head_dim, h = cfg.heads, hidden = cfg.hidden;
-    auto heads = [&](ggml_tensor* x) {
-        return ggml_view_4d(c.ctx, x, d, h, t, n, d * ggml_element_size(x), x->nb[1], x->nb[2], 0);
-    };
-    Qkv out;
-    out.q = nn::rms_norm(c, heads(q), norm + "query_norm.scale", d, kNormEps);
-    out.k = nn::rms_norm(c, heads(k), norm + "key_norm.scale", d, kNormEps);
-    out.q = ggml_reshape_3d(c.ctx, out.q, hidden, t, n);
-    out.k = ggml_reshape_3d(c.ctx, out.k, hidden, t, n);
-    out.v = ggml_is_contiguous(v) ? v : ggml_cont(c.ctx, v);
-    return out;
+    return nn::norm_qk_heads(c, q, k, v, norm, cfg.head_dim, cfg.heads, kNormEps);
 }
 
 // The attention inputs of one stream: the fused qkv projection `fused` (original layout),
 // or its separate q, k, v linears (diffusers layout: "<split>q", "<split>k", "<split>v").
 Qkv project_qkv(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, const std::string& fused,
                 const std::string& split, const std::string& norm) {
-    const int64_t hd = cfg.hidden;
-    if (cfg.split_qkv) {
-        return norm_heads(c, cfg, nn::linear(c, x, split + "q", hd, hd, cfg.qkv_bias),
-                          nn::linear(c, x, split + "k", hd, hd, cfg.qkv_bias),
-                          nn::linear(c, x, split + "v", hd, hd, cfg.qkv_bias), norm);
-    }
-    ggml_tensor* qkv = nn::linear(c, x, fused, hd, 3 * hd, cfg.qkv_bias);
-    return norm_heads(c, cfg, nn::feature_rows(c.ctx, qkv, 0, hd),
-                      nn::feature_rows(c.ctx, qkv, hd, hd),
-                      nn::feature_rows(c.ctx, qkv, 2 * hd, hd), norm);
+    return nn::project_qkv(c, x, fused, cfg.split_qkv, split, norm, cfg.head_dim, cfg.heads,
+                           cfg.qkv_bias, kNormEps);
 }
 
 struct Rope {
@@ -73,10 +45,7 @@ struct Rope {
 
 ggml_tensor* joint_attention(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* q, ggml_tensor* k,
                              ggml_tensor* v, const Rope& pe) {
-    const int h = static_cast<int>(cfg.heads);
-    q = nn::rope_pairs(c.ctx, q, pe.cos, pe.sin, h);
-    k = nn::rope_pairs(c.ctx, k, pe.cos, pe.sin, h);
-    return nn::attention(c.ctx, q, k, v, h);
+    return nn::rope_attention(c.ctx, q, k, v, pe.cos, pe.sin, static_cast<int>(cfg.heads));
 }
 
 ggml_tensor* gated(ggml_context* ctx, ggml_tensor* x, ggml_tensor* y, ggml_tensor* gate) {

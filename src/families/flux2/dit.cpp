@@ -12,8 +12,6 @@ namespace {
 
 constexpr float kNormEps = 1e-6f;
 constexpr int kTimeFeatures = 256;
-constexpr int kMaxPeriod = 10000;
-constexpr float kTimeFactor = 1000.0f;
 constexpr bool kBias = false;  // FLUX.2 has no biases anywhere
 
 // Blocks "<group>N." present under the prefix: the highest index + 1 (0: none).
@@ -49,48 +47,21 @@ Status expect_vector(const TensorProbe& p, const std::string& n, int64_t len) {
 // (cos half first), Linear, SiLU, Linear.
 ggml_tensor* scalar_embedder(nn::Ctx& c, const Flux2Config& cfg, ggml_tensor* v,
                              const std::string& p) {
-    ggml_tensor* f = ggml_timestep_embedding(c.ctx, ggml_scale(c.ctx, v, kTimeFactor),
-                                             kTimeFeatures, kMaxPeriod);
-    ggml_tensor* h = nn::linear(c, f, p + "in_layer", kTimeFeatures, cfg.hidden, kBias);
-    return nn::linear(c, ggml_silu(c.ctx, h), p + "out_layer", cfg.hidden, cfg.hidden, kBias);
+    return nn::scalar_embedder(c, v, p, cfg.hidden, kBias);
 }
 
-struct Qkv {
-    ggml_tensor *q, *k, *v;  // [hidden, T, N]; q and k normalized per head
-};
+using Qkv = nn::QkvHeads;
 
-// q, k, v (each [hidden, T, N], possibly views) -> per-head RMS-normalized q and k, v.
 Qkv norm_heads(nn::Ctx& c, const Flux2Config& cfg, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
                const std::string& norm) {
-    const int64_t t = q->ne[1], n = q->ne[2];
-    const int64_t d = cfg.head_dim, h = cfg.heads, hidden = cfg.hidden;
-    auto per_head = [&](ggml_tensor* x) {
-        // A view of x (itself possibly a view into a fused projection) as [d, heads, T, N].
-        return ggml_view_4d(c.ctx, x, d, h, t, n, d * ggml_element_size(x), x->nb[1], x->nb[2], 0);
-    };
-    Qkv out;
-    out.q = nn::rms_norm(c, per_head(q), norm + "query_norm.scale", d, kNormEps);
-    out.k = nn::rms_norm(c, per_head(k), norm + "key_norm.scale", d, kNormEps);
-    out.q = ggml_reshape_3d(c.ctx, out.q, hidden, t, n);
-    out.k = ggml_reshape_3d(c.ctx, out.k, hidden, t, n);
-    out.v = ggml_is_contiguous(v) ? v : ggml_cont(c.ctx, v);
-    return out;
+    return nn::norm_qk_heads(c, q, k, v, norm, cfg.head_dim, cfg.heads, kNormEps);
 }
 
 // The attention inputs of one stream of a double block: its fused qkv projection, or (the
 // diffusers layout) separate q, k, v linears.
 Qkv project_qkv(nn::Ctx& c, const Flux2Config& cfg, ggml_tensor* x, const std::string& attn) {
-    const int64_t hd = cfg.hidden;
-    const std::string norm = attn + "norm.";
-    if (cfg.split_qkv) {
-        return norm_heads(c, cfg, nn::linear(c, x, attn + "q", hd, hd, kBias),
-                          nn::linear(c, x, attn + "k", hd, hd, kBias),
-                          nn::linear(c, x, attn + "v", hd, hd, kBias), norm);
-    }
-    ggml_tensor* qkv = nn::linear(c, x, attn + "qkv", hd, 3 * hd, kBias);
-    return norm_heads(c, cfg, nn::feature_rows(c.ctx, qkv, 0, hd),
-                      nn::feature_rows(c.ctx, qkv, hd, hd),
-                      nn::feature_rows(c.ctx, qkv, 2 * hd, hd), norm);
+    return nn::project_qkv(c, x, attn + "qkv", cfg.split_qkv, attn, attn + "norm.", cfg.head_dim,
+                           cfg.heads, kBias, kNormEps);
 }
 
 struct Rope {
@@ -99,10 +70,7 @@ struct Rope {
 
 ggml_tensor* joint_attention(nn::Ctx& c, const Flux2Config& cfg, ggml_tensor* q, ggml_tensor* k,
                              ggml_tensor* v, const Rope& pe) {
-    const int h = static_cast<int>(cfg.heads);
-    q = nn::rope_pairs(c.ctx, q, pe.cos, pe.sin, h);
-    k = nn::rope_pairs(c.ctx, k, pe.cos, pe.sin, h);
-    return nn::attention(c.ctx, q, k, v, h);
+    return nn::rope_attention(c.ctx, q, k, v, pe.cos, pe.sin, static_cast<int>(cfg.heads));
 }
 
 ggml_tensor* gated(ggml_context* ctx, ggml_tensor* x, ggml_tensor* y, ggml_tensor* gate) {

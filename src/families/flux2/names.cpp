@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "io/name_util.h"
+#include "pipeline/parts/dit_lora_names.h"
 #include "runtime/module_runner.h"
 
 namespace ggdiff {
@@ -67,11 +68,7 @@ constexpr const char* kFinalShiftScale = "final_layer.adaLN_modulation.1";
 constexpr const char* kFinalScaleShift = "final_layer.adaLN_scale_shift";
 
 // The fused q/k/v of a double block's stream in the original naming and its split parts.
-struct Fused {
-    const char* original;  // "img_attn.qkv"
-    const char* split[3];  // original split names
-};
-const Fused kFused[] = {
+const std::vector<dit_lora::FusedQkv> kFused = {
     {"img_attn.qkv", {"img_attn.q", "img_attn.k", "img_attn.v"}},
     {"txt_attn.qkv", {"txt_attn.q", "txt_attn.k", "txt_attn.v"}},
 };
@@ -103,37 +100,6 @@ const char* diffusers_of(const std::string& original, const Member (&table)[K]) 
         if (!m.norm && original == m.original) return m.diffusers;
     }
     return nullptr;
-}
-
-std::string underscores(std::string s) {
-    std::replace(s.begin(), s.end(), '.', '_');
-    return s;
-}
-
-// Keys of an original-form module path (relative to the DiT): kohya "lora_unet_", ComfyUI
-// "diffusion_model.", bare, and stable-diffusion.cpp's converted files (the canonical name).
-void original_keys(const std::string& path, std::vector<std::string>* keys) {
-    const std::string u = underscores(path);
-    for (const char* p : {"unet_", "diffusion_model_", "", "model_diffusion_model_"})
-        keys->push_back(p + u);
-}
-
-// Keys of a diffusers module path: PEFT "transformer." (or "base_model.model." / none, which
-// the normalization strips), SimpleTuner "lycoris_".
-void diffusers_keys(const std::string& path, std::vector<std::string>* keys) {
-    const std::string u = underscores(path);
-    for (const char* p : {"transformer_", "", "lycoris_"}) keys->push_back(p + u);
-}
-
-void add_row_keys(const std::vector<std::string>& keys, const std::vector<LoraRows>& rows,
-                  std::vector<LoraRowKey>* out) {
-    for (const std::string& k : keys) out->push_back({k, rows});
-}
-
-// The (shift, scale) <-> (scale, shift) halves of a modulation with `rows` rows.
-std::vector<LoraRows> swapped_halves(int64_t rows) {
-    const int64_t h = rows / 2;
-    return {{0, h, h}, {h, 0, h}};
 }
 
 }  // namespace
@@ -170,19 +136,20 @@ std::vector<std::string> flux2_lora_keys(const std::string& weight) {
     std::vector<std::string> keys;
     if (!ends_with(weight, ".weight")) return keys;
     const std::string path = weight.substr(0, weight.size() - 7);
-    original_keys(path, &keys);
+    dit_lora::original_keys(path, &keys);
     // The diffusers path where the weight is one diffusers linear as it is (the fused qkv and
     // the final (shift, scale) modulation are row keys).
     int i = 0;
     std::string rest;
     if (take_indexed(path, "double_blocks.", &i, &rest)) {
         if (const char* d = diffusers_of(rest, kDoubleMembers))
-            diffusers_keys("transformer_blocks." + std::to_string(i) + "." + d, &keys);
+            dit_lora::diffusers_keys("transformer_blocks." + std::to_string(i) + "." + d, &keys);
     } else if (take_indexed(path, "single_blocks.", &i, &rest)) {
         if (const char* d = diffusers_of(rest, kSingleMembers))
-            diffusers_keys("single_transformer_blocks." + std::to_string(i) + "." + d, &keys);
+            dit_lora::diffusers_keys("single_transformer_blocks." + std::to_string(i) + "." + d,
+                                     &keys);
     } else if (const char* d = diffusers_of(path, kTopMembers)) {
-        diffusers_keys(d, &keys);
+        dit_lora::diffusers_keys(d, &keys);
     }
     return keys;
 }
@@ -193,15 +160,8 @@ std::vector<LoraRowKey> flux2_lora_row_keys(const std::string& weight,
     if (!ends_with(weight, ".weight") || shape.size() < 2) return out;
     const std::string path = weight.substr(0, weight.size() - 7);
     const int64_t rows = shape[0];
-    std::vector<std::string> keys;
-    if (path == kFinalShiftScale) {  // a diffusers norm_out LoRA, swapped
-        diffusers_keys("norm_out.linear", &keys);
-        add_row_keys(keys, swapped_halves(rows), &out);
-        return out;
-    }
-    if (path == kFinalScaleShift) {  // an original-form LoRA on a diffusers-loaded model
-        original_keys(kFinalShiftScale, &keys);
-        add_row_keys(keys, swapped_halves(rows), &out);
+    if (dit_lora::swapped_modulation_row_keys(path, rows, kFinalShiftScale, kFinalScaleShift,
+                                              "norm_out.linear", &out)) {
         return out;
     }
     int i = 0;
@@ -209,41 +169,15 @@ std::vector<LoraRowKey> flux2_lora_row_keys(const std::string& weight,
     if (!take_indexed(path, "double_blocks.", &i, &rest)) return out;
     const std::string block = "double_blocks." + std::to_string(i) + ".";
     const std::string dblock = "transformer_blocks." + std::to_string(i) + ".";
-    for (const Fused& f : kFused) {
-        if (rest == f.original) {  // a third for each of diffusers' q, k, v
-            const int64_t h = rows / 3;
-            for (int j = 0; j < 3; ++j) {
-                std::vector<std::string> k;
-                diffusers_keys(dblock + diffusers_of(f.split[j], kDoubleMembers), &k);
-                add_row_keys(k, {{0, j * h, h}}, &out);
-            }
-            return out;
-        }
-        for (int j = 0; j < 3; ++j) {
-            if (rest == f.split[j]) {  // a third of a fused-form LoRA's output
-                original_keys(block + f.original, &keys);
-                add_row_keys(keys, {{j * rows, 0, rows}}, &out);
-                return out;
-            }
-        }
-    }
+    dit_lora::fused_qkv_row_keys(
+        rest, rows, block, dblock, kFused,
+        [](const char* split) { return diffusers_of(split, kDoubleMembers); }, &out);
     return out;
 }
 
 LoraTarget flux2_lora_target(ModuleRunner& runner) {
-    const std::string prefix = kDit;
-    LoraTarget t;
-    t.label = "FLUX.2 DiT";
-    t.runner = &runner;
-    t.keys = [prefix](const std::string& weight) {
-        if (!starts_with(weight, prefix)) return std::vector<std::string>{};
-        return flux2_lora_keys(weight.substr(prefix.size()));
-    };
-    t.row_keys = [prefix](const std::string& weight, const std::vector<int64_t>& shape) {
-        if (!starts_with(weight, prefix)) return std::vector<LoraRowKey>{};
-        return flux2_lora_row_keys(weight.substr(prefix.size()), shape);
-    };
-    return t;
+    return dit_lora::dit_lora_target(runner, "FLUX.2 DiT", kDit, flux2_lora_keys,
+                                     flux2_lora_row_keys);
 }
 
 namespace {

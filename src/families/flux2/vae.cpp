@@ -1,6 +1,6 @@
 #include "families/flux2/vae.h"
 
-#include "pipeline/parts/module_setup.h"
+#include "pipeline/parts/kl_autoencoder.h"
 
 namespace ggdiff {
 namespace {
@@ -86,16 +86,7 @@ Result<std::unique_ptr<Flux2Autoencoder>> Flux2Autoencoder::create(const FamilyC
     }
     auto a = std::unique_ptr<Flux2Autoencoder>(new Flux2Autoencoder());
     a->cfg_ = cfg;
-    auto runner = make_module(ctx, where, "VAE", [&cfg](GraphBuilder& gb) {
-        HostTensor z({8, 8, cfg.z_channels, 1});
-        std::vector<ggml_tensor*> outs{models::build_vae_decode(gb.nn(), cfg, gb.input(z))};
-        if (cfg.has_encoder) {
-            const int64_t s = 8 * cfg.downscale();
-            HostTensor img({s, s, cfg.in_channels, 1});
-            outs.push_back(models::build_vae_encode(gb.nn(), cfg, gb.input(img)));
-        }
-        return outs;
-    });
+    auto runner = make_kl_vae_module(ctx, where, cfg);
     if (!runner.ok()) return runner.status();
     a->runner_ = std::move(*runner);
     return a;

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "io/name_util.h"
+#include "pipeline/parts/dit_lora_names.h"
 #include "runtime/module_runner.h"
 
 namespace ggdiff {
@@ -65,11 +66,7 @@ constexpr const char* kFinalShiftScale = "final_layer.adaLN_modulation.1";
 constexpr const char* kFinalScaleShift = "final_layer.adaLN_scale_shift";
 
 // The fused q/k/v of the original naming and their split parts.
-struct Fused {
-    const char* original;  // "x_block.attn.qkv"
-    const char* split[3];  // original split names
-};
-const Fused kFused[] = {
+const std::vector<dit_lora::FusedQkv> kFused = {
     {"x_block.attn.qkv", {"x_block.attn.q", "x_block.attn.k", "x_block.attn.v"}},
     {"context_block.attn.qkv",
      {"context_block.attn.q", "context_block.attn.k", "context_block.attn.v"}},
@@ -84,42 +81,11 @@ bool take_member(const std::string& s, const char* member, std::string* rest) {
     return true;
 }
 
-std::string underscores(std::string s) {
-    std::replace(s.begin(), s.end(), '.', '_');
-    return s;
-}
-
 const char* diffusers_member(const char* original) {
     for (const Member& m : kBlockMembers) {
         if (std::string(original) == m.original) return m.diffusers;
     }
     return nullptr;
-}
-
-// Keys of an original-form module path (relative to the MMDiT): kohya, ComfyUI, bare and
-// stable-diffusion.cpp's converted files (the canonical name).
-void original_keys(const std::string& path, std::vector<std::string>* keys) {
-    const std::string u = underscores(path);
-    for (const char* p : {"unet_", "diffusion_model_", "", "model_diffusion_model_"})
-        keys->push_back(p + u);
-}
-
-// Keys of a diffusers module path: PEFT "transformer." (or "base_model.model." / none,
-// which the normalization strips), OneTrainer "lora_transformer_", SimpleTuner "lycoris_".
-void diffusers_keys(const std::string& path, std::vector<std::string>* keys) {
-    const std::string u = underscores(path);
-    for (const char* p : {"transformer_", "", "lycoris_"}) keys->push_back(p + u);
-}
-
-void add_row_keys(const std::vector<std::string>& keys, const std::vector<LoraRows>& rows,
-                  std::vector<LoraRowKey>* out) {
-    for (const std::string& k : keys) out->push_back({k, rows});
-}
-
-// The (shift, scale) <-> (scale, shift) halves of a modulation with `rows` rows.
-std::vector<LoraRows> swapped_halves(int64_t rows) {
-    const int64_t h = rows / 2;
-    return {{0, h, h}, {h, 0, h}};
 }
 
 }  // namespace
@@ -174,21 +140,22 @@ std::vector<std::string> sd3_lora_keys(const std::string& weight) {
     std::vector<std::string> keys;
     if (!ends_with(weight, ".weight")) return keys;
     const std::string path = weight.substr(0, weight.size() - 7);
-    original_keys(path, &keys);
+    dit_lora::original_keys(path, &keys);
     // The diffusers path where the weight is one diffusers linear as it is.
     int i = 0;
     std::string rest;
     if (take_indexed(path, "joint_blocks.", &i, &rest)) {
         const std::string block = "transformer_blocks." + std::to_string(i) + ".";
         if (rest == kContextScaleShift) {
-            diffusers_keys(block + "norm1_context.linear", &keys);
+            dit_lora::diffusers_keys(block + "norm1_context.linear", &keys);
         } else if (rest != kContextShiftScale) {  // by its shape: row keys
-            if (const char* d = diffusers_member(rest.c_str())) diffusers_keys(block + d, &keys);
+            if (const char* d = diffusers_member(rest.c_str()))
+                dit_lora::diffusers_keys(block + d, &keys);
         }
         return keys;
     }
     for (const Member& m : kTopMembers) {
-        if (path == m.original) diffusers_keys(m.diffusers, &keys);
+        if (path == m.original) dit_lora::diffusers_keys(m.diffusers, &keys);
     }
     return keys;
 }
@@ -200,14 +167,8 @@ std::vector<LoraRowKey> sd3_lora_row_keys(const std::string& weight,
     const std::string path = weight.substr(0, weight.size() - 7);
     const int64_t rows = shape[0];
     std::vector<std::string> keys;
-    if (path == kFinalShiftScale) {  // a diffusers norm_out LoRA, swapped
-        diffusers_keys("norm_out.linear", &keys);
-        add_row_keys(keys, swapped_halves(rows), &out);
-        return out;
-    }
-    if (path == kFinalScaleShift) {  // an original-form LoRA on a diffusers-loaded model
-        original_keys(kFinalShiftScale, &keys);
-        add_row_keys(keys, swapped_halves(rows), &out);
+    if (dit_lora::swapped_modulation_row_keys(path, rows, kFinalShiftScale, kFinalScaleShift,
+                                              "norm_out.linear", &out)) {
         return out;
     }
     int i = 0;
@@ -217,52 +178,24 @@ std::vector<LoraRowKey> sd3_lora_row_keys(const std::string& weight,
     const std::string dblock = "transformer_blocks." + std::to_string(i) + ".";
     if (rest == kContextShiftScale) {
         // The pre-only block's (2 chunks: shift, scale) is diffusers' (scale, shift) norm.
-        diffusers_keys(dblock + "norm1_context.linear", &keys);
+        dit_lora::diffusers_keys(dblock + "norm1_context.linear", &keys);
         const bool pre_only = rows == 2 * shape[1];
-        add_row_keys(keys, pre_only ? swapped_halves(rows) : std::vector<LoraRows>{{0, 0, rows}},
-                     &out);
+        dit_lora::add_row_keys(
+            keys, pre_only ? dit_lora::swapped_halves(rows) : std::vector<LoraRows>{{0, 0, rows}},
+            &out);
         return out;
     }
     if (rest == kContextScaleShift) {
-        original_keys(block + kContextShiftScale, &keys);
-        add_row_keys(keys, swapped_halves(rows), &out);
+        dit_lora::original_keys(block + kContextShiftScale, &keys);
+        dit_lora::add_row_keys(keys, dit_lora::swapped_halves(rows), &out);
         return out;
     }
-    for (const Fused& f : kFused) {
-        if (rest == f.original) {  // a third for each of diffusers' q, k, v
-            const int64_t h = rows / 3;
-            for (int j = 0; j < 3; ++j) {
-                std::vector<std::string> k;
-                diffusers_keys(dblock + diffusers_member(f.split[j]), &k);
-                add_row_keys(k, {{0, j * h, h}}, &out);
-            }
-            return out;
-        }
-        for (int j = 0; j < 3; ++j) {
-            if (rest == f.split[j]) {  // a third of a fused-form LoRA's output
-                original_keys(block + f.original, &keys);
-                add_row_keys(keys, {{j * rows, 0, rows}}, &out);
-                return out;
-            }
-        }
-    }
+    dit_lora::fused_qkv_row_keys(rest, rows, block, dblock, kFused, diffusers_member, &out);
     return out;
 }
 
 LoraTarget sd3_lora_target(ModuleRunner& runner) {
-    const std::string prefix = kDit;
-    LoraTarget t;
-    t.label = "MMDiT";
-    t.runner = &runner;
-    t.keys = [prefix](const std::string& weight) {
-        if (!starts_with(weight, prefix)) return std::vector<std::string>{};
-        return sd3_lora_keys(weight.substr(prefix.size()));
-    };
-    t.row_keys = [prefix](const std::string& weight, const std::vector<int64_t>& shape) {
-        if (!starts_with(weight, prefix)) return std::vector<LoraRowKey>{};
-        return sd3_lora_row_keys(weight.substr(prefix.size()), shape);
-    };
-    return t;
+    return dit_lora::dit_lora_target(runner, "MMDiT", kDit, sd3_lora_keys, sd3_lora_row_keys);
 }
 
 namespace {

@@ -8,12 +8,10 @@
 
 namespace ggdiff {
 
-Result<std::unique_ptr<KlAutoencoder>> KlAutoencoder::create(const FamilyContext& ctx,
-                                                             const ModuleDevices& where,
-                                                             const models::VaeConfig& cfg) {
-    auto a = std::unique_ptr<KlAutoencoder>(new KlAutoencoder());
-    a->cfg_ = cfg;
-    auto runner = make_module(ctx, where, "VAE", [&cfg](GraphBuilder& gb) {
+Result<std::unique_ptr<ModuleRunner>> make_kl_vae_module(const FamilyContext& ctx,
+                                                         const ModuleDevices& where,
+                                                         const models::VaeConfig& cfg) {
+    return make_module(ctx, where, "VAE", [&cfg](GraphBuilder& gb) {
         HostTensor z({8, 8, cfg.z_channels, 1});
         std::vector<ggml_tensor*> outs{models::build_vae_decode(gb.nn(), cfg, gb.input(z))};
         if (cfg.has_encoder) {
@@ -23,6 +21,14 @@ Result<std::unique_ptr<KlAutoencoder>> KlAutoencoder::create(const FamilyContext
         }
         return outs;
     });
+}
+
+Result<std::unique_ptr<KlAutoencoder>> KlAutoencoder::create(const FamilyContext& ctx,
+                                                             const ModuleDevices& where,
+                                                             const models::VaeConfig& cfg) {
+    auto a = std::unique_ptr<KlAutoencoder>(new KlAutoencoder());
+    a->cfg_ = cfg;
+    auto runner = make_kl_vae_module(ctx, where, cfg);
     if (!runner.ok()) return runner.status();
     a->runner_ = std::move(*runner);
     return a;

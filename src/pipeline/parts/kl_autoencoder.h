@@ -12,6 +12,12 @@
 
 namespace ggdiff {
 
+// The runner of an LDM KL VAE with `cfg` on `where` (its decoder, and its encoder when the
+// file has one, declared from representative graphs).
+Result<std::unique_ptr<ModuleRunner>> make_kl_vae_module(const FamilyContext& ctx,
+                                                         const ModuleDevices& where,
+                                                         const models::VaeConfig& cfg);
+
 class KlAutoencoder : public Autoencoder {
   public:
     // cfg.scale_factor / shift_factor: the family's latent normalization.

@@ -1,0 +1,97 @@
+#include "pipeline/parts/dit_lora_names.h"
+
+#include <algorithm>
+
+#include "io/name_util.h"
+
+namespace ggdiff::dit_lora {
+namespace {
+
+std::string underscores(std::string s) {
+    std::replace(s.begin(), s.end(), '.', '_');
+    return s;
+}
+
+}  // namespace
+
+void original_keys(const std::string& path, std::vector<std::string>* keys) {
+    const std::string u = underscores(path);
+    for (const char* p : {"unet_", "diffusion_model_", "", "model_diffusion_model_"})
+        keys->push_back(p + u);
+}
+
+void diffusers_keys(const std::string& path, std::vector<std::string>* keys) {
+    const std::string u = underscores(path);
+    for (const char* p : {"transformer_", "", "lycoris_"}) keys->push_back(p + u);
+}
+
+void add_row_keys(const std::vector<std::string>& keys, const std::vector<LoraRows>& rows,
+                  std::vector<LoraRowKey>* out) {
+    for (const std::string& k : keys) out->push_back({k, rows});
+}
+
+std::vector<LoraRows> swapped_halves(int64_t rows) {
+    const int64_t h = rows / 2;
+    return {{0, h, h}, {h, 0, h}};
+}
+
+bool swapped_modulation_row_keys(const std::string& path, int64_t rows, const char* shift_scale,
+                                 const char* scale_shift, const char* diffusers_name,
+                                 std::vector<LoraRowKey>* out) {
+    std::vector<std::string> keys;
+    if (path == shift_scale) {  // a diffusers LoRA, swapped
+        diffusers_keys(diffusers_name, &keys);
+    } else if (path == scale_shift) {  // an original-form LoRA on a diffusers-loaded model
+        original_keys(shift_scale, &keys);
+    } else {
+        return false;
+    }
+    add_row_keys(keys, swapped_halves(rows), out);
+    return true;
+}
+
+bool fused_qkv_row_keys(const std::string& rest, int64_t rows, const std::string& block,
+                        const std::string& dblock, const std::vector<FusedQkv>& fused,
+                        const std::function<const char*(const char*)>& diffusers_member,
+                        std::vector<LoraRowKey>* out) {
+    for (const FusedQkv& f : fused) {
+        if (rest == f.original) {  // a third for each of diffusers' q, k, v
+            const int64_t h = rows / 3;
+            for (int j = 0; j < 3; ++j) {
+                std::vector<std::string> k;
+                diffusers_keys(dblock + diffusers_member(f.split[j]), &k);
+                add_row_keys(k, {{0, j * h, h}}, out);
+            }
+            return true;
+        }
+        for (int j = 0; j < 3; ++j) {
+            if (rest == f.split[j]) {  // a third of a fused-form LoRA's output
+                std::vector<std::string> keys;
+                original_keys(block + f.original, &keys);
+                add_row_keys(keys, {{j * rows, 0, rows}}, out);
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+LoraTarget dit_lora_target(ModuleRunner& runner, const char* label, const std::string& prefix,
+                           std::vector<std::string> (*keys)(const std::string& weight),
+                           std::vector<LoraRowKey> (*row_keys)(const std::string& weight,
+                                                               const std::vector<int64_t>& shape)) {
+    LoraTarget t;
+    t.label = label;
+    t.runner = &runner;
+    t.keys = [prefix, keys](const std::string& weight) {
+        if (!starts_with(weight, prefix)) return std::vector<std::string>{};
+        return keys(weight.substr(prefix.size()));
+    };
+    t.row_keys = [prefix, row_keys](const std::string& weight, const std::vector<int64_t>& shape) {
+        if (!starts_with(weight, prefix)) return std::vector<LoraRowKey>{};
+        return row_keys(weight.substr(prefix.size()), shape);
+    };
+    return t;
+}
+
+}  // namespace ggdiff::dit_lora
