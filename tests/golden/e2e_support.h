@@ -89,9 +89,9 @@ inline std::string fixture_path() {
     return std::string(GGDIFF_BINARY_DIR) + "/fixtures/sd1_mc32.safetensors";
 }
 
-// The manifest as JSON; an empty object (and a test failure) when it cannot be read.
-inline nlohmann::json load_manifest() {
-    std::ifstream in(manifest_path());
+// A manifest as JSON; an empty object when it cannot be read.
+inline nlohmann::json read_manifest(const std::string& path) {
+    std::ifstream in(path);
     if (!in) return nlohmann::json::object();
     try {
         return nlohmann::json::parse(in);
@@ -100,9 +100,48 @@ inline nlohmann::json load_manifest() {
     }
 }
 
+inline nlohmann::json load_manifest() {
+    return read_manifest(manifest_path());
+}
+
 inline double manifest_tolerance() {
     const nlohmann::json m = load_manifest();
     return m.value("/tolerance/mean_abs_diff_max"_json_pointer, 1.5);
+}
+
+// The golden suite in folder `dir` (its manifest.json): the tolerance, and the request
+// arguments of case `id` with `@FILE` resolved to FILE in `dir` (empty when there is no such
+// case).
+inline double suite_tolerance(const std::string& dir) {
+    return read_manifest(dir + "/manifest.json")
+        .value("/tolerance/mean_abs_diff_max"_json_pointer, 1.5);
+}
+inline std::vector<std::string> suite_case_args(const std::string& dir, const std::string& id) {
+    const nlohmann::json m = read_manifest(dir + "/manifest.json");
+    for (const auto& c : m.value("cases", nlohmann::json::array())) {
+        if (c.value("id", "") != id) continue;
+        std::vector<std::string> args = c.value("args", std::vector<std::string>{});
+        for (std::string& a : args) {
+            if (!a.empty() && a[0] == '@') a = dir + "/" + a.substr(1);
+        }
+        return args;
+    }
+    return {};
+}
+
+// `args` (flag, value pairs) with the value of `flag` replaced by `file`, or the pair dropped
+// when `file` is empty.
+inline std::vector<std::string> with_flag_value(const std::vector<std::string>& args,
+                                                const std::string& flag, const std::string& file) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i + 1 < args.size(); i += 2) {
+        if (args[i] != flag) {
+            out.insert(out.end(), {args[i], args[i + 1]});
+        } else if (!file.empty()) {
+            out.insert(out.end(), {flag, file});
+        }
+    }
+    return out;
 }
 
 // Records a failure (and returns false) unless the fixture and the binary exist.

@@ -35,31 +35,16 @@ inline std::string vae() {
 }
 
 inline nlohmann::json manifest() {
-    std::ifstream in(suite_dir() + "/manifest.json");
-    if (!in) return nlohmann::json::object();
-    try {
-        return nlohmann::json::parse(in);
-    } catch (const std::exception&) {
-        return nlohmann::json::object();
-    }
+    return read_manifest(suite_dir() + "/manifest.json");
 }
 
 inline double tolerance() {
-    return manifest().value("/tolerance/mean_abs_diff_max"_json_pointer, 1.5);
+    return suite_tolerance(suite_dir());
 }
 
-// The request arguments of case `id`, with `@FILE` resolved to FILE in the suite folder
-// (empty when the manifest has no such case).
+// The request arguments of case `id`, `@FILE` resolved (empty when there is no such case).
 inline std::vector<std::string> case_args(const std::string& id) {
-    for (const auto& c : manifest().value("cases", nlohmann::json::array())) {
-        if (c.value("id", "") != id) continue;
-        std::vector<std::string> args = c.value("args", std::vector<std::string>{});
-        for (std::string& a : args) {
-            if (!a.empty() && a[0] == '@') a = golden(a.substr(1));
-        }
-        return args;
-    }
-    return {};
+    return suite_case_args(suite_dir(), id);
 }
 
 // The output files of case `id` in the suite folder (empty when there is no such case).
@@ -84,15 +69,7 @@ inline std::vector<std::string> model_args() {
 // model_args() with the value of `flag` replaced by `file` (or dropped with its flag when
 // `file` is empty).
 inline std::vector<std::string> model_args_with(const std::string& flag, const std::string& file) {
-    std::vector<std::string> args = model_args(), out;
-    for (size_t i = 0; i + 1 < args.size(); i += 2) {
-        if (args[i] != flag) {
-            out.insert(out.end(), {args[i], args[i + 1]});
-        } else if (!file.empty()) {
-            out.insert(out.end(), {flag, file});
-        }
-    }
-    return out;
+    return with_flag_value(model_args(), flag, file);
 }
 
 // Records a failure (and returns false) unless the binary, the fixture files and the tokenizer

@@ -33,25 +33,16 @@ inline std::string vae() {
 }
 
 inline nlohmann::json manifest() {
-    std::ifstream in(suite_dir() + "/manifest.json");
-    if (!in) return nlohmann::json::object();
-    try {
-        return nlohmann::json::parse(in);
-    } catch (const std::exception&) {
-        return nlohmann::json::object();
-    }
+    return read_manifest(suite_dir() + "/manifest.json");
 }
 
 inline double tolerance() {
-    return manifest().value("/tolerance/mean_abs_diff_max"_json_pointer, 1.5);
+    return suite_tolerance(suite_dir());
 }
 
-// The request arguments of case `id` (empty when the manifest has no such case).
+// The request arguments of case `id`, `@FILE` resolved (empty when there is no such case).
 inline std::vector<std::string> case_args(const std::string& id) {
-    for (const auto& c : manifest().value("cases", nlohmann::json::array())) {
-        if (c.value("id", "") == id) return c.value("args", std::vector<std::string>{});
-    }
-    return {};
+    return suite_case_args(suite_dir(), id);
 }
 
 // The four component files and both tokenizers.
