@@ -1,38 +1,9 @@
 #include "families/flux2/mistral_text.h"
 
-#include <algorithm>
-
 #include "core/log.h"
 #include "tokenizers/find_tokenizer.h"
 
 namespace ggdiff {
-
-namespace {
-
-// LlmTextEncoder's states [3 * hidden, T, 1], then zero rows up to 512 tokens.
-class Flux2DevConditioner : public TextConditioner {
-  public:
-    Flux2DevConditioner(std::unique_ptr<LlmTextEncoder> encoder, ChatTemplate tmpl)
-        : encoder_(std::move(encoder)), template_(std::move(tmpl)) {}
-
-    Result<Conditioning> encode(const TextRequest& request) override {
-        auto h = encoder_->encode(request.prompt, template_);
-        if (!h.ok()) return h.status();
-        const int64_t width = h->dim(0), n = h->dim(1);
-        Conditioning c;
-        c.context = HostTensor({width, std::max(n, kFlux2DevTextRows), 1});
-        std::copy(h->data.begin(), h->data.end(), c.context.data.begin());
-        return c;
-    }
-
-    void end_phase() override { encoder_->end_phase(); }
-
-  private:
-    std::unique_ptr<LlmTextEncoder> encoder_;
-    ChatTemplate template_;
-};
-
-}  // namespace
 
 const std::string& flux2_dev_prompt_prefix() {
     static const std::string s =
@@ -52,6 +23,7 @@ ChatTemplate flux2_dev_template() {
     t.prefix = flux2_dev_prompt_prefix();
     t.suffix = flux2_dev_prompt_suffix();
     t.out_layers = flux2_dev_text_layers();
+    t.pad_states = static_cast<int>(kFlux2DevTextRows);
     return t;
 }
 
@@ -96,13 +68,6 @@ Result<std::shared_ptr<const MistralTokenizer>> load_mistral_tokenizer(
 Result<std::unique_ptr<TextConditioner>> make_flux2_dev_conditioner(
     const FamilyContext& ctx, const models::QwenLlmConfig& llm,
     std::shared_ptr<const MistralTokenizer> tokenizer) {
-    const int needed = flux2_dev_text_layers().back() + 1;
-    if (llm.layers < needed) {
-        return Status::Error(string_format(
-            "the Mistral text encoder has %lld layers; FLUX.2 dev reads the states after layers "
-            "10, 20 and 30",
-            (long long)llm.layers));
-    }
     for (const char* special : {"[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[INST]", "[/INST]"}) {
         if (tokenizer->token_to_id(special) < 0) {
             return Status::Error(std::string("the Mistral tokenizer has no ") + special +
@@ -117,7 +82,7 @@ Result<std::unique_ptr<TextConditioner>> make_flux2_dev_conditioner(
     auto encoder =
         LlmTextEncoder::create(ctx, ctx.placement.te, llm, std::move(tokenizer), "LLM", tmpl);
     if (!encoder.ok()) return encoder.status();
-    return std::unique_ptr<TextConditioner>(new Flux2DevConditioner(std::move(*encoder), tmpl));
+    return std::unique_ptr<TextConditioner>(new LlmConditioner(std::move(*encoder), tmpl));
 }
 
 }  // namespace ggdiff

@@ -40,8 +40,8 @@ Result<std::shared_ptr<const MistralTokenizer>> load_mistral_tokenizer(
     const FamilyContext& ctx, const std::string& llm_prefix);
 
 // The template for LlmTextEncoder: the prefix and suffix above, the three layers, no token
-// padding (LlmTextEncoder tokenizes the template's parts and each emphasis run on their own,
-// as the reference does).
+// padding but the states zero-padded to 512 rows (LlmTextEncoder tokenizes the template's
+// parts and each emphasis run on their own, as the reference does).
 ChatTemplate flux2_dev_template();
 
 // FLUX.2 dev's text conditioner for the LLM `llm` (detect_mistral_llm under --llm's prefix),

@@ -83,11 +83,6 @@ Result<Family> load(const FamilyContext& ctx) {
             (long long)llm->hidden, (long long)tmpl.width(llm->hidden),
             (long long)dit->context_dim));
     }
-    if (llm->layers <= tmpl.last_layer()) {
-        return Status::Error(string_format(
-            "the text encoder has %lld layers; FLUX.2 %s reads the output of layer %d",
-            (long long)llm->layers, dev ? "dev" : "klein", tmpl.last_layer() + 1));
-    }
     std::shared_ptr<const MistralTokenizer> mistral_tok;
     std::shared_ptr<const Qwen2Tokenizer> qwen_tok;
     if (dev) {

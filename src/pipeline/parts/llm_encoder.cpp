@@ -56,6 +56,12 @@ Result<std::shared_ptr<const Qwen2Tokenizer>> load_llm_tokenizer(const FamilyCon
 Result<std::unique_ptr<LlmTextEncoder>> LlmTextEncoder::create(
     const FamilyContext& ctx, const ModuleDevices& where, const models::QwenLlmConfig& cfg,
     std::shared_ptr<const LlmTokenizer> tokenizer, const char* label, const ChatTemplate& tmpl) {
+    if (tmpl.last_layer() >= cfg.layers) {
+        return Status::Error(string_format(
+            "%s: the text encoder has %lld layers; this model's conditioning reads the output of "
+            "layer %d",
+            label, (long long)cfg.layers, tmpl.last_layer() + 1));
+    }
     auto enc = std::unique_ptr<LlmTextEncoder>(new LlmTextEncoder());
     enc->index_ = &ctx.index;
     enc->cfg_ = cfg;
@@ -116,7 +122,7 @@ Result<HostTensor> LlmTextEncoder::encode(const std::string& prompt, const ChatT
     const int64_t width = tmpl.width(cfg_.hidden);
     apply_weights(h, width, weights);
     const int64_t keep = n - tmpl.drop_tokens;
-    HostTensor out({width, keep, 1});
+    HostTensor out({width, std::max<int64_t>(keep, tmpl.pad_states), 1});
     std::copy(h.data.begin() + tmpl.drop_tokens * width, h.data.end(), out.data.begin());
     return out;
 }

@@ -30,6 +30,8 @@ struct ChatTemplate {
     // Shorter sequences are right-padded with <|endoftext|> to this many tokens, the padding
     // hidden from every query as a key (FLUX.2 klein: 512); 0: no padding.
     int pad_tokens = 0;
+    // Shorter states are followed by zero rows up to this many (FLUX.2 dev: 512); 0: none.
+    int pad_states = 0;
 
     // The last layer the template reads (-1: all of them, for the final norm).
     int last_layer() const;
@@ -40,7 +42,7 @@ struct ChatTemplate {
 class LlmTextEncoder {
   public:
     // `tmpl`: the template it will be asked for (only the layers up to its last_layer() are
-    // loaded).
+    // loaded); an LLM without that layer is refused before any weight is read.
     static Result<std::unique_ptr<LlmTextEncoder>> create(
         const FamilyContext& ctx, const ModuleDevices& where, const models::QwenLlmConfig& cfg,
         std::shared_ptr<const LlmTokenizer> tokenizer, const char* label, const ChatTemplate& tmpl);
