@@ -78,8 +78,8 @@ void add_generation_options(std::vector<OptionSpec>& out) {
     opt(out, g, "ref-image", OptType::Path, kGenerate | kRepeatable)
         .short_name("r")
         .help(
-            "Reference image (repeatable) for models that take them (Qwen Image, Qwen Image "
-            "Layered); resized to about the output's pixel count")
+            "Reference image (repeatable) for models that take them (FLUX.2, Qwen Image, Qwen "
+            "Image Layered); resized to about the output's pixel count")
         .bind([](ApiOptions& o, OptionValue& v) -> Status {
             o.ref_image_paths.push_back(v.text);
             return Status::Ok();
