@@ -78,16 +78,17 @@ void add_generation_options(std::vector<OptionSpec>& out) {
     opt(out, g, "ref-image", OptType::Path, kGenerate | kRepeatable)
         .short_name("r")
         .help(
-            "Reference image (repeatable) for models that take them (FLUX.2, Qwen Image, Qwen "
-            "Image Layered); resized to about the output's pixel count")
+            "Reference image (repeatable) for models that take them: FLUX.1 Kontext (any FLUX.1 "
+            "model), FLUX.2, Qwen Image Edit (also read by the LLM's vision tower), Qwen Image "
+            "Layered; resized to about the output's pixel count")
         .bind([](ApiOptions& o, OptionValue& v) -> Status {
             o.ref_image_paths.push_back(v.text);
             return Status::Ok();
         });
     opt(out, g, "increase-ref-index", OptType::Bool, kGenerate)
         .help(
-            "Give each reference image its own position index, in the order given (Qwen "
-            "Image); FLUX.2 always does, so there it changes nothing")
+            "Give each reference image its own position index, in the order given (FLUX.1 "
+            "Kontext, Qwen Image); FLUX.2 always does, so there it changes nothing")
         .bind(to_bool(GGDIFF_FIELD(gen.increase_ref_index)));
     opt(out, g, "disable-auto-resize-ref-image", OptType::Bool, kGenerate)
         .help(

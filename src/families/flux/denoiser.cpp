@@ -39,8 +39,19 @@ Result<HostTensor> FluxDenoiser::run(const DenoiseBatch& b) {
         return Status::Error(string_format("FLUX: latent of %lld channels, the DiT takes %lld",
                                            (long long)c, (long long)cfg_.latent_channels()));
     }
-    if (b.concat || (b.refs && !b.refs->empty())) {
-        return Status::Error("FLUX.1: extra input channels and reference images are not supported");
+    if (b.concat) return Status::Error("FLUX.1: extra input channels are not supported");
+    std::vector<models::FluxRefSize> ref_sizes;
+    if (b.refs) {
+        for (const HostTensor& r : *b.refs) {
+            if (r.dim(2) != c || r.dim(3) != 1) {
+                return Status::Error(
+                    string_format("FLUX: reference latent [%lld, %lld, %lld, %lld], the DiT takes "
+                                  "[w, h, %lld, 1]",
+                                  (long long)r.dim(0), (long long)r.dim(1), (long long)r.dim(2),
+                                  (long long)r.dim(3), (long long)c));
+            }
+            ref_sizes.emplace_back(r.dim(0), r.dim(1));
+        }
     }
     std::vector<const HostTensor*> contexts, pooled;
     for (const Conditioning* cond : b.cond) {
@@ -67,19 +78,26 @@ Result<HostTensor> FluxDenoiser::run(const DenoiseBatch& b) {
     HostTensor ts({n});
     ts.data = b.timesteps;
     HostTensor g({n}, b.guidance);
-    if (w != pe_w_ || h != pe_h_ || l != pe_l_) {
-        pe_ = models::flux_positions(cfg_, w, h, l);
+    if (w != pe_w_ || h != pe_h_ || l != pe_l_ || ref_sizes != pe_refs_ ||
+        b.increase_ref_index != pe_increase_) {
+        pe_ = models::flux_positions(cfg_, w, h, l, ref_sizes, b.increase_ref_index);
         pe_w_ = w;
         pe_h_ = h;
         pe_l_ = l;
+        pe_refs_ = ref_sizes;
+        pe_increase_ = b.increase_ref_index;
     }
     auto r = runner_->run([&](GraphBuilder& gb) {
         ggml_tensor* yt = cfg_.vec_in_dim > 0 ? gb.input(y) : nullptr;
         // schnell has no guidance_in: an input the graph never reads would get no buffer.
         ggml_tensor* gt = cfg_.guidance_embed ? gb.input(g) : nullptr;
+        std::vector<ggml_tensor*> refs;
+        if (b.refs) {
+            for (const HostTensor& ref : *b.refs) refs.push_back(gb.input(ref));
+        }
         return std::vector<ggml_tensor*>{
             models::build_flux(gb.nn(), cfg_, gb.input(b.x), gb.input(ts), gb.input(context), yt,
-                               gt, gb.input(pe_.cos), gb.input(pe_.sin), b.skip_layers)};
+                               gt, gb.input(pe_.cos), gb.input(pe_.sin), b.skip_layers, refs)};
     });
     if (!r.ok()) return r.status();
     return std::move((*r)[0]);

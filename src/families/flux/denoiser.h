@@ -17,7 +17,8 @@ class FluxDenoiser : public Denoiser {
                                                         const models::FluxConfig& cfg);
 
     // Contexts (T5 hidden states) and pooled vectors (CLIP-L) of the batch items are stacked
-    // on the batch axis; batch.guidance feeds the guidance embedding (dev).
+    // on the batch axis; batch.guidance feeds the guidance embedding (dev); reference
+    // latents (Kontext editing, any FLUX.1 model) join the sequence after the image.
     Result<HostTensor> run(const DenoiseBatch& batch) override;
     void end_phase() override { runner_->end_phase(); }
 
@@ -26,8 +27,10 @@ class FluxDenoiser : public Denoiser {
   private:
     models::FluxConfig cfg_;
     std::unique_ptr<ModuleRunner> runner_;
-    // RoPE tables of the last (latent width, height, text tokens).
+    // RoPE tables of the last (latent width, height, text tokens, references, index mode).
     int64_t pe_w_ = -1, pe_h_ = -1, pe_l_ = -1;
+    std::vector<models::FluxRefSize> pe_refs_;
+    bool pe_increase_ = false;
     models::FluxPositions pe_;
 };
 

@@ -172,16 +172,36 @@ Result<FluxConfig> detect_flux(const TensorIndex& index, const std::string& pref
 }
 
 FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t latent_h,
-                             int64_t text_tokens) {
+                             int64_t text_tokens, const std::vector<FluxRefSize>& refs,
+                             bool increase_ref_index) {
     const int64_t p = cfg.patch;
-    const int64_t h = (latent_h + p / 2) / p, w = (latent_w + p / 2) / p;
-    std::vector<float> ids(static_cast<size_t>((text_tokens + h * w) * 3), 0.0f);
-    for (int64_t r = 0; r < h; ++r) {
-        for (int64_t col = 0; col < w; ++col) {
-            const size_t i = static_cast<size_t>((text_tokens + r * w + col) * 3);
-            ids[i + 1] = static_cast<float>(r);
-            ids[i + 2] = static_cast<float>(col);
+    std::vector<float> ids(static_cast<size_t>(text_tokens * 3), 0.0f);
+    // The patch grid of a w x h latent at (index, row0 + r, col0 + c).
+    auto grid = [&](int64_t lw, int64_t lh, float index, int64_t row0, int64_t col0) {
+        const int64_t h = (lh + p / 2) / p, w = (lw + p / 2) / p;
+        for (int64_t r = 0; r < h; ++r) {
+            for (int64_t col = 0; col < w; ++col) {
+                ids.push_back(index);
+                ids.push_back(static_cast<float>(row0 + r));
+                ids.push_back(static_cast<float>(col0 + col));
+            }
         }
+    };
+    grid(latent_w, latent_h, 0.0f, 0, 0);
+    int64_t used_h = 0, used_w = 0;  // the extent of the references placed so far
+    for (size_t k = 0; k < refs.size(); ++k) {
+        const int64_t rw = refs[k].first, rh = refs[k].second;
+        int64_t row0 = 0, col0 = 0;
+        if (!increase_ref_index) {
+            if (rh + used_h > rw + used_w) {
+                col0 = used_w;
+            } else {
+                row0 = used_h;
+            }
+        }
+        grid(rw, rh, increase_ref_index ? static_cast<float>(k + 1) : 1.0f, row0, col0);
+        used_h = std::max(used_h, rh + row0);
+        used_w = std::max(used_w, rw + col0);
     }
     nn::RopeTable tab = nn::rope_table(ids, cfg.axes_dim, cfg.theta);
     FluxPositions pos;
@@ -194,7 +214,8 @@ FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t la
 
 ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_tensor* timesteps,
                         ggml_tensor* context, ggml_tensor* y, ggml_tensor* guidance,
-                        ggml_tensor* pe_cos, ggml_tensor* pe_sin, const std::vector<int>* skip) {
+                        ggml_tensor* pe_cos, ggml_tensor* pe_sin, const std::vector<int>* skip,
+                        const std::vector<ggml_tensor*>& refs) {
     const std::string& p = cfg.prefix;
     auto skipped = [skip](int block) {
         return skip && std::find(skip->begin(), skip->end(), block) != skip->end();
@@ -204,8 +225,18 @@ ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_
     x = nn::pad_to_patch(c.ctx, x, ps);
     const int64_t w = x->ne[0] / ps, h = x->ne[1] / ps;
 
-    ggml_tensor* img =
-        nn::linear(c, nn::patchify(c.ctx, x, ps), p + "img_in", cfg.in_channels, cfg.hidden);
+    ggml_tensor* tokens = nn::patchify(c.ctx, x, ps);
+    const int64_t image_tokens = tokens->ne[1];
+    // Reference latents (Kontext) follow the image tokens; one set serves the whole batch.
+    for (ggml_tensor* r : refs) {
+        ggml_tensor* rt = nn::patchify(c.ctx, nn::pad_to_patch(c.ctx, r, ps), ps);
+        if (rt->ne[2] != N) {
+            rt = ggml_repeat(c.ctx, rt,
+                             ggml_new_tensor_3d(c.ctx, rt->type, rt->ne[0], rt->ne[1], N));
+        }
+        tokens = ggml_concat(c.ctx, tokens, rt, 1);
+    }
+    ggml_tensor* img = nn::linear(c, tokens, p + "img_in", cfg.in_channels, cfg.hidden);
     ggml_tensor* vec = scalar_embedder(c, cfg, timesteps, p + "time_in.");
     if (cfg.guidance_embed && guidance) {
         vec = ggml_add(c.ctx, vec, scalar_embedder(c, cfg, guidance, p + "guidance_in."));
@@ -228,14 +259,15 @@ ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_
         if (skipped(i)) continue;
         double_block(c, cfg, img, txt, vec, pe, p + "double_blocks." + std::to_string(i) + ".");
     }
-    const int64_t lt = txt->ne[1], li = img->ne[1];
+    const int64_t lt = txt->ne[1];
     ggml_tensor* joint = ggml_concat(c.ctx, txt, img, 1);
     for (int i = 0; i < cfg.depth_single; ++i) {
         if (skipped(cfg.depth + i)) continue;
         joint =
             single_block(c, cfg, joint, vec, pe, p + "single_blocks." + std::to_string(i) + ".");
     }
-    img = nn::token_range(c.ctx, joint, lt, li);
+    // The image tokens only: text before them, reference tokens after them are dropped.
+    img = nn::token_range(c.ctx, joint, lt, image_tokens);
 
     // (shift, scale) in the original; diffusers stores (scale, shift).
     const bool swapped = cfg.final_scale_first;

@@ -49,22 +49,31 @@ Result<FluxConfig> detect_flux(const TensorIndex& index,
                                const std::string& prefix = "model.diffusion_model.");
 
 // The RoPE angles for `text_tokens` text tokens (positions 0) followed by the image tokens
-// of a latent of w x h pixels (patch grid ceil(h/2) x ceil(w/2), positions (0, row, col)):
-// cos and sin, each [1, head_dim/2, 1, tokens].
+// of a latent of w x h pixels (patch grid ceil(h/2) x ceil(w/2), positions (0, row, col)),
+// then the tokens of each reference latent (Kontext editing), as stable-diffusion.cpp places
+// them: by default every reference at index 1, the first at row/column 0 and each next one
+// below or to the right of those before it (whichever keeps the layout squarer; the offsets
+// are counted in latent pixels, not patches); with `increase_ref_index` reference k at index
+// k, all at row/column 0. cos and sin, each [1, head_dim/2, 1, tokens].
 struct FluxPositions {
     HostTensor cos, sin;
 };
+using FluxRefSize = std::pair<int64_t, int64_t>;  // (width, height) of a reference latent
 FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t latent_h,
-                             int64_t text_tokens);
+                             int64_t text_tokens, const std::vector<FluxRefSize>& refs = {},
+                             bool increase_ref_index = false);
 
 // x [W, H, C, N] (any W, H), timesteps [N] (sigma in [0, 1]), context [context_dim, L, N],
 // y [vec_in_dim, N] (pooled text), guidance [N] (dev; ignored without guidance_embed),
-// pe from flux_positions(W, H, L) -> flow prediction [W, H, C, N]. `skip` (skip-layer
-// guidance; null or empty: none) lists blocks that pass their inputs through unchanged:
-// double block i is number i, single block i is number depth + i.
+// pe from flux_positions(W, H, L, ref sizes) -> flow prediction [W, H, C, N]. refs: reference
+// latents [w, h, C, 1] (Kontext), patched like the image and joined after its tokens, shared
+// by the batch. `skip` (skip-layer guidance; null or empty: none) lists blocks that pass
+// their inputs through unchanged: double block i is number i, single block i is number
+// depth + i.
 ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_tensor* timesteps,
                         ggml_tensor* context, ggml_tensor* y, ggml_tensor* guidance,
                         ggml_tensor* pe_cos, ggml_tensor* pe_sin,
-                        const std::vector<int>* skip = nullptr);
+                        const std::vector<int>* skip = nullptr,
+                        const std::vector<ggml_tensor*>& refs = {});
 
 }  // namespace ggdiff::models

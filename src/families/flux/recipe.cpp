@@ -4,6 +4,8 @@
 // (latent scale 0.3611, shift 0.1159). The default schedule is stable-diffusion.cpp's flux
 // schedule: evenly spaced levels shifted by mu = 0.5 .. 1.15 by the latent's pixel count
 // (256 .. 4096); other schedules use mu 1.15 (dev) or 1.0 (schnell). --flow-shift sets mu.
+// FLUX.1 Kontext is a dev checkpoint that reads reference images: as in stable-diffusion.cpp,
+// every FLUX.1 model takes -r, the references' (sampled) latents joining the DiT's sequence.
 #include <string>
 
 #include "core/log.h"
@@ -107,6 +109,9 @@ Result<Family> load(const FamilyContext& ctx) {
     f.latent_channels = static_cast<int>(dit->latent_channels());
     f.uses_cfg = true;  // --cfg-scale > 1 runs real CFG with the negative prompt
     f.uses_guidance = dit->guidance_embed;
+    // Kontext: nothing in the file marks it; any FLUX.1 model takes -r reference images,
+    // resized to about the output's pixel count in multiples of 16.
+    f.ref_image_multiple = 16;
     // Skip-layer guidance numbers the double blocks first, then the single blocks.
     f.skips_layers = true;
     f.skip_layer_count = dit->depth + dit->depth_single;
