@@ -394,6 +394,8 @@ TEST_F(QwenVision, TowerMatchesNumpy) {
     ASSERT_GT(scale, 0.1);
     std::printf("[ vision ] max |ref| %.4g, error max %.3g mean %.3g of scale\n", scale,
                 worst / scale, mean / scale);
+    // The error is ggml_gelu's (the reference's GELU): on the CPU it reads an f16 table
+    // (about 3e-4 max, 7e-5 mean of scale here; an exact tanh GELU gives under 1e-6).
     EXPECT_LE(worst, 1e-3 * scale);
     EXPECT_LE(mean, 1e-4 * scale);
 
