@@ -48,7 +48,8 @@ int ggdiff_loaded_model_info(const ggdiff_model* model, char** out) {
         {"model", &f.model},   {"diffusion-model", &f.diffusion_model},
         {"vae", &f.vae},       {"clip_l", &f.clip_l},
         {"clip_g", &f.clip_g}, {"t5xxl", &f.t5xxl},
-        {"llm", &f.llm},       {"taesd", &f.taesd}};
+        {"llm", &f.llm},       {"llm_vision", &f.llm_vision},
+        {"taesd", &f.taesd}};
     for (const auto& [role, path] : roles)
         if (!path->empty()) files[role] = *path;
     if (f.model.empty() && f.diffusion_model.empty()) {

@@ -39,7 +39,11 @@ void add_model_options(std::vector<OptionSpec>& out) {
     file("llm", "LLM text encoder (Qwen2.5-VL for Qwen Image, Mistral for FLUX.2, ...)",
          GGDIFF_FIELD(model.llm))
         .alias("qwen2vl");
-    planned("llm_vision", "Vision tower of the LLM text encoder").alias("qwen2vl_vision");
+    file("llm_vision",
+         "Vision tower of the LLM text encoder when it is not inside the --llm file (Qwen Image "
+         "Edit: HF/ComfyUI 'visual.*' safetensors or a llama.cpp mmproj GGUF)",
+         GGDIFF_FIELD(model.llm_vision))
+        .alias("qwen2vl_vision");
     planned("audio-vae", "Audio VAE (audio-video models)");
     planned("embeddings-connectors", "Text embeddings connector weights (LTX)");
     file("tokenizer",

@@ -80,7 +80,12 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "chroma-disable-dit-mask", OptType::Bool, "Chroma: no attention mask in the DiT");
     later(g, "chroma-enable-t5-mask", OptType::Bool, "Chroma: mask T5 padding");
     later(g, "chroma-t5-mask-pad", OptType::Int, "Chroma: T5 padding tokens kept unmasked");
-    later(g, "qwen-image-zero-cond-t", OptType::Bool, "Qwen Image: zero conditioning timestep");
+    opt(out, g, "qwen-image-zero-cond-t", OptType::Bool, kModel)
+        .help(
+            "Qwen Image Edit 2511: modulate the reference image tokens with the timestep-0 "
+            "embedding (needed for 2511 files without ComfyUI's __index_timestep_zero__ marker "
+            "tensor; with the marker it is on by itself)")
+        .bind(to_bool(GGDIFF_FIELD(model.qwen_image_zero_cond_t)));
     later(g, "circular", OptType::Bool, "Seamless tiling in both directions");
     later(g, "circularx", OptType::Bool, "Seamless tiling horizontally");
     later(g, "circulary", OptType::Bool, "Seamless tiling vertically");

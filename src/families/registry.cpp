@@ -94,8 +94,8 @@ Status check_part_files(const FamilyRecipe& recipe, const ModelOptions& options)
     if (!recipe.part_files) return Status::Ok();
     const std::string reads = std::string(",") + recipe.part_files + ",";
     const std::pair<const char*, const std::string*> parts[] = {
-        {"clip_l", &options.clip_l}, {"clip_g", &options.clip_g}, {"t5xxl", &options.t5xxl},
-        {"llm", &options.llm},       {"taesd", &options.taesd},
+        {"clip_l", &options.clip_l}, {"clip_g", &options.clip_g},         {"t5xxl", &options.t5xxl},
+        {"llm", &options.llm},       {"llm_vision", &options.llm_vision}, {"taesd", &options.taesd},
     };
     for (const auto& [flag, path] : parts) {
         if (path->empty() || reads.find(std::string(",") + flag + ",") != std::string::npos) {

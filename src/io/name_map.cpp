@@ -196,6 +196,11 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
             wrappers.emplace_back("cond_stage_model.model.", false);
             wrappers.emplace_back("cond_stage_model.", false);
             wrappers.emplace_back("transformer.", true);
+            // A vision tower on its own (--llm_vision): HF / ComfyUI names keep "visual.".
+            if (ends_with(prefix, ".visual.")) {
+                wrappers.emplace_back("model.visual.", false);
+                wrappers.emplace_back("visual.", false);
+            }
             break;
         default:
             break;
@@ -240,6 +245,10 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
     } else if (kind == RoleKind::TextEncoder && is_openclip_layout(w.names)) {
         openclip = true;
         if (notes) notes->push_back("open_clip text encoder renamed to HF CLIP layout");
+    } else if (kind == RoleKind::TextEncoder && ends_with(prefix, ".visual.") &&
+               is_mmproj_layout(w.names)) {
+        convert_all(&w, mmproj_to_hf);
+        if (notes) notes->push_back("llama.cpp mmproj vision tower renamed to HF layout");
     } else if (kind == RoleKind::TextEncoder && is_llama_gguf_layout(w.names)) {
         convert_all(&w, llama_gguf_to_hf);
         if (notes) notes->push_back("llama.cpp language model names renamed to HF layout");

@@ -99,4 +99,11 @@ bool is_openclip_layout(const std::vector<std::string>& names);
 bool is_llama_gguf_layout(const std::vector<std::string>& names);
 bool llama_gguf_to_hf(const std::string& name, std::string* out);
 
+// llama.cpp's mmproj GGUF names of a Qwen2.5-VL vision tower ("v.blk.N.attn_q.weight",
+// "v.patch_embd.weight(.1)", "v.post_ln.weight", "mm.0.weight", ...) -> the HF names under
+// "visual." ("blocks.N.attn.q_proj.weight", "patch_embed.proj.0/1.weight", "merger.ln_q...",
+// "merger.mlp.0...").
+bool is_mmproj_layout(const std::vector<std::string>& names);
+bool mmproj_to_hf(const std::string& name, std::string* out);
+
 }  // namespace ggdiff

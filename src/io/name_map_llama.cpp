@@ -49,4 +49,52 @@ bool llama_gguf_to_hf(const std::string& name, std::string* out) {
     return false;
 }
 
+bool is_mmproj_layout(const std::vector<std::string>& names) {
+    for (const std::string& n : names) {
+        if (starts_with(n, "v.blk.")) return true;
+    }
+    return false;
+}
+
+bool mmproj_to_hf(const std::string& name, std::string* out) {
+    static const std::pair<const char*, const char*> kTop[] = {
+        {"v.patch_embd.weight", "patch_embed.proj.0.weight"},
+        {"v.patch_embd.weight.1", "patch_embed.proj.1.weight"},
+        {"v.post_ln.weight", "merger.ln_q.weight"},
+    };
+    for (const auto& [from, to] : kTop) {
+        if (name == from) {
+            *out = to;
+            return true;
+        }
+    }
+    std::string r = name;
+    if (replace_prefix(&r, "mm.", "merger.mlp.")) {
+        *out = r;
+        return true;
+    }
+    static const std::pair<const char*, const char*> kBlock[] = {
+        {"attn_q.", "attn.q_proj."},
+        {"attn_k.", "attn.k_proj."},
+        {"attn_v.", "attn.v_proj."},
+        {"attn_out.", "attn.proj."},
+        {"ffn_gate.", "mlp.gate_proj."},
+        {"ffn_up.", "mlp.up_proj."},
+        {"ffn_down.", "mlp.down_proj."},
+        {"ln1.", "norm1."},
+        {"ln2.", "norm2."},
+    };
+    int block = 0;
+    std::string rest;
+    if (!take_indexed(name, "v.blk.", &block, &rest)) return false;
+    for (const auto& [from, to] : kBlock) {
+        std::string b = rest;
+        if (replace_prefix(&b, from, to)) {
+            *out = "blocks." + std::to_string(block) + "." + b;
+            return true;
+        }
+    }
+    return false;
+}
+
 }  // namespace ggdiff

@@ -69,6 +69,8 @@ std::string prefix_for_role(const std::string& role) {
         {"clip_g", "text_encoders.clip_g."},
         {"t5xxl", "text_encoders.t5xxl."},
         {"llm", "text_encoders.llm."},
+        {"llm_vision", "text_encoders.llm.visual."},
+        {"qwen2vl_vision", "text_encoders.llm.visual."},
         {"clip_vision", "clip_vision."},
         {"control_net", "control_model."},
         {"upscale_model", "upscaler."},

@@ -49,6 +49,9 @@ struct TextRequest {
     int clip_skip = -1;  // <= 0: the family's default
     int width = 0, height = 0;
     bool negative = false;  // the negative / unconditional prompt
+    // The -r reference images as given (not resized), for text encoders that read them
+    // (Qwen Image Edit's vision tower); null or empty: none.
+    const std::vector<Image>* ref_images = nullptr;
 };
 
 class TextConditioner {

@@ -54,6 +54,7 @@ Result<TensorIndex> open_model_files(const ModelOptions& options) {
         {"clip_g", &o.clip_g},
         {"t5xxl", &o.t5xxl},
         {"llm", &o.llm},
+        {"llm_vision", &o.llm_vision},  // after --llm: its visual.* tensors give way
         {"taesd", &o.taesd},
         {"control-net", &o.control_net},
     };

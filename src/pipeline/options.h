@@ -24,6 +24,7 @@ struct ModelOptions {
     std::string diffusion_model;  // --diffusion-model
     std::string vae;              // --vae
     std::string clip_l, clip_g, t5xxl, llm;
+    std::string llm_vision;       // --llm_vision: the LLM's vision tower in its own file
     std::string taesd;            // --taesd
     std::string control_net;      // --control-net: a ControlNet for the model
     std::string tokenizer;        // --tokenizer: CLIP merges.txt / folder
@@ -47,7 +48,10 @@ struct ModelOptions {
     // --diffusion-conv-direct, --vae-conv-direct.
     bool flash_attn = false, diffusion_flash_attn = false;
     bool diffusion_conv_direct = false, vae_conv_direct = false;
-    bool control_net_cpu = false;  // --control-net-cpu: = --backend controlnet=CPU
+    bool control_net_cpu = false;
+    // --qwen-image-zero-cond-t: Qwen Image Edit 2511's timestep-0 modulation of the reference
+    // tokens, for files without the "__index_timestep_zero__" marker.
+    bool qwen_image_zero_cond_t = false;  // --control-net-cpu: = --backend controlnet=CPU
     // LoRA: the folder <lora:NAME:WEIGHT> prompt tags load NAME from, and how they are
     // applied: "auto" (merged into the weights unless quantized or row-split, then at run
     // time), "immediately" (merged) or "at_runtime".

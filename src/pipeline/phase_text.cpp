@@ -11,6 +11,7 @@ Result<TextConditions> encode_text(Family& f, const GeneratePlan& plan, const Ge
     tr.clip_skip = o.clip_skip;
     tr.width = plan.width;
     tr.height = plan.height;
+    tr.ref_images = &o.ref_images;
     TextConditions out;
     auto cond = f.text->encode(tr);
     if (!cond.ok()) return cond.status();

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "io/name_util.h"
 #include "nn/dit.h"
 #include "nn/layers.h"
 
@@ -80,11 +81,33 @@ ggml_tensor* mlp(nn::Ctx& c, ggml_tensor* x, const std::string& p, int64_t dim, 
     return nn::linear(c, x, p + "net.2", hidden, dim);
 }
 
+// The image stream's modulation vectors per token: the first `n_img` tokens take `m`, the
+// reference tokens after them `m0` (zero_cond_t) -> [dim, tokens, N] each.
+std::vector<ggml_tensor*> per_token(ggml_context* ctx, const std::vector<ggml_tensor*>& m,
+                                    const std::vector<ggml_tensor*>& m0, int64_t n_img,
+                                    int64_t tokens) {
+    std::vector<ggml_tensor*> out;
+    for (size_t k = 0; k < m.size(); ++k) {
+        const int64_t dim = m[k]->ne[0], n = m[k]->ne[2];
+        ggml_tensor* a = ggml_repeat(ctx, m[k], ggml_new_tensor_3d(ctx, m[k]->type, dim, n_img, n));
+        ggml_tensor* b =
+            ggml_repeat(ctx, m0[k], ggml_new_tensor_3d(ctx, m0[k]->type, dim, tokens - n_img, n));
+        out.push_back(ggml_concat(ctx, a, b, 1));
+    }
+    return out;
+}
+
+// temb0: the timestep-0 embedding for the reference tokens after the first n_img image tokens
+// (zero_cond_t), or null.
 void block(nn::Ctx& c, const QwenImageConfig& cfg, const std::string& p, ggml_tensor*& img,
-           ggml_tensor*& txt, ggml_tensor* temb, ggml_tensor* cos, ggml_tensor* sin) {
+           ggml_tensor*& txt, ggml_tensor* temb, ggml_tensor* temb0, int64_t n_img,
+           ggml_tensor* cos, ggml_tensor* sin) {
     ggml_context* ctx = c.ctx;
     const int64_t dim = cfg.width, d = cfg.head_dim;
-    const std::vector<ggml_tensor*> im = modulation(c, temb, p + "img_mod.1", dim, 6);
+    std::vector<ggml_tensor*> im = modulation(c, temb, p + "img_mod.1", dim, 6);
+    if (temb0 && img->ne[1] > n_img) {
+        im = per_token(ctx, im, modulation(c, temb0, p + "img_mod.1", dim, 6), n_img, img->ne[1]);
+    }
     const std::vector<ggml_tensor*> tm = modulation(c, temb, p + "txt_mod.1", dim, 6);
 
     ggml_tensor* ia = modulate(ctx, ggml_norm(ctx, img, 1e-6f), im[0], im[1]);
@@ -187,6 +210,13 @@ Result<QwenImageConfig> detect_qwen_image(const TensorIndex& index, const std::s
         ++cfg.layers;
     }
     cfg.layered = index.has(prefix + "time_text_embed.addition_t_embedding.weight");
+    for (const TensorInfo& t : index.tensors()) {
+        if (starts_with(t.name, prefix) &&
+            t.name.find("__index_timestep_zero__") != std::string::npos) {
+            cfg.zero_cond_t = true;
+            break;
+        }
+    }
     return cfg;
 }
 
@@ -275,24 +305,31 @@ ggml_tensor* build_qwen_image(nn::Ctx& c, const QwenImageConfig& cfg, ggml_tenso
         tokens = ggml_concat(ctx, tokens, rt, 1);
     }
 
-    ggml_tensor* temb = ggml_timestep_embedding(ctx, timesteps, 256, 10000);
     const std::string te = p + "time_text_embed.";
-    temb = nn::linear(c, temb, te + "timestep_embedder.linear_1", 256, dim);
-    temb = nn::linear(c, ggml_silu(ctx, temb), te + "timestep_embedder.linear_2", dim, dim);
-    if (cfg.layered) {
-        // addition_t_cond is 0 for every item: row 0 of the embedding.
-        ggml_tensor* e = c.W(te + "addition_t_embedding.weight", {dim, 2});
-        ggml_tensor* row = ggml_view_1d(ctx, e, dim, 0);
-        if (row->type != GGML_TYPE_F32) row = ggml_cast(ctx, row, GGML_TYPE_F32);
-        temb = ggml_add(ctx, temb, row);
-    }
+    auto embed_time = [&](ggml_tensor* t) {
+        ggml_tensor* e = ggml_timestep_embedding(ctx, t, 256, 10000);
+        e = nn::linear(c, e, te + "timestep_embedder.linear_1", 256, dim);
+        e = nn::linear(c, ggml_silu(ctx, e), te + "timestep_embedder.linear_2", dim, dim);
+        if (cfg.layered) {
+            // addition_t_cond is 0 for every item: row 0 of the embedding.
+            ggml_tensor* w = c.W(te + "addition_t_embedding.weight", {dim, 2});
+            ggml_tensor* row = ggml_view_1d(ctx, w, dim, 0);
+            if (row->type != GGML_TYPE_F32) row = ggml_cast(ctx, row, GGML_TYPE_F32);
+            e = ggml_add(ctx, e, row);
+        }
+        return e;
+    };
+    ggml_tensor* temb = embed_time(timesteps);
+    // zero_cond_t: the reference tokens see the clean timestep 0.
+    ggml_tensor* temb0 =
+        cfg.zero_cond_t && !refs.empty() ? embed_time(ggml_scale(ctx, timesteps, 0.0f)) : nullptr;
 
     ggml_tensor* img = nn::linear(c, tokens, p + "img_in", tokens->ne[0], dim);
     ggml_tensor* txt = rms(c, context, p + "txt_norm.weight", cfg.text_width);
     txt = nn::linear(c, txt, p + "txt_in", cfg.text_width, dim);
     for (int64_t i = 0; i < cfg.layers; ++i) {
-        block(c, cfg, p + "transformer_blocks." + std::to_string(i) + ".", img, txt, temb, cos,
-              sin);
+        block(c, cfg, p + "transformer_blocks." + std::to_string(i) + ".", img, txt, temb, temb0,
+              n_img, cos, sin);
     }
     if (img->ne[1] > n_img) img = nn::token_range(ctx, img, 0, n_img);
     const std::vector<ggml_tensor*> m = modulation(c, temb, p + "norm_out.linear", dim, 2);

@@ -5,7 +5,8 @@
 // a learned embedding of its (zero) addition_t_cond to the timestep embedding.
 //
 // Sizes come from the weights: width (img_in), heads (norm_q width), text width (txt_in),
-// depth (transformer_blocks.N), MLP width, Layered (time_text_embed.addition_t_embedding).
+// depth (transformer_blocks.N), MLP width, Layered (time_text_embed.addition_t_embedding),
+// zero_cond_t (a "__index_timestep_zero__" marker tensor, Qwen Image Edit 2511).
 #pragma once
 
 #include <string>
@@ -28,6 +29,10 @@ struct QwenImageConfig {
     int64_t latent_channels = 16;  // in_channels / (patch * patch)
     int patch = 2;
     bool layered = false;
+    // Qwen Image Edit 2511: reference tokens are modulated with the embedding of timestep 0
+    // (the image and text tokens with the step's). Marked in ComfyUI files by a tensor named
+    // "__index_timestep_zero__"; --qwen-image-zero-cond-t forces it.
+    bool zero_cond_t = false;
     std::vector<int> axes_dim = {16, 56, 56};
     float theta = 10000.0f;
 };

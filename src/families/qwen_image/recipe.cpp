@@ -2,15 +2,24 @@
 // Qwen Image's chat template (its 34 leading tokens dropped), the Qwen Image DiT on the
 // rectified-flow schedule with shift 3, and the Wan 2.1 VAE on single frames.
 //
+// Qwen Image Edit (2509, 2511) is a Qwen Image DiT: with -r reference images and a vision
+// tower in the LLM file (or --llm_vision) the text encoder reads the images too
+// (families/qwen_image/edit_text.h); the references' latents join the DiT's sequence. 2511
+// modulates the reference tokens with timestep 0 (zero_cond_t: its marker tensor, or
+// --qwen-image-zero-cond-t).
+//
 // Qwen Image Layered (time_text_embed.addition_t_embedding in the DiT) makes
 // --qwen-image-layers + 1 RGBA layers per batch item: its latent carries them as frames,
 // its 4-channel Wan VAE decodes each one, and init/reference images gain an opaque alpha.
+#include <optional>
 #include <string>
 
 #include "core/log.h"
 #include "families/qwen_image/denoiser.h"
+#include "families/qwen_image/edit_text.h"
 #include "io/name_util.h"
 #include "models/te/qwen_llm.h"
+#include "models/te/qwen_vision.h"
 #include "pipeline/family.h"
 #include "pipeline/latent_image.h"
 #include "pipeline/parts/llm_encoder.h"
@@ -104,6 +113,26 @@ Result<Family> load(const FamilyContext& ctx) {
         return Status::Error(string_format("the VAE's latent has %lld channels, the DiT's %lld",
                                            (long long)vae->z_dim, (long long)dit->latent_channels));
     }
+    // The vision tower of Qwen Image Edit (Layered reads no images through its LLM).
+    std::optional<models::QwenVisionConfig> vision;
+    if (!layered && models::has_qwen_vision(ctx.index, kLlm)) {
+        auto v = models::detect_qwen_vision(ctx.index, kLlm);
+        if (!v.ok())
+            return v.status().with_context(ctx.options.llm_vision.empty() ? "--llm"
+                                                                          : "--llm_vision");
+        if (v->out_dim != llm->hidden) {
+            return Status::Error(string_format(
+                "the vision tower's merger gives rows of %lld, the LLM is %lld wide: not this "
+                "LLM's vision tower",
+                (long long)v->out_dim, (long long)llm->hidden));
+        }
+        vision = *v;
+    } else if (!ctx.options.llm_vision.empty()) {
+        return Status::Error("--llm_vision " + ctx.options.llm_vision + ": " +
+                             (layered ? name + " reads no images through its text encoder"
+                                      : std::string("no Qwen2.5-VL vision tower found in it")));
+    }
+    dit->zero_cond_t = !layered && (dit->zero_cond_t || ctx.options.qwen_image_zero_cond_t);
     auto tokenizer = load_llm_tokenizer(ctx);
     if (!tokenizer.ok()) return tokenizer.status();
 
@@ -122,11 +151,29 @@ Result<Family> load(const FamilyContext& ctx) {
     GGDIFF_LOG_DEBUG("%s: DiT %lld wide, %lld blocks, %lld heads; LLM %lld wide, %lld layers",
                      name.c_str(), (long long)dit->width, (long long)dit->layers,
                      (long long)dit->heads, (long long)llm->hidden, (long long)llm->layers);
+    if (vision) {
+        GGDIFF_LOG_INFO(
+            "%s: vision tower of %lld blocks (Qwen Image Edit: -r images are read "
+            "by the text encoder too)%s",
+            name.c_str(), (long long)vision->layers,
+            dit->zero_cond_t ? "; reference tokens at timestep 0 (2511)" : "");
+    }
 
     const ChatTemplate tmpl = qwen_image_template();
     auto encoder = LlmTextEncoder::create(ctx, ctx.placement.te, *llm, *tokenizer, "LLM", tmpl);
     if (!encoder.ok()) return encoder.status();
-    f.text = std::make_unique<LlmConditioner>(std::move(*encoder), tmpl);
+    if (layered) {
+        f.text = std::make_unique<LlmConditioner>(std::move(*encoder), tmpl);
+    } else {
+        // The tower is small next to the LLM: it stays on the text encoder's first device.
+        std::unique_ptr<QwenVisionEncoder> tower;
+        if (vision) {
+            auto v = QwenVisionEncoder::create(ctx, ctx.placement.te.first_device_only(), *vision);
+            if (!v.ok()) return v.status();
+            tower = std::move(*v);
+        }
+        f.text = std::make_unique<QwenEditConditioner>(std::move(*encoder), std::move(tower), tmpl);
+    }
 
     auto denoiser = QwenImageDenoiser::create(ctx, ctx.placement.diffusion, *dit);
     if (!denoiser.ok()) return denoiser.status();
@@ -179,7 +226,7 @@ extern const FamilyRecipe kQwenImageRecipe = {
     "weights",
     detect_plain,
     load,
-    "diffusion-model,llm,vae",
+    "diffusion-model,llm,llm_vision,vae",
     &kQwenImageLayout,
     {"transformer_blocks"}};
 

@@ -78,7 +78,8 @@ Result<std::unique_ptr<LlmTextEncoder>> LlmTextEncoder::create(
     return enc;
 }
 
-Result<HostTensor> LlmTextEncoder::encode(const std::string& prompt, const ChatTemplate& tmpl) {
+Result<HostTensor> LlmTextEncoder::encode(const std::string& prompt, const ChatTemplate& tmpl,
+                                          const std::vector<EmbeddingSplice>& splices) {
     // The template parts and each emphasis run are tokenized on their own.
     std::vector<int> ids = tokenizer_->encode(tmpl.prefix);
     std::vector<float> weights(ids.size(), 1.0f);
@@ -110,6 +111,24 @@ Result<HostTensor> LlmTextEncoder::encode(const std::string& prompt, const ChatT
     }
     auto embeds = models::qwen_llm_embed(*index_, cfg_, ids);
     if (!embeds.ok()) return embeds.status();
+    for (const EmbeddingSplice& s : splices) {
+        const HostTensor& rows = *s.rows;
+        const int64_t count = rows.numel() / std::max<int64_t>(1, rows.dim(0));
+        if (rows.dim(0) != cfg_.hidden) {
+            return Status::Error(string_format(
+                "image embeddings of width %lld for a text encoder %lld wide (the vision tower "
+                "does not belong to this LLM)",
+                (long long)rows.dim(0), (long long)cfg_.hidden));
+        }
+        if (s.position < 0 || s.position + count > n) {
+            return Status::Error(string_format(
+                "image embeddings for tokens %lld..%lld of a %lld-token prompt: the tokenizer "
+                "does not match the text encoder",
+                (long long)s.position, (long long)(s.position + count - 1), (long long)n));
+        }
+        std::copy(rows.data.begin(), rows.data.begin() + count * cfg_.hidden,
+                  embeds->data.begin() + s.position * cfg_.hidden);
+    }
     const std::vector<int32_t> pos = position_ids(n);
     auto r = runner_->run([&](GraphBuilder& gb) {
         ggml_tensor* x = gb.input(*embeds);

@@ -39,6 +39,13 @@ struct ChatTemplate {
     int64_t width(int64_t hidden) const;
 };
 
+// Rows that replace token embeddings before the LLM runs: rows [hidden, n] over the tokens
+// position .. position + n - 1 (Qwen Image Edit's vision tower output).
+struct EmbeddingSplice {
+    int64_t position = 0;
+    const HostTensor* rows = nullptr;
+};
+
 class LlmTextEncoder {
   public:
     // `tmpl`: the template it will be asked for (only the layers up to its last_layer() are
@@ -50,7 +57,10 @@ class LlmTextEncoder {
     // Hidden states [tmpl.width(hidden), tokens, 1] of template(prompt), padded as the
     // template says: the prompt's A1111 emphasis weights scale its tokens' states (mean
     // restored over the whole sequence), then the template's leading tokens are dropped.
-    Result<HostTensor> encode(const std::string& prompt, const ChatTemplate& tmpl);
+    // `splices` replace token embeddings of the templated prompt (an error if one reaches
+    // past the end of the sequence or has the wrong width).
+    Result<HostTensor> encode(const std::string& prompt, const ChatTemplate& tmpl,
+                              const std::vector<EmbeddingSplice>& splices = {});
 
     const models::QwenLlmConfig& config() const { return cfg_; }
     void end_phase() { runner_->end_phase(); }
