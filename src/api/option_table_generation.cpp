@@ -177,13 +177,15 @@ void add_generation_options(std::vector<OptionSpec>& out) {
             "Classifier-free guidance scale; 1 skips the negative prompt; default: the model's "
             "(7 for SD1/SD2)")
         .bind(to_float(GGDIFF_FIELD(gen.cfg_scale)));
-    // Only instruct-pix2pix style models (an image condition with its own guidance) read
-    // it, and no such family is supported: accepted so sd-cli lines parse, said in --help.
+    // Reference-image models read it (3-conditioning CFG); elsewhere it is dropped with a
+    // warning, as stable-diffusion.cpp does, and --help says so.
     opt(out, g, "img-cfg-scale", OptType::Float, kGenerate)
-        .no_effect(
-            "only instruct-pix2pix models take an image guidance scale, and none is supported "
-            "yet")
-        .help("Image guidance scale of instruct-pix2pix models; default: the CFG scale");
+        .help(
+            "Image guidance scale for models given reference images (-r: FLUX.1 Kontext, "
+            "FLUX.2, Qwen Image Edit): other than 1 (the default), a third pass without the "
+            "references guides by them. Without -r, or on other models, it has no effect (a "
+            "warning says so; instruct-pix2pix models are not supported yet)")
+        .bind(to_float(GGDIFF_FIELD(gen.img_cfg_scale)));
     opt(out, g, "guidance", OptType::Float, kGenerate)
         .def("3.5")
         .help(

@@ -121,7 +121,24 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     GGDIFF_TRY(f.text->check(tr));
 
     p.cfg_scale = std::isnan(o.cfg_scale) ? f.defaults.cfg_scale : o.cfg_scale;
-    p.use_uncond = f.uses_cfg && p.cfg_scale != 1.0f;
+    // Image guidance acts on models given reference images; elsewhere it is dropped with a
+    // warning, as stable-diffusion.cpp does.
+    if (!std::isnan(o.img_cfg_scale)) {
+        if (!std::isfinite(o.img_cfg_scale)) {
+            return Status::Error("--img-cfg-scale must be a finite number");
+        }
+        if (o.ref_images.empty() || f.ref_image_multiple <= 0 || !f.uses_cfg) {
+            if (o.img_cfg_scale != 1.0f) {
+                GGDIFF_LOG_WARN(
+                    "--img-cfg-scale has no effect here: it guides by the reference images (-r) "
+                    "of models that take them (FLUX.1 Kontext, FLUX.2, Qwen Image Edit)");
+            }
+        } else {
+            p.img_cfg = o.img_cfg_scale;
+        }
+    }
+    p.use_img_uncond = p.img_cfg != 1.0f;
+    p.use_uncond = f.uses_cfg && (p.cfg_scale != 1.0f || p.img_cfg != p.cfg_scale);
 
     if (o.sampler) {
         p.sampler = *o.sampler;

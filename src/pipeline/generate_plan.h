@@ -27,6 +27,11 @@ struct GeneratePlan {
     int width = 0, height = 0;
     float cfg_scale = 7.0f;
     bool use_uncond = false;
+    // --img-cfg-scale of a model given reference images (FLUX.1 Kontext, FLUX.2, Qwen Image
+    // Edit): 1 (the default) is plain CFG; otherwise a third pass without the references
+    // (img_uncond) joins the guidance, as stable-diffusion.cpp's 3-conditioning CFG.
+    float img_cfg = 1.0f;
+    bool use_img_uncond = false;
     sampling::SamplerKind sampler = sampling::SamplerKind::EulerA;
     std::optional<sampling::ScheduleKind> schedule;  // unset with --sigmas
     sampling::RngKind rng = sampling::RngKind::Cuda;

@@ -60,7 +60,21 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
             return Status::Error("the denoiser returned a latent of the wrong size");
         }
         std::vector<float> guided;
-        if (p.use_uncond) {
+        if (p.use_img_uncond) {
+            // The negative prompt without the reference images (3-conditioning CFG).
+            batch.cond = {&c.text.img_uncond};
+            batch.refs = nullptr;
+            batch.x.ne[3] = 1;
+            batch.x.data.resize(n);
+            batch.timesteps.assign(1, ms.t);
+            auto ri = c.family.denoiser->run(batch);
+            if (!ri.ok()) return ri.status().with_context("image guidance pass");
+            if (ri->data.size() != n) {
+                return Status::Error("the denoiser returned a latent of the wrong size");
+            }
+            sampling::apply_img_cfg(out_c, out_u, ri->data, p.cfg_scale, p.img_cfg, guided);
+            batch.refs = in.refs.empty() ? nullptr : &in.refs;
+        } else if (p.use_uncond) {
             sampling::apply_cfg(out_c, out_u, p.cfg_scale, guided);
         } else {
             guided = out_c;

@@ -23,6 +23,14 @@ Result<TextConditions> encode_text(Family& f, const GeneratePlan& plan, const Ge
         if (!u.ok()) return u.status();
         out.uncond = std::move(*u);
     }
+    if (plan.use_img_uncond) {
+        tr.prompt = o.negative_prompt;
+        tr.negative = true;
+        tr.ref_images = nullptr;
+        auto u = f.text->encode(tr);
+        if (!u.ok()) return u.status();
+        out.img_uncond = std::move(*u);
+    }
     f.text->end_phase();
     return out;
 }

@@ -16,6 +16,8 @@ namespace ggdiff {
 struct TextConditions {
     Conditioning cond;
     Conditioning uncond;  // the negative prompt's; empty when the plan uses no CFG
+    // The negative prompt's without the reference images (plan.use_img_uncond only).
+    Conditioning img_uncond;
 };
 
 // Encodes `prompt` (the request's prompt without its <lora:...> tags) and, with
