@@ -46,6 +46,9 @@ nlohmann::json defaults_json(const ServerContext& ctx) {
         {"strength", default_json(h, "strength")},
         {"seed", ctx.config.seed_given ? default_json(h, "seed") : nlohmann::json(-1)},
         {"batch_count", default_json(h, "batch-count")},
+        {"qwen_image_layers", default_json(h, "qwen-image-layers")},
+        {"auto_resize_ref_image", default_json(h, "disable-auto-resize-ref-image") != true},
+        {"increase_ref_index", default_json(h, "increase-ref-index") == true},
         {"sample_params",
          {{"scheduler", default_json(h, "scheduler")},
           {"sample_method", default_json(h, "sampling-method")},
@@ -243,6 +246,15 @@ GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
             decode_base64_upload(refs[i].get<std::string>(), ctx.config.max_upload_pixels, key),
             key);
     }
+    // sd-server's reference-image switches (-r placement and resize).
+    if (auto inc = f.boolean("increase_ref_index")) {
+        r.set("increase-ref-index", *inc ? "true" : "false", "increase_ref_index");
+    }
+    if (auto resize = f.boolean("auto_resize_ref_image")) {
+        r.set("disable-auto-resize-ref-image", *resize ? "false" : "true", "auto_resize_ref_image");
+    }
+    r.set_int("qwen-image-layers", f.integer("qwen_image_layers", -(1 << 20), 1 << 20),
+              "qwen_image_layers");
     if (f.has("control_image"))
         r.set_number("control-strength", f.number("control_strength", -100, 100),
                      "control_strength");

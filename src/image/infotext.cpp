@@ -191,6 +191,10 @@ std::string infotext_quote(const std::string& value) {
                                       nlohmann::json::error_handler_t::replace);
 }
 
+std::string infotext_float(float v) {
+    return format_float(v);
+}
+
 std::string format_infotext(const GenerationInfo& info) {
     Pairs params;
     params.emplace_back("Steps", std::to_string(info.steps));

@@ -48,6 +48,9 @@ struct GenerationInfo {
 // The whole text is stripped of leading/trailing whitespace, as A1111 does.
 std::string format_infotext(const GenerationInfo& info);
 
+// A number as the infotext writes it: the shortest form that reads back to the same float.
+std::string infotext_float(float v);
+
 // Parses like A1111's parse_generation_parameters: the last line holds the parameters when
 // it has at least 3 "Key: value" pairs; lines before it are the prompt, up to a line
 // starting with "Negative prompt:" after which they are the negative prompt (each line

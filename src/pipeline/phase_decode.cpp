@@ -83,6 +83,8 @@ GenerationInfo generation_info(const Family& f, const GeneratePlan& p, const Gen
     if (o.clip_skip > 0) info.clip_skip = o.clip_skip;
     if (o.init_image) info.denoising_strength = o.strength;
     info.rng = sampling::rng_name(p.rng);
+    // A1111's key for image guidance (instruct-pix2pix there; reference images here).
+    if (p.use_img_uncond) info.extra.emplace_back("Image CFG scale", infotext_float(p.img_cfg));
     if (!lora_hashes.empty()) info.extra.emplace_back("Lora hashes", lora_hashes);
     return info;
 }
