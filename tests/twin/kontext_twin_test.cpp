@@ -1,7 +1,7 @@
 // FLUX.1 Kontext twins over two ggdiff-rpc workers (see twin_test.cpp for the pattern): with
 // reference images joining the DiT's sequence, the DiT split over its double and single blocks
 // and T5 split over its blocks (two references), a batch of two on two data-parallel replicas
-// (the references encoded once, shared by both items) and a --max-vram budget that cuts the
+// (both items edit with the same reference latents) and a --max-vram budget that cuts the
 // DiT into streamed segments each give the single-device image of the kontext_tiny golden
 // case, and so its golden image.
 //
