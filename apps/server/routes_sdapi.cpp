@@ -13,6 +13,7 @@ namespace ggdiff::server {
 namespace {
 
 constexpr int64_t kMaxSeed = INT64_MAX - (1 << 20);
+constexpr size_t kMaxImages = 64;  // init_images and extra_images, as the native ref_images
 
 // A1111 fields that switch on something ggdiff has no engine option for: refused by name.
 void refuse_unsupported(const Fields& f) {
@@ -113,17 +114,34 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
     r.output_format = format;
     r.embed_metadata = pnginfo;
 
+    // A model that attends to reference images (FLUX.1 Kontext, FLUX.2, Qwen Image Edit) takes
+    // them from init_images (the first is the init image too, as our OpenAI edits do) and from
+    // stable-diffusion.cpp's extra_images; any other model refuses both.
+    const bool takes_refs = ctx.host.model_info().value("ref_images", false);
     if (img2img) {
-        auto inits = f.array("init_images", 1);
+        auto inits = f.array("init_images", kMaxImages);
         if (inits.empty()) throw bad_field("init_images", "img2img needs one init image");
-        if (!inits[0].is_string()) {
-            throw bad_field("init_images[0]",
-                            "expected a base64 string, got " + json_type_phrase(inits[0]));
+        if (inits.size() > 1 && !takes_refs) {
+            throw bad_field("init_images",
+                            "one init image only: " + std::to_string(inits.size()) +
+                                " were given, and this model takes no reference images");
         }
-        r.add_image("init-img",
-                    decode_base64_upload(inits[0].get<std::string>(), ctx.config.max_upload_pixels,
-                                         "init_images[0]"),
-                    "init_images[0]");
+        for (size_t i = 0; i < inits.size(); ++i) {
+            const std::string key = "init_images[" + std::to_string(i) + "]";
+            if (!inits[i].is_string()) {
+                throw bad_field(key, "expected a base64 string, got " + json_type_phrase(inits[i]));
+            }
+            const std::string& text = inits[i].get_ref<const std::string&>();
+            if (i == 0) {
+                r.add_image("init-img",
+                            decode_base64_upload(text, ctx.config.max_upload_pixels, key), key);
+            }
+            if (takes_refs) {
+                require_supported("ref-image", key);
+                r.add_image("ref-image",
+                            decode_base64_upload(text, ctx.config.max_upload_pixels, key), key);
+            }
+        }
         r.set_number("strength", f.number("denoising_strength", -1e9, 1e9), "denoising_strength");
         if (!r.get("strength")) r.set("strength", "0.75", "denoising_strength");
         r.set_number("img-cfg-scale", f.number("image_cfg_scale", -1000, 1000), "image_cfg_scale");
@@ -152,6 +170,23 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
             throw not_supported("include_init_images", "returning the init images");
         }
     }
+    const auto extra = f.array("extra_images", kMaxImages);
+    if (!extra.empty() && !takes_refs) {
+        throw bad_field("extra_images",
+                        "this model takes no reference images (FLUX.1 Kontext, FLUX.2 and Qwen "
+                        "Image Edit models do)");
+    }
+    for (size_t i = 0; i < extra.size(); ++i) {
+        const std::string key = "extra_images[" + std::to_string(i) + "]";
+        require_supported("ref-image", key);
+        if (!extra[i].is_string()) {
+            throw bad_field(key, "expected a base64 string, got " + json_type_phrase(extra[i]));
+        }
+        r.add_image("ref-image",
+                    decode_base64_upload(extra[i].get_ref<const std::string&>(),
+                                         ctx.config.max_upload_pixels, key),
+                    key);
+    }
     // Any other per-request engine option, by its schema name.
     read_engine_options(f, "ggdiff", r);
     return out;
@@ -177,6 +212,7 @@ void generate(const httplib::Request& req, httplib::Response& res, ServerContext
             params["init_images"] = nullptr;
             params["mask"] = nullptr;
         }
+        if (params.contains("extra_images")) params["extra_images"] = nullptr;
         send_json(res, 200,
                   {{"images", images},
                    {"parameters", params},

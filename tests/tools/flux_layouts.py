@@ -16,7 +16,10 @@ weights (raw bytes are copied, never converted):
   drop OUT FILE PREFIX     FILE without the tensors whose names start with PREFIX (the dev
                            DiT without guidance_in.*: a schnell layout)
 
-usage: flux_layouts.py single|diffusers OUT DIT CLIP_L T5 VAE CLIP_MERGES T5_TOKENIZER
+  A diffusers folder's model_index.json names FluxPipeline, or PIPELINE when given (the
+  FLUX.1 Kontext fixture as a FluxKontextPipeline folder).
+
+usage: flux_layouts.py single|diffusers OUT DIT CLIP_L T5 VAE CLIP_MERGES T5_TOKENIZER [PIPELINE]
        flux_layouts.py reshape OUT FILE NAME SHAPE
        flux_layouts.py drop OUT FILE PREFIX
 """
@@ -205,6 +208,7 @@ def main():
         drop(*sys.argv[2:5])
         return
     mode, out, dit_p, clip_p, t5_p, vae_p, merges, t5_tok = sys.argv[1:9]
+    pipeline = sys.argv[9] if len(sys.argv) > 9 else "FluxPipeline"
     dit, clip, t5, vae = read(dit_p), read(clip_p), read(t5_p), read(vae_p)
     if mode == "single":
         all_ = {}
@@ -218,7 +222,7 @@ def main():
         shutil.rmtree(out)
     os.makedirs(out)
     with open(os.path.join(out, "model_index.json"), "w") as f:
-        json.dump({"_class_name": "FluxPipeline", "_diffusers_version": "0.30.0"}, f)
+        json.dump({"_class_name": pipeline, "_diffusers_version": "0.30.0"}, f)
     write(os.path.join(out, "transformer", "diffusion_pytorch_model.safetensors"),
           diffusers_transformer(dit))
     write(os.path.join(out, "text_encoder", "model.safetensors"), clip)

@@ -1,0 +1,107 @@
+// The kontext_tiny golden suite (../shared/golden/kontext_tiny: FLUX.1 Kontext, image edits
+// with -r reference images) for end-to-end tests outside tests/golden: its four fixture files
+// (the Kontext DiT made by the ctest fixture test fixture_kontext_tiny_dit; CLIP-L, T5 and the
+// VAE are flux_tiny's), the arguments that load them, its reference images and the arguments
+// and outputs of its cases.
+#pragma once
+
+#include "e2e_support.h"
+
+namespace ggdiff::e2e::kontext {
+
+inline std::string suite_dir() {
+    return shared_dir() + "/golden/kontext_tiny";
+}
+inline std::string golden(const std::string& file) {
+    return suite_dir() + "/" + file;
+}
+// The suite's two reference images (64x64): shapes (a red circle, a square) and stripes.
+inline std::string ref_shapes() {
+    return golden("ref_shapes.png");
+}
+inline std::string ref_stripes() {
+    return golden("ref_stripes.png");
+}
+inline std::string t5_tokenizer() {
+    return shared_dir() + "/data/t5_synthetic/tokenizer.json";
+}
+inline std::string fixture(const std::string& stem) {
+    return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + stem + ".safetensors";
+}
+inline std::string dit() {
+    return fixture("kontext_tiny_dit");
+}
+inline std::string clip_l() {
+    return fixture("flux_clip_l");
+}
+inline std::string t5() {
+    return fixture("flux_tiny_t5");
+}
+inline std::string vae() {
+    return fixture("flux_ae");
+}
+
+inline nlohmann::json manifest() {
+    return read_manifest(suite_dir() + "/manifest.json");
+}
+
+inline double tolerance() {
+    return suite_tolerance(suite_dir());
+}
+
+// The request arguments of case `id`, `@FILE` resolved (empty when there is no such case).
+inline std::vector<std::string> case_args(const std::string& id) {
+    return suite_case_args(suite_dir(), id);
+}
+
+// The output files of case `id` in the suite folder (empty when there is no such case).
+inline std::vector<std::string> case_outputs(const std::string& id) {
+    for (const auto& c : manifest().value("cases", nlohmann::json::array())) {
+        if (c.value("id", "") != id) continue;
+        std::vector<std::string> out;
+        for (const auto& f : c.value("outputs", std::vector<std::string>{}))
+            out.push_back(golden(f));
+        return out;
+    }
+    return {};
+}
+
+// The four component files as the golden set was recorded and both tokenizers.
+inline std::vector<std::string> model_args() {
+    return {"--diffusion-model",
+            dit(),
+            "--clip_l",
+            clip_l(),
+            "--t5xxl",
+            t5(),
+            "--vae",
+            vae(),
+            "--tokenizer",
+            merges_path(),
+            "--t5xxl-tokenizer",
+            t5_tokenizer()};
+}
+
+// model_args() with the value of `flag` replaced by `file` (or dropped with its flag when
+// `file` is empty).
+inline std::vector<std::string> model_args_with(const std::string& flag, const std::string& file) {
+    return with_flag_value(model_args(), flag, file);
+}
+
+// Records a failure (and returns false) unless the binary, the fixture files and the suite's
+// reference images exist.
+inline bool prerequisites_ok() {
+    bool ok = true;
+    for (const std::string& f :
+         {binary_path(), dit(), clip_l(), t5(), vae(), ref_shapes(), ref_stripes()}) {
+        if (!fs::is_regular_file(f)) {
+            ADD_FAILURE() << "missing " << f
+                          << " (run the tests through ctest: its fixture_kontext_tiny_dit and "
+                             "fixture_flux_* tests make the fixture files)";
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+}  // namespace ggdiff::e2e::kontext
