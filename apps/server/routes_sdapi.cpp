@@ -116,15 +116,20 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
 
     // A model that attends to reference images (FLUX.1 Kontext, FLUX.2, Qwen Image Edit) takes
     // them from init_images (the first is the init image too, as our OpenAI edits do) and from
-    // stable-diffusion.cpp's extra_images; any other model refuses both.
+    // stable-diffusion.cpp's extra_images; any other model refuses both. A request that has
+    // the extra_images field (even empty) names its references itself: its init image is then
+    // only the init image, as in stable-diffusion.cpp's server (plain img2img on FLUX.1-dev).
     const bool takes_refs = ctx.host.model_info().value("ref_images", false);
+    const bool inits_are_refs = takes_refs && !f.has("extra_images");
     if (img2img) {
         auto inits = f.array("init_images", kMaxImages);
         if (inits.empty()) throw bad_field("init_images", "img2img needs one init image");
-        if (inits.size() > 1 && !takes_refs) {
+        if (inits.size() > 1 && !inits_are_refs) {
             throw bad_field("init_images",
                             "one init image only: " + std::to_string(inits.size()) +
-                                " were given, and this model takes no reference images");
+                                " were given, and " +
+                                (takes_refs ? "extra_images names the reference images"
+                                            : "this model takes no reference images"));
         }
         for (size_t i = 0; i < inits.size(); ++i) {
             const std::string key = "init_images[" + std::to_string(i) + "]";
@@ -136,7 +141,7 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
                 r.add_image("init-img",
                             decode_base64_upload(text, ctx.config.max_upload_pixels, key), key);
             }
-            if (takes_refs) {
+            if (inits_are_refs) {
                 require_supported("ref-image", key);
                 r.add_image("ref-image",
                             decode_base64_upload(text, ctx.config.max_upload_pixels, key), key);

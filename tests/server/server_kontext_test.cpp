@@ -100,6 +100,27 @@ TEST(ServerKontext, A1111Img2ImgTakesTheInitImageAsReference) {
     const Image two = a1111_image(c, "/sdapi/v1/img2img", img2img, server);
     ASSERT_FALSE(two.empty());
     EXPECT_GT(mean_abs(edit, two), 1.0) << "the second init image (a reference) changed nothing";
+    // An extra_images field (here empty) names the references itself: the init image is then
+    // only the init image (plain img2img, as stable-diffusion.cpp's server does it), and a
+    // second init image is refused.
+    json plain = ref1_request();
+    plain["init_images"] = {b64_file(kontext::ref_shapes())};
+    plain["denoising_strength"] = 0.9;
+    plain["extra_images"] = json::array();
+    const Image no_ref = a1111_image(c, "/sdapi/v1/img2img", plain, server);
+    ASSERT_FALSE(no_ref.empty());
+    EXPECT_GT(mean_abs(edit, no_ref), 1.0)
+        << "extra_images: [] still used the init image as a reference";
+    plain["extra_images"] = {b64_file(kontext::ref_shapes())};
+    const Image same = a1111_image(c, "/sdapi/v1/img2img", plain, server);
+    ASSERT_FALSE(same.empty());
+    EXPECT_LT(mean_abs(edit, same), 0.5)
+        << "the reference given in extra_images differs from init_images[0] as reference";
+    plain["init_images"].push_back(b64_file(kontext::ref_stripes()));
+    auto r = c.Post("/sdapi/v1/img2img", plain.dump(), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400);
+    EXPECT_NE(r->body.find("init_images"), std::string::npos) << r->body;
     EXPECT_TRUE(server.alive());
 }
 
