@@ -6,6 +6,7 @@
 #pragma once
 
 #include "e2e_support.h"
+#include "flux_e2e.h"
 
 namespace ggdiff::e2e::kontext {
 
@@ -22,23 +23,14 @@ inline std::string ref_shapes() {
 inline std::string ref_stripes() {
     return golden("ref_stripes.png");
 }
-inline std::string t5_tokenizer() {
-    return shared_dir() + "/data/t5_synthetic/tokenizer.json";
-}
-inline std::string fixture(const std::string& stem) {
-    return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + stem + ".safetensors";
-}
+// CLIP-L, T5, the VAE and the T5 tokenizer are flux_tiny's.
+using flux::clip_l;
+using flux::fixture;
+using flux::t5;
+using flux::t5_tokenizer;
+using flux::vae;
 inline std::string dit() {
     return fixture("kontext_tiny_dit");
-}
-inline std::string clip_l() {
-    return fixture("flux_clip_l");
-}
-inline std::string t5() {
-    return fixture("flux_tiny_t5");
-}
-inline std::string vae() {
-    return fixture("flux_ae");
 }
 
 inline nlohmann::json manifest() {
