@@ -144,7 +144,8 @@ TEST_F(QwenEditFiles, GgufQ8PartsAndTypeConversion) {
     RunResult r = generate(model, a);
     ASSERT_TRUE(r.succeeded()) << r.describe();
     EXPECT_FALSE(contains(r.err, "no vision tower")) << r.describe();
-    // Measured: 1.80 (the f16 run: 0.5).
+    // Measured 1.96 here and 1.91 for --type q8_0 (f16: about 0.5): q8_0 weights move this
+    // fixture by about 2 of 255, so the limit is 4.
     expect_close(a, qe::ref1_golden(), 4.0, "GGUF DiT + LLM q8_0");
 
     const std::string q8 = dir_ + "/q8.png";
