@@ -59,7 +59,8 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"wan_tiny", "wan"},
     {"flow_sde/F", "flux"},  // tests/golden
     {"flow_sde/Q", "qwen_image"},
-    {"flux_slg", "flux"},  // tests/golden
+    {"flux_slg", "flux"},              // tests/golden
+    {"qwen_edit_2511", "qwen_image"},  // tests/golden
 };
 
 // The part flags -M info and -M convert read (others, e.g. --upscale-model, are left out).
