@@ -140,6 +140,7 @@ Result<Family> load(const FamilyContext& ctx) {
 
     auto denoiser = FluxDenoiser::create(ctx, ctx.placement.diffusion, *dit);
     if (!denoiser.ok()) return denoiser.status();
+    f.lora_targets.push_back(flux_lora_target((*denoiser)->runner(), dit->prefix));
     f.denoiser = std::move(*denoiser);
 
     auto ae = make_sd_autoencoder(ctx, *vae);
