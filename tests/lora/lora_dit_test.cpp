@@ -1,8 +1,9 @@
 // LoRA on the FLUX.1 and Qwen Image tiny fixtures, end to end: a diffusers / PEFT LoRA and
 // the equivalent kohya LoRA (FLUX.1: to_k / add_v_proj on their thirds of the fused qkv, a
 // single block's to_q and proj_mlp on their rows of linear1, norm_out's (scale, shift) halves
-// swapped; Qwen Image: the same modules under "lora_unet_" and "transformer.") give the same
-// image, which differs from the image without a LoRA, and no module goes unmatched.
+// swapped; a CLIP-L module as "lora_te1_"; Qwen Image: the same modules under "lora_unet_" and
+// "transformer.") give the same image, which differs from the image without a LoRA, and no module
+// goes unmatched.
 #include <gtest/gtest.h>
 
 #include "../golden/flux_e2e.h"
@@ -108,6 +109,9 @@ TEST(LoraDit, FluxKohyaAndDiffusersFormsGiveTheSameImage) {
     peft(d, "transformer.single_transformer_blocks.0.proj_mlp", smlp);
     peft(d, "transformer.norm_out.linear", fin);
     peft(d, "transformer.transformer_blocks.0.ff.net.0.proj", m0);
+    // A CLIP-L module as sd-scripts names it, in both files.
+    const Pair te = pair(768, 768, 9);
+    kohya(d, "lora_te1_text_model_encoder_layers_0_self_attn_q_proj", te);
     ggdiff::testing::write_safetensors(dir + "/diffusers.safetensors", d);
 
     Pair swapped = fin;  // (scale, shift) -> (shift, scale)
@@ -119,6 +123,7 @@ TEST(LoraDit, FluxKohyaAndDiffusersFormsGiveTheSameImage) {
     kohya(o, "lora_unet_single_blocks_0_linear1", on_rows({{0, sq}, {3 * h, smlp}}, 3 * h + mlp));
     kohya(o, "lora_unet_final_layer_adaLN_modulation_1", swapped);
     kohya(o, "lora_unet_double_blocks_0_img_mlp_0", m0);
+    kohya(o, "lora_te1_text_model_encoder_layers_0_self_attn_q_proj", te);
     ggdiff::testing::write_safetensors(dir + "/kohya.safetensors", o);
 
     expect_same_change(flux::model_args(), flux::case_args("flux_euler"), dir);
