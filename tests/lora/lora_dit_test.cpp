@@ -1,12 +1,13 @@
 // LoRA on the FLUX.1 and Qwen Image tiny fixtures, end to end: a diffusers / PEFT LoRA and
 // the equivalent kohya LoRA (FLUX.1: to_k / add_v_proj on their thirds of the fused qkv, a
 // single block's to_q and proj_mlp on their rows of linear1, norm_out's (scale, shift) halves
-// swapped; a CLIP-L module as "lora_te1_"; Qwen Image: the same modules under "lora_unet_" and
-// "transformer.") give the same image, which differs from the image without a LoRA, and no module
-// goes unmatched.
+// swapped, a CLIP-L module as "lora_te1_"; Qwen Image: the same modules under "lora_unet_"
+// and "transformer.") give the same image, which differs from the image without a LoRA, and
+// no module goes unmatched. FLUX.1 Kontext (with a reference image) takes the FLUX.1 pair.
 #include <gtest/gtest.h>
 
 #include "../golden/flux_e2e.h"
+#include "../golden/kontext_e2e.h"
 #include "../golden/qwen_e2e.h"
 #include "../io/io_test_util.h"
 
@@ -96,9 +97,8 @@ void expect_same_change(const std::vector<std::string>& model,
                 moved.mean_abs);
 }
 
-TEST(LoraDit, FluxKohyaAndDiffusersFormsGiveTheSameImage) {
-    if (!flux::prerequisites_ok()) return;
-    const std::string dir = fresh_dir();
+// The FLUX.1 pair of LoRA files in `dir`.
+void write_flux_loras(const std::string& dir) {
     constexpr int64_t h = 256, mlp = 1024;  // flux_tiny_dit: hidden 256, MLP 1024
     const Pair k = pair(h, h, 1), v = pair(h, h, 2), sq = pair(h, h, 3), smlp = pair(h, mlp, 4);
     const Pair fin = pair(h, 2 * h, 5), m0 = pair(h, mlp, 6);
@@ -125,8 +125,21 @@ TEST(LoraDit, FluxKohyaAndDiffusersFormsGiveTheSameImage) {
     kohya(o, "lora_unet_double_blocks_0_img_mlp_0", m0);
     kohya(o, "lora_te1_text_model_encoder_layers_0_self_attn_q_proj", te);
     ggdiff::testing::write_safetensors(dir + "/kohya.safetensors", o);
+}
 
+TEST(LoraDit, FluxKohyaAndDiffusersFormsGiveTheSameImage) {
+    if (!flux::prerequisites_ok()) return;
+    const std::string dir = fresh_dir();
+    write_flux_loras(dir);
     expect_same_change(flux::model_args(), flux::case_args("flux_euler"), dir);
+}
+
+// Kontext is a FLUX.1 model: the same LoRAs, with a reference image.
+TEST(LoraDit, KontextTakesFluxLoras) {
+    if (!kontext::prerequisites_ok()) return;
+    const std::string dir = fresh_dir();
+    write_flux_loras(dir);
+    expect_same_change(kontext::model_args(), kontext::case_args("kontext_ref1"), dir);
 }
 
 TEST(LoraDit, QwenImageKohyaAndDiffusersFormsGiveTheSameImage) {
