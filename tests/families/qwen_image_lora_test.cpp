@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "../io/io_test_util.h"
 #include "devices/devices.h"

@@ -6,6 +6,8 @@
 // no module goes unmatched. FLUX.1 Kontext (with a reference image) takes the FLUX.1 pair.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "../golden/flux_e2e.h"
 #include "../golden/kontext_e2e.h"
 #include "../golden/qwen_e2e.h"
