@@ -21,6 +21,8 @@ class FluxDenoiser : public Denoiser {
     // latents (Kontext editing, any FLUX.1 model) join the sequence after the image.
     Result<HostTensor> run(const DenoiseBatch& batch) override;
     void end_phase() override { runner_->end_phase(); }
+    // The runner holding the DiT's weights (the family's LoRA target).
+    ModuleRunner& runner() { return *runner_; }
 
     const models::FluxConfig& config() const { return cfg_; }
 

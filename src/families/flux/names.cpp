@@ -3,67 +3,140 @@
 // linears where the original fuses them; those stay separate under names of their own
 // ("img_attn.q", "single_blocks.N.mlp_in", ...), which the FLUX graph reads as such. The
 // final adaLN projection is stored (scale, shift) by diffusers and (shift, scale) by the
-// original, so it keeps a name of its own too ("final_layer.adaLN_scale_shift").
+// original, so it keeps a name of its own too ("final_layer.adaLN_scale_shift"). One table
+// per block kind, read one way to rename a diffusers transformer and the other way to find
+// the LoRA keys of a loaded weight.
 #include "families/flux/names.h"
 
 #include "io/name_util.h"
+#include "pipeline/parts/dit_lora_names.h"
+#include "runtime/module_runner.h"
 
 namespace ggdiff {
 
 namespace {
 
-// "<from>.<rest>" -> "<to>.<rest>" for the first matching pair.
-bool map_members(const std::string& s,
-                 std::initializer_list<std::pair<const char*, const char*>> table,
-                 std::string* out) {
-    for (const auto& [from, to] : table) {
-        std::string t = s;
-        if (replace_prefix(&t, from, to)) {
-            *out = t;
-            return true;
+struct Member {
+    const char* diffusers;
+    const char* original;
+    bool norm = false;  // an RMSNorm: diffusers ".weight" is the original ".scale"
+};
+
+// Members of transformer_blocks.N (diffusers) / double_blocks.N (original).
+const Member kDoubleMembers[] = {
+    {"norm1.linear", "img_mod.lin"},
+    {"norm1_context.linear", "txt_mod.lin"},
+    {"attn.to_q", "img_attn.q"},
+    {"attn.to_k", "img_attn.k"},
+    {"attn.to_v", "img_attn.v"},
+    {"attn.add_q_proj", "txt_attn.q"},
+    {"attn.add_k_proj", "txt_attn.k"},
+    {"attn.add_v_proj", "txt_attn.v"},
+    {"attn.norm_q", "img_attn.norm.query_norm", true},
+    {"attn.norm_k", "img_attn.norm.key_norm", true},
+    {"attn.norm_added_q", "txt_attn.norm.query_norm", true},
+    {"attn.norm_added_k", "txt_attn.norm.key_norm", true},
+    {"attn.to_out.0", "img_attn.proj"},
+    {"attn.to_add_out", "txt_attn.proj"},
+    {"ff.net.0.proj", "img_mlp.0"},
+    {"ff.net.2", "img_mlp.2"},
+    {"ff_context.net.0.proj", "txt_mlp.0"},
+    {"ff_context.net.2", "txt_mlp.2"},
+};
+
+// Members of single_transformer_blocks.N (diffusers) / single_blocks.N (original); the
+// original fuses q, k, v and mlp_in into linear1.
+const Member kSingleMembers[] = {
+    {"norm.linear", "modulation.lin"},
+    {"attn.to_q", "q"},
+    {"attn.to_k", "k"},
+    {"attn.to_v", "v"},
+    {"proj_mlp", "mlp_in"},
+    {"proj_out", "linear2"},
+    {"attn.norm_q", "norm.query_norm", true},
+    {"attn.norm_k", "norm.key_norm", true},
+};
+
+const Member kTopMembers[] = {
+    {"x_embedder", "img_in"},
+    {"context_embedder", "txt_in"},
+    {"time_text_embed.timestep_embedder.linear_1", "time_in.in_layer"},
+    {"time_text_embed.timestep_embedder.linear_2", "time_in.out_layer"},
+    {"time_text_embed.guidance_embedder.linear_1", "guidance_in.in_layer"},
+    {"time_text_embed.guidance_embedder.linear_2", "guidance_in.out_layer"},
+    {"time_text_embed.text_embedder.linear_1", "vector_in.in_layer"},
+    {"time_text_embed.text_embedder.linear_2", "vector_in.out_layer"},
+    // diffusers' AdaLayerNormContinuous stores (scale, shift): a name of its own.
+    {"norm_out.linear", "final_layer.adaLN_scale_shift"},
+    {"proj_out", "final_layer.linear"},
+};
+
+constexpr const char* kFinalShiftScale = "final_layer.adaLN_modulation.1";
+constexpr const char* kFinalScaleShift = "final_layer.adaLN_scale_shift";
+
+// The fused q/k/v of a double block's stream in the original naming and its split parts.
+const std::vector<dit_lora::FusedQkv> kFused = {
+    {"img_attn.qkv", {"img_attn.q", "img_attn.k", "img_attn.v"}},
+    {"txt_attn.qkv", {"txt_attn.q", "txt_attn.k", "txt_attn.v"}},
+};
+
+// A single block's linear1 rows in order: q, k, v (hidden rows each), then the MLP input.
+const char* const kLinear1Parts[] = {"q", "k", "v", "mlp_in"};
+
+// "<member>.<tail>" -> true and the tail.
+bool take_member(const std::string& s, const char* member, std::string* tail) {
+    const std::string m = std::string(member) + ".";
+    if (!starts_with(s, m)) return false;
+    *tail = s.substr(m.size());
+    return true;
+}
+
+// A diffusers name relative to a block (or the top) -> the original one, by `table`.
+template <size_t K>
+bool rename(const std::string& rest, const Member (&table)[K], std::string* out) {
+    std::string tail;
+    for (const Member& m : table) {
+        if (!take_member(rest, m.diffusers, &tail)) continue;
+        if (m.norm) {
+            if (tail != "weight") return false;
+            tail = "scale";
         }
+        *out = std::string(m.original) + "." + tail;
+        return true;
     }
     return false;
 }
 
-bool map_double(const std::string& rest, std::string* out) {
-    return map_members(rest,
-                       {
-                           {"norm1.linear.", "img_mod.lin."},
-                           {"norm1_context.linear.", "txt_mod.lin."},
-                           {"attn.to_q.", "img_attn.q."},
-                           {"attn.to_k.", "img_attn.k."},
-                           {"attn.to_v.", "img_attn.v."},
-                           {"attn.add_q_proj.", "txt_attn.q."},
-                           {"attn.add_k_proj.", "txt_attn.k."},
-                           {"attn.add_v_proj.", "txt_attn.v."},
-                           {"attn.norm_q.weight", "img_attn.norm.query_norm.scale"},
-                           {"attn.norm_k.weight", "img_attn.norm.key_norm.scale"},
-                           {"attn.norm_added_q.weight", "txt_attn.norm.query_norm.scale"},
-                           {"attn.norm_added_k.weight", "txt_attn.norm.key_norm.scale"},
-                           {"attn.to_out.0.", "img_attn.proj."},
-                           {"attn.to_add_out.", "txt_attn.proj."},
-                           {"ff.net.0.proj.", "img_mlp.0."},
-                           {"ff.net.2.", "img_mlp.2."},
-                           {"ff_context.net.0.proj.", "txt_mlp.0."},
-                           {"ff_context.net.2.", "txt_mlp.2."},
-                       },
-                       out);
+template <size_t K>
+const char* diffusers_of(const std::string& original, const Member (&table)[K]) {
+    for (const Member& m : table) {
+        if (!m.norm && original == m.original) return m.diffusers;
+    }
+    return nullptr;
 }
 
-bool map_single(const std::string& rest, std::string* out) {
-    return map_members(rest,
-                       {
-                           {"norm.linear.", "modulation.lin."},
-                           {"attn.to_q.", "q."},
-                           {"attn.to_k.", "k."},
-                           {"attn.to_v.", "v."},
-                           {"proj_mlp.", "mlp_in."},
-                           {"proj_out.", "linear2."},
-                           {"attn.norm_q.weight", "norm.query_norm.scale"},
-                           {"attn.norm_k.weight", "norm.key_norm.scale"},
-                       },
-                       out);
+// Row keys of a single block's linear1 (fused form) or of one of its split parts.
+void single_row_keys(int i, const std::string& rest, int64_t rows, int64_t hidden,
+                     std::vector<LoraRowKey>* out) {
+    const std::string block = "single_blocks." + std::to_string(i) + ".";
+    const std::string dblock = "single_transformer_blocks." + std::to_string(i) + ".";
+    if (rest == "linear1") {  // diffusers' q, k, v, proj_mlp each patch their rows
+        for (int j = 0; j < 4; ++j) {
+            const int64_t count = j < 3 ? hidden : rows - 3 * hidden;
+            std::vector<std::string> keys;
+            dit_lora::diffusers_keys(dblock + diffusers_of(kLinear1Parts[j], kSingleMembers),
+                                     &keys);
+            dit_lora::add_row_keys(keys, {{0, j * hidden, count}}, out);
+        }
+        return;
+    }
+    for (int j = 0; j < 4; ++j) {
+        if (rest != kLinear1Parts[j]) continue;  // its rows of a fused-form linear1 LoRA
+        std::vector<std::string> keys;
+        dit_lora::original_keys(block + "linear1", &keys);
+        dit_lora::add_row_keys(keys, {{j * hidden, 0, rows}}, out);
+        return;
+    }
 }
 
 }  // namespace
@@ -80,29 +153,70 @@ bool DiffusersFluxMap::detect(const std::vector<std::string>& names) {
 bool DiffusersFluxMap::map(const std::string& name, std::string* out) {
     int i = 0;
     std::string rest, mapped;
-    if (take_indexed(name, "transformer_blocks.", &i, &rest) && map_double(rest, &mapped)) {
+    if (take_indexed(name, "transformer_blocks.", &i, &rest) &&
+        rename(rest, kDoubleMembers, &mapped)) {
         *out = "double_blocks." + std::to_string(i) + "." + mapped;
         return true;
     }
-    if (take_indexed(name, "single_transformer_blocks.", &i, &rest) && map_single(rest, &mapped)) {
+    if (take_indexed(name, "single_transformer_blocks.", &i, &rest) &&
+        rename(rest, kSingleMembers, &mapped)) {
         *out = "single_blocks." + std::to_string(i) + "." + mapped;
         return true;
     }
-    return map_members(
-        name,
-        {
-            {"x_embedder.", "img_in."},
-            {"context_embedder.", "txt_in."},
-            {"time_text_embed.timestep_embedder.linear_1.", "time_in.in_layer."},
-            {"time_text_embed.timestep_embedder.linear_2.", "time_in.out_layer."},
-            {"time_text_embed.guidance_embedder.linear_1.", "guidance_in.in_layer."},
-            {"time_text_embed.guidance_embedder.linear_2.", "guidance_in.out_layer."},
-            {"time_text_embed.text_embedder.linear_1.", "vector_in.in_layer."},
-            {"time_text_embed.text_embedder.linear_2.", "vector_in.out_layer."},
-            {"norm_out.linear.", "final_layer.adaLN_scale_shift."},
-            {"proj_out.", "final_layer.linear."},
-        },
-        out);
+    return rename(name, kTopMembers, out);
+}
+
+std::vector<std::string> flux_lora_keys(const std::string& weight) {
+    std::vector<std::string> keys;
+    if (!ends_with(weight, ".weight")) return keys;
+    const std::string path = weight.substr(0, weight.size() - 7);
+    dit_lora::original_keys(path, &keys);
+    // The diffusers path where the weight is one diffusers linear as it is (the fused qkv,
+    // linear1 and the final (shift, scale) modulation are row keys).
+    int i = 0;
+    std::string rest;
+    if (take_indexed(path, "double_blocks.", &i, &rest)) {
+        if (const char* d = diffusers_of(rest, kDoubleMembers))
+            dit_lora::diffusers_keys("transformer_blocks." + std::to_string(i) + "." + d, &keys);
+    } else if (take_indexed(path, "single_blocks.", &i, &rest)) {
+        if (const char* d = diffusers_of(rest, kSingleMembers))
+            dit_lora::diffusers_keys("single_transformer_blocks." + std::to_string(i) + "." + d,
+                                     &keys);
+    } else if (const char* d = diffusers_of(path, kTopMembers)) {
+        dit_lora::diffusers_keys(d, &keys);
+    }
+    return keys;
+}
+
+std::vector<LoraRowKey> flux_lora_row_keys(const std::string& weight,
+                                           const std::vector<int64_t>& shape) {
+    std::vector<LoraRowKey> out;
+    if (!ends_with(weight, ".weight") || shape.size() < 2) return out;
+    const std::string path = weight.substr(0, weight.size() - 7);
+    const int64_t rows = shape[0];
+    if (dit_lora::swapped_modulation_row_keys(path, rows, kFinalShiftScale, kFinalScaleShift,
+                                              "norm_out.linear", &out)) {
+        return out;
+    }
+    int i = 0;
+    std::string rest;
+    if (take_indexed(path, "single_blocks.", &i, &rest)) {
+        // linear1 and its split parts all read the hidden state: shape[1] is the width.
+        single_row_keys(i, rest, rows, shape[1], &out);
+        return out;
+    }
+    if (!take_indexed(path, "double_blocks.", &i, &rest)) return out;
+    const std::string block = "double_blocks." + std::to_string(i) + ".";
+    const std::string dblock = "transformer_blocks." + std::to_string(i) + ".";
+    dit_lora::fused_qkv_row_keys(
+        rest, rows, block, dblock, kFused,
+        [](const char* split) { return diffusers_of(split, kDoubleMembers); }, &out);
+    return out;
+}
+
+LoraTarget flux_lora_target(ModuleRunner& runner, const std::string& prefix) {
+    return dit_lora::dit_lora_target(runner, "FLUX.1 DiT", prefix, flux_lora_keys,
+                                     flux_lora_row_keys);
 }
 
 namespace {
@@ -115,7 +229,6 @@ bool bare_flux(const std::vector<std::string>& names) {
 }
 
 }  // namespace
-
 const ModelLayout kFluxLayout = {
     bare_flux,
     DiffusersFluxMap::detect,

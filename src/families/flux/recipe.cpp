@@ -14,6 +14,7 @@
 #include "pipeline/family.h"
 #include "pipeline/parts/clip_encoder.h"
 #include "pipeline/parts/kl_autoencoder.h"
+#include "pipeline/parts/lora_targets.h"
 #include "pipeline/parts/t5_encoder.h"
 
 namespace ggdiff {
@@ -126,6 +127,8 @@ Result<Family> load(const FamilyContext& ctx) {
     auto clip_enc = ClipTextEncoder::create(ctx, clip_where, *clip, *clip_tok, 49407, "CLIP-L",
                                             ClipPooled::Only);
     if (!clip_enc.ok()) return clip_enc.status();
+    // kohya / sd-scripts FLUX LoRAs name CLIP-L "te1" (T5, "te2", takes none).
+    f.lora_targets.push_back(clip_lora_target(**clip_enc, "CLIP-L", {"te1", "text_encoder"}));
     const int64_t pooled_width = (*clip_enc)->pooled_width();
     if (dit->vec_in_dim > 0 && pooled_width != dit->vec_in_dim) {
         return Status::Error(string_format(
@@ -140,6 +143,7 @@ Result<Family> load(const FamilyContext& ctx) {
 
     auto denoiser = FluxDenoiser::create(ctx, ctx.placement.diffusion, *dit);
     if (!denoiser.ok()) return denoiser.status();
+    f.lora_targets.push_back(flux_lora_target((*denoiser)->runner(), dit->prefix));
     f.denoiser = std::move(*denoiser);
 
     auto ae = make_sd_autoencoder(ctx, *vae);

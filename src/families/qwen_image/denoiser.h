@@ -20,6 +20,8 @@ class QwenImageDenoiser : public Denoiser {
     // -1, -2, ... on the frame axis for Layered and 1, 2, ... otherwise.
     Result<HostTensor> run(const DenoiseBatch& batch) override;
     void end_phase() override { runner_->end_phase(); }
+    // The runner holding the DiT's weights (the family's LoRA target).
+    ModuleRunner& runner() { return *runner_; }
 
     const models::QwenImageConfig& config() const { return cfg_; }
 

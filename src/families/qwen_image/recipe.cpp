@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "families/qwen_image/denoiser.h"
 #include "families/qwen_image/edit_text.h"
+#include "families/qwen_image/names.h"
 #include "io/name_util.h"
 #include "models/te/qwen_llm.h"
 #include "models/te/qwen_vision.h"
@@ -177,6 +178,7 @@ Result<Family> load(const FamilyContext& ctx) {
 
     auto denoiser = QwenImageDenoiser::create(ctx, ctx.placement.diffusion, *dit);
     if (!denoiser.ok()) return denoiser.status();
+    f.lora_targets.push_back(qwen_image_lora_target((*denoiser)->runner(), dit->prefix));
     f.denoiser = std::move(*denoiser);
 
     auto ae = WanAutoencoder::create(ctx, ctx.placement.vae, *vae);

@@ -1,0 +1,172 @@
+// LoRA on the FLUX.1 and Qwen Image tiny fixtures, end to end: a diffusers / PEFT LoRA and
+// the equivalent kohya LoRA (FLUX.1: to_k / add_v_proj on their thirds of the fused qkv, a
+// single block's to_q and proj_mlp on their rows of linear1, norm_out's (scale, shift) halves
+// swapped, a CLIP-L module as "lora_te1_"; Qwen Image: the same modules under "lora_unet_"
+// and "transformer.") give the same image, which differs from the image without a LoRA, and
+// no module goes unmatched. FLUX.1 Kontext (with a reference image) takes the FLUX.1 pair.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "../golden/flux_e2e.h"
+#include "../golden/kontext_e2e.h"
+#include "../golden/qwen_e2e.h"
+#include "../io/io_test_util.h"
+
+namespace ggdiff::e2e {
+namespace {
+
+using ggdiff::testing::FakeTensor;
+using ggdiff::testing::to_bytes;
+
+constexpr int64_t kRank = 4;
+
+// One module's pair on `out` rows of a weight `in` wide; small values so that the model
+// stays in range.
+struct Pair {
+    std::vector<float> down, up;
+    int64_t in = 0, out = 0;
+};
+Pair pair(int64_t in, int64_t out, uint32_t seed) {
+    Pair p{ggdiff::testing::pattern(kRank * in, seed),
+           ggdiff::testing::pattern(out * kRank, seed + 7), in, out};
+    for (float& v : p.down) v *= 0.25f;
+    for (float& v : p.up) v *= 0.25f;
+    return p;
+}
+
+// Pairs on consecutive row ranges [at, at + out) of one weight of `rows` rows as one pair:
+// down rows stacked, up block-diagonal, zero outside the ranges.
+Pair on_rows(const std::vector<std::pair<int64_t, Pair>>& parts, int64_t rows) {
+    Pair s;
+    s.in = parts.front().second.in;
+    s.out = rows;
+    for (const auto& [at, p] : parts) s.down.insert(s.down.end(), p.down.begin(), p.down.end());
+    const int64_t rank = kRank * static_cast<int64_t>(parts.size());
+    s.up.assign(rows * rank, 0.0f);
+    for (size_t j = 0; j < parts.size(); ++j) {
+        const auto& [at, p] = parts[j];
+        for (int64_t r = 0; r < p.out; ++r)
+            for (int64_t c = 0; c < kRank; ++c)
+                s.up[(at + r) * rank + j * kRank + c] = p.up[r * kRank + c];
+    }
+    return s;
+}
+
+void peft(std::vector<FakeTensor>& t, const std::string& module, const Pair& p) {
+    t.push_back({module + ".lora_A.weight", "F32", {kRank, p.in}, to_bytes(p.down)});
+    t.push_back({module + ".lora_B.weight", "F32", {p.out, kRank}, to_bytes(p.up)});
+}
+
+void kohya(std::vector<FakeTensor>& t, const std::string& module, const Pair& p) {
+    const int64_t rank = static_cast<int64_t>(p.down.size()) / p.in;
+    t.push_back({module + ".lora_down.weight", "F32", {rank, p.in}, to_bytes(p.down)});
+    t.push_back({module + ".lora_up.weight", "F32", {p.out, rank}, to_bytes(p.up)});
+    t.push_back({module + ".alpha", "F32", {}, to_bytes(std::vector<float>{float(rank)})});
+}
+
+// Runs `model` + `request` with <lora:NAME:1> (none when empty) into dir/NAME.png.
+RunResult generate(const std::vector<std::string>& model, const std::vector<std::string>& request,
+                   const std::string& dir, const std::string& name) {
+    std::vector<std::string> args = model;
+    args.insert(args.end(), {"--lora-model-dir", dir, "-v", "-o",
+                             dir + "/" + (name.empty() ? "plain" : name) + ".png"});
+    std::vector<std::string> req = request;
+    for (size_t j = 0; j + 1 < req.size(); ++j) {
+        if (req[j] == "-p" && !name.empty()) req[j + 1] += "<lora:" + name + ":1>";
+    }
+    args.insert(args.end(), req.begin(), req.end());
+    return run_ggdiff(args, dir, 900);
+}
+
+// The three images: no LoRA, diffusers, kohya.
+void expect_same_change(const std::vector<std::string>& model,
+                        const std::vector<std::string>& request, const std::string& dir) {
+    for (const std::string name : {"", "diffusers", "kohya"}) {
+        const RunResult r = generate(model, request, dir, name);
+        ASSERT_TRUE(r.succeeded()) << r.describe();
+        if (name.empty()) continue;
+        EXPECT_FALSE(contains(r.err, "match no weight")) << r.err;
+        EXPECT_TRUE(contains(r.err, "LoRA: 1 file(s)")) << r.err;
+    }
+    const ImageDiff same = compare_images(dir + "/kohya.png", dir + "/diffusers.png");
+    ASSERT_TRUE(same.ok) << same.error;
+    EXPECT_LE(same.mean_abs, 0.5) << "max " << same.max_abs;
+    const ImageDiff moved = compare_images(dir + "/diffusers.png", dir + "/plain.png");
+    ASSERT_TRUE(moved.ok) << moved.error;
+    EXPECT_GT(moved.mean_abs, 2.0) << "the LoRA changed nothing";
+    std::printf("kohya vs diffusers %.3f, diffusers vs no LoRA %.3f\n", same.mean_abs,
+                moved.mean_abs);
+}
+
+// The FLUX.1 pair of LoRA files in `dir`.
+void write_flux_loras(const std::string& dir) {
+    constexpr int64_t h = 256, mlp = 1024;  // flux_tiny_dit: hidden 256, MLP 1024
+    const Pair k = pair(h, h, 1), v = pair(h, h, 2), sq = pair(h, h, 3), smlp = pair(h, mlp, 4);
+    const Pair fin = pair(h, 2 * h, 5), m0 = pair(h, mlp, 6);
+    std::vector<FakeTensor> d;
+    peft(d, "transformer.transformer_blocks.0.attn.to_k", k);
+    peft(d, "transformer.transformer_blocks.0.attn.add_v_proj", v);
+    peft(d, "transformer.single_transformer_blocks.0.attn.to_q", sq);
+    peft(d, "transformer.single_transformer_blocks.0.proj_mlp", smlp);
+    peft(d, "transformer.norm_out.linear", fin);
+    peft(d, "transformer.transformer_blocks.0.ff.net.0.proj", m0);
+    // A CLIP-L module as sd-scripts names it, in both files.
+    const Pair te = pair(768, 768, 9);
+    kohya(d, "lora_te1_text_model_encoder_layers_0_self_attn_q_proj", te);
+    ggdiff::testing::write_safetensors(dir + "/diffusers.safetensors", d);
+
+    Pair swapped = fin;  // (scale, shift) -> (shift, scale)
+    std::copy(fin.up.begin() + h * kRank, fin.up.end(), swapped.up.begin());
+    std::copy(fin.up.begin(), fin.up.begin() + h * kRank, swapped.up.begin() + h * kRank);
+    std::vector<FakeTensor> o;
+    kohya(o, "lora_unet_double_blocks_0_img_attn_qkv", on_rows({{h, k}}, 3 * h));
+    kohya(o, "lora_unet_double_blocks_0_txt_attn_qkv", on_rows({{2 * h, v}}, 3 * h));
+    kohya(o, "lora_unet_single_blocks_0_linear1", on_rows({{0, sq}, {3 * h, smlp}}, 3 * h + mlp));
+    kohya(o, "lora_unet_final_layer_adaLN_modulation_1", swapped);
+    kohya(o, "lora_unet_double_blocks_0_img_mlp_0", m0);
+    kohya(o, "lora_te1_text_model_encoder_layers_0_self_attn_q_proj", te);
+    ggdiff::testing::write_safetensors(dir + "/kohya.safetensors", o);
+}
+
+TEST(LoraDit, FluxKohyaAndDiffusersFormsGiveTheSameImage) {
+    if (!flux::prerequisites_ok()) return;
+    const std::string dir = fresh_dir();
+    write_flux_loras(dir);
+    expect_same_change(flux::model_args(), flux::case_args("flux_euler"), dir);
+}
+
+// Kontext is a FLUX.1 model: the same LoRAs, with a reference image.
+TEST(LoraDit, KontextTakesFluxLoras) {
+    if (!kontext::prerequisites_ok()) return;
+    const std::string dir = fresh_dir();
+    write_flux_loras(dir);
+    expect_same_change(kontext::model_args(), kontext::case_args("kontext_ref1"), dir);
+}
+
+TEST(LoraDit, QwenImageKohyaAndDiffusersFormsGiveTheSameImage) {
+    const std::string dir = fresh_dir();
+    for (const std::string& f :
+         {qwen_fixture("qwen_tiny_dit"), qwen_fixture("qwen_tiny_llm"), qwen_fixture("qwen_vae")})
+        ASSERT_TRUE(fs::is_regular_file(f)) << f << " (run through ctest: it makes the fixtures)";
+    constexpr int64_t w = 3072;  // qwen_tiny_dit's width
+    const std::pair<const char*, Pair> modules[] = {
+        {"transformer_blocks.0.attn.to_q", pair(w, w, 1)},
+        {"transformer_blocks.0.attn.add_k_proj", pair(w, w, 2)},
+        {"transformer_blocks.0.img_mlp.net.0.proj", pair(w, 4 * w, 3)},
+        {"transformer_blocks.0.txt_mod.1", pair(w, 6 * w, 4)},
+    };
+    std::vector<FakeTensor> d, o;
+    for (const auto& [path, p] : modules) {
+        peft(d, std::string("transformer.") + path, p);
+        std::string u = path;
+        std::replace(u.begin(), u.end(), '.', '_');
+        kohya(o, "lora_unet_" + u, p);
+    }
+    ggdiff::testing::write_safetensors(dir + "/diffusers.safetensors", d);
+    ggdiff::testing::write_safetensors(dir + "/kohya.safetensors", o);
+    expect_same_change(qwen_model_args(), qwen_euler_args(), dir);
+}
+
+}  // namespace
+}  // namespace ggdiff::e2e
