@@ -16,11 +16,7 @@ namespace ggdiff {
 
 namespace {
 
-struct Member {
-    const char* diffusers;
-    const char* original;
-    bool norm = false;  // an RMSNorm: diffusers ".weight" is the original ".scale"
-};
+using dit_lora::Member;
 
 // Members of transformer_blocks.N (diffusers) / double_blocks.N (original).
 const Member kDoubleMembers[] = {
@@ -71,6 +67,8 @@ const Member kTopMembers[] = {
     {"proj_out", "final_layer.linear"},
 };
 
+const dit_lora::BlockNames kNames{kDoubleMembers, kSingleMembers, kTopMembers};
+
 constexpr const char* kFinalShiftScale = "final_layer.adaLN_modulation.1";
 constexpr const char* kFinalScaleShift = "final_layer.adaLN_scale_shift";
 
@@ -83,38 +81,6 @@ const std::vector<dit_lora::FusedQkv> kFused = {
 // A single block's linear1 rows in order: q, k, v (hidden rows each), then the MLP input.
 const char* const kLinear1Parts[] = {"q", "k", "v", "mlp_in"};
 
-// "<member>.<tail>" -> true and the tail.
-bool take_member(const std::string& s, const char* member, std::string* tail) {
-    const std::string m = std::string(member) + ".";
-    if (!starts_with(s, m)) return false;
-    *tail = s.substr(m.size());
-    return true;
-}
-
-// A diffusers name relative to a block (or the top) -> the original one, by `table`.
-template <size_t K>
-bool rename(const std::string& rest, const Member (&table)[K], std::string* out) {
-    std::string tail;
-    for (const Member& m : table) {
-        if (!take_member(rest, m.diffusers, &tail)) continue;
-        if (m.norm) {
-            if (tail != "weight") return false;
-            tail = "scale";
-        }
-        *out = std::string(m.original) + "." + tail;
-        return true;
-    }
-    return false;
-}
-
-template <size_t K>
-const char* diffusers_of(const std::string& original, const Member (&table)[K]) {
-    for (const Member& m : table) {
-        if (!m.norm && original == m.original) return m.diffusers;
-    }
-    return nullptr;
-}
-
 // Row keys of a single block's linear1 (fused form) or of one of its split parts.
 void single_row_keys(int i, const std::string& rest, int64_t rows, int64_t hidden,
                      std::vector<LoraRowKey>* out) {
@@ -124,8 +90,8 @@ void single_row_keys(int i, const std::string& rest, int64_t rows, int64_t hidde
         for (int j = 0; j < 4; ++j) {
             const int64_t count = j < 3 ? hidden : rows - 3 * hidden;
             std::vector<std::string> keys;
-            dit_lora::diffusers_keys(dblock + diffusers_of(kLinear1Parts[j], kSingleMembers),
-                                     &keys);
+            dit_lora::diffusers_keys(
+                dblock + dit_lora::diffusers_member(kLinear1Parts[j], kSingleMembers), &keys);
             dit_lora::add_row_keys(keys, {{0, j * hidden, count}}, out);
         }
         return;
@@ -151,41 +117,12 @@ bool DiffusersFluxMap::detect(const std::vector<std::string>& names) {
 }
 
 bool DiffusersFluxMap::map(const std::string& name, std::string* out) {
-    int i = 0;
-    std::string rest, mapped;
-    if (take_indexed(name, "transformer_blocks.", &i, &rest) &&
-        rename(rest, kDoubleMembers, &mapped)) {
-        *out = "double_blocks." + std::to_string(i) + "." + mapped;
-        return true;
-    }
-    if (take_indexed(name, "single_transformer_blocks.", &i, &rest) &&
-        rename(rest, kSingleMembers, &mapped)) {
-        *out = "single_blocks." + std::to_string(i) + "." + mapped;
-        return true;
-    }
-    return rename(name, kTopMembers, out);
+    return dit_lora::diffusers_to_original(name, kNames, out);
 }
 
 std::vector<std::string> flux_lora_keys(const std::string& weight) {
-    std::vector<std::string> keys;
-    if (!ends_with(weight, ".weight")) return keys;
-    const std::string path = weight.substr(0, weight.size() - 7);
-    dit_lora::original_keys(path, &keys);
-    // The diffusers path where the weight is one diffusers linear as it is (the fused qkv,
-    // linear1 and the final (shift, scale) modulation are row keys).
-    int i = 0;
-    std::string rest;
-    if (take_indexed(path, "double_blocks.", &i, &rest)) {
-        if (const char* d = diffusers_of(rest, kDoubleMembers))
-            dit_lora::diffusers_keys("transformer_blocks." + std::to_string(i) + "." + d, &keys);
-    } else if (take_indexed(path, "single_blocks.", &i, &rest)) {
-        if (const char* d = diffusers_of(rest, kSingleMembers))
-            dit_lora::diffusers_keys("single_transformer_blocks." + std::to_string(i) + "." + d,
-                                     &keys);
-    } else if (const char* d = diffusers_of(path, kTopMembers)) {
-        dit_lora::diffusers_keys(d, &keys);
-    }
-    return keys;
+    // The fused qkv, linear1 and the final (shift, scale) modulation are row keys.
+    return dit_lora::block_lora_keys(weight, kNames);
 }
 
 std::vector<LoraRowKey> flux_lora_row_keys(const std::string& weight,
@@ -210,7 +147,7 @@ std::vector<LoraRowKey> flux_lora_row_keys(const std::string& weight,
     const std::string dblock = "transformer_blocks." + std::to_string(i) + ".";
     dit_lora::fused_qkv_row_keys(
         rest, rows, block, dblock, kFused,
-        [](const char* split) { return diffusers_of(split, kDoubleMembers); }, &out);
+        [](const char* split) { return dit_lora::diffusers_member(split, kDoubleMembers); }, &out);
     return out;
 }
 

@@ -14,11 +14,7 @@ namespace {
 
 constexpr const char* kDit = "model.diffusion_model.";
 
-struct Member {
-    const char* diffusers;
-    const char* original;
-    bool norm = false;  // an RMSNorm: diffusers ".weight" is the original ".scale"
-};
+using dit_lora::Member;
 
 // Members of transformer_blocks.N (diffusers) / double_blocks.N (original).
 const Member kDoubleMembers[] = {
@@ -64,6 +60,8 @@ const Member kTopMembers[] = {
     {"norm_out.linear", "final_layer.adaLN_scale_shift"},
 };
 
+const dit_lora::BlockNames kNames{kDoubleMembers, kSingleMembers, kTopMembers};
+
 constexpr const char* kFinalShiftScale = "final_layer.adaLN_modulation.1";
 constexpr const char* kFinalScaleShift = "final_layer.adaLN_scale_shift";
 
@@ -72,35 +70,6 @@ const std::vector<dit_lora::FusedQkv> kFused = {
     {"img_attn.qkv", {"img_attn.q", "img_attn.k", "img_attn.v"}},
     {"txt_attn.qkv", {"txt_attn.q", "txt_attn.k", "txt_attn.v"}},
 };
-
-// "<member>.<tail>" -> true and the tail.
-bool take_member(const std::string& s, const char* member, std::string* tail) {
-    const std::string m = std::string(member) + ".";
-    if (!starts_with(s, m)) return false;
-    *tail = s.substr(m.size());
-    return true;
-}
-
-// A diffusers name relative to a block (or the top) -> the original one, by `table`.
-template <size_t K>
-bool rename(const std::string& rest, const Member (&table)[K], std::string* out) {
-    std::string tail;
-    for (const Member& m : table) {
-        if (!take_member(rest, m.diffusers, &tail)) continue;
-        if (m.norm && tail == "weight") tail = "scale";
-        *out = std::string(m.original) + "." + tail;
-        return true;
-    }
-    return false;
-}
-
-template <size_t K>
-const char* diffusers_of(const std::string& original, const Member (&table)[K]) {
-    for (const Member& m : table) {
-        if (!m.norm && original == m.original) return m.diffusers;
-    }
-    return nullptr;
-}
 
 }  // namespace
 
@@ -117,41 +86,12 @@ bool DiffusersFlux2Map::detect(const std::vector<std::string>& names) {
 }
 
 bool DiffusersFlux2Map::map(const std::string& name, std::string* out) {
-    int i = 0;
-    std::string rest, mapped;
-    if (take_indexed(name, "transformer_blocks.", &i, &rest)) {
-        if (!rename(rest, kDoubleMembers, &mapped)) return false;
-        *out = "double_blocks." + std::to_string(i) + "." + mapped;
-        return true;
-    }
-    if (take_indexed(name, "single_transformer_blocks.", &i, &rest)) {
-        if (!rename(rest, kSingleMembers, &mapped)) return false;
-        *out = "single_blocks." + std::to_string(i) + "." + mapped;
-        return true;
-    }
-    return rename(name, kTopMembers, out);
+    return dit_lora::diffusers_to_original(name, kNames, out);
 }
 
 std::vector<std::string> flux2_lora_keys(const std::string& weight) {
-    std::vector<std::string> keys;
-    if (!ends_with(weight, ".weight")) return keys;
-    const std::string path = weight.substr(0, weight.size() - 7);
-    dit_lora::original_keys(path, &keys);
-    // The diffusers path where the weight is one diffusers linear as it is (the fused qkv and
-    // the final (shift, scale) modulation are row keys).
-    int i = 0;
-    std::string rest;
-    if (take_indexed(path, "double_blocks.", &i, &rest)) {
-        if (const char* d = diffusers_of(rest, kDoubleMembers))
-            dit_lora::diffusers_keys("transformer_blocks." + std::to_string(i) + "." + d, &keys);
-    } else if (take_indexed(path, "single_blocks.", &i, &rest)) {
-        if (const char* d = diffusers_of(rest, kSingleMembers))
-            dit_lora::diffusers_keys("single_transformer_blocks." + std::to_string(i) + "." + d,
-                                     &keys);
-    } else if (const char* d = diffusers_of(path, kTopMembers)) {
-        dit_lora::diffusers_keys(d, &keys);
-    }
-    return keys;
+    // The fused qkv and the final (shift, scale) modulation are row keys.
+    return dit_lora::block_lora_keys(weight, kNames);
 }
 
 std::vector<LoraRowKey> flux2_lora_row_keys(const std::string& weight,
@@ -171,7 +111,7 @@ std::vector<LoraRowKey> flux2_lora_row_keys(const std::string& weight,
     const std::string dblock = "transformer_blocks." + std::to_string(i) + ".";
     dit_lora::fused_qkv_row_keys(
         rest, rows, block, dblock, kFused,
-        [](const char* split) { return diffusers_of(split, kDoubleMembers); }, &out);
+        [](const char* split) { return dit_lora::diffusers_member(split, kDoubleMembers); }, &out);
     return out;
 }
 

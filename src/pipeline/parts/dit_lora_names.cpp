@@ -94,4 +94,58 @@ LoraTarget dit_lora_target(ModuleRunner& runner, const char* label, const std::s
     return t;
 }
 
+bool original_member(const std::string& rest, const Members& table, std::string* out) {
+    for (const Member& m : table) {
+        const std::string prefix = std::string(m.diffusers) + ".";
+        if (!starts_with(rest, prefix)) continue;
+        std::string tail = rest.substr(prefix.size());
+        if (m.norm && tail == "weight") tail = "scale";
+        *out = std::string(m.original) + "." + tail;
+        return true;
+    }
+    return false;
+}
+
+const char* diffusers_member(const std::string& original, const Members& table) {
+    for (const Member& m : table) {
+        if (!m.norm && original == m.original) return m.diffusers;
+    }
+    return nullptr;
+}
+
+bool diffusers_to_original(const std::string& name, const BlockNames& names, std::string* out) {
+    int i = 0;
+    std::string rest, mapped;
+    if (take_indexed(name, "transformer_blocks.", &i, &rest)) {
+        if (!original_member(rest, names.double_blocks, &mapped)) return false;
+        *out = "double_blocks." + std::to_string(i) + "." + mapped;
+        return true;
+    }
+    if (take_indexed(name, "single_transformer_blocks.", &i, &rest)) {
+        if (!original_member(rest, names.single_blocks, &mapped)) return false;
+        *out = "single_blocks." + std::to_string(i) + "." + mapped;
+        return true;
+    }
+    return original_member(name, names.top, out);
+}
+
+std::vector<std::string> block_lora_keys(const std::string& weight, const BlockNames& names) {
+    std::vector<std::string> keys;
+    if (!ends_with(weight, ".weight")) return keys;
+    const std::string path = weight.substr(0, weight.size() - 7);
+    original_keys(path, &keys);
+    int i = 0;
+    std::string rest;
+    if (take_indexed(path, "double_blocks.", &i, &rest)) {
+        if (const char* d = diffusers_member(rest, names.double_blocks))
+            diffusers_keys("transformer_blocks." + std::to_string(i) + "." + d, &keys);
+    } else if (take_indexed(path, "single_blocks.", &i, &rest)) {
+        if (const char* d = diffusers_member(rest, names.single_blocks))
+            diffusers_keys("single_transformer_blocks." + std::to_string(i) + "." + d, &keys);
+    } else if (const char* d = diffusers_member(path, names.top)) {
+        diffusers_keys(d, &keys);
+    }
+    return keys;
+}
+
 }  // namespace ggdiff::dit_lora

@@ -49,6 +49,42 @@ bool fused_qkv_row_keys(const std::string& rest, int64_t rows, const std::string
                         const std::function<const char*(const char*)>& diffusers_member,
                         std::vector<LoraRowKey>* out);
 
+// One member of a FLUX-style DiT block (FLUX.1, FLUX.2) in diffusers and original naming;
+// `norm`: an RMSNorm, whose diffusers ".weight" is the original ".scale".
+struct Member {
+    const char* diffusers;
+    const char* original;
+    bool norm = false;
+};
+// A table of members (any array of Member converts).
+class Members {
+  public:
+    template <size_t K>
+    Members(const Member (&table)[K]) : first_(table), count_(K) {}  // NOLINT: implicit
+    const Member* begin() const { return first_; }
+    const Member* end() const { return first_ + count_; }
+
+  private:
+    const Member* first_;
+    size_t count_;
+};
+// The tables of a FLUX-style DiT: diffusers transformer_blocks.N / original double_blocks.N,
+// single_transformer_blocks.N / single_blocks.N, and the top level.
+struct BlockNames {
+    Members double_blocks, single_blocks, top;
+};
+
+// A diffusers name relative to a block (or the top) -> the original one, by `table`.
+bool original_member(const std::string& rest, const Members& table, std::string* out);
+// The diffusers name of original member `original` (not a norm), or null.
+const char* diffusers_member(const std::string& original, const Members& table);
+// A whole diffusers DiT name -> the original one.
+bool diffusers_to_original(const std::string& name, const BlockNames& names, std::string* out);
+// The whole-weight LoRA keys of `weight` (an original name relative to the DiT, ending in
+// ".weight"): its original keys and, where the weight is one diffusers linear as it is, the
+// diffusers keys (fused weights are row keys, not listed here).
+std::vector<std::string> block_lora_keys(const std::string& weight, const BlockNames& names);
+
 // The LoRA target of a DiT whose weights sit under `prefix`: `keys` and `row_keys` take the
 // weight's name relative to the DiT.
 LoraTarget dit_lora_target(ModuleRunner& runner, const char* label, const std::string& prefix,
