@@ -77,9 +77,28 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "scm-policy", OptType::String, "SCM policy: dynamic or static");
 
     g = "Model family switches";
-    later(g, "chroma-disable-dit-mask", OptType::Bool, "Chroma: no attention mask in the DiT");
-    later(g, "chroma-enable-t5-mask", OptType::Bool, "Chroma: mask T5 padding");
-    later(g, "chroma-t5-mask-pad", OptType::Int, "Chroma: T5 padding tokens kept unmasked");
+    opt(out, g, "chroma-disable-dit-mask", OptType::Bool, kModel)
+        .help(
+            "Chroma: let the DiT attend to every T5 padding token (by default all but the first "
+            "--chroma-t5-mask-pad pads are masked out); no effect on other families")
+        .bind([](ApiOptions& o, OptionValue& v) {
+            o.model.chroma_dit_mask = !v.b;
+            return Status::Ok();
+        });
+    opt(out, g, "chroma-enable-t5-mask", OptType::Bool, kModel)
+        .help("Chroma: mask the padding inside T5's own attention too; no effect on other families")
+        .bind(to_bool(GGDIFF_FIELD(model.chroma_t5_mask)));
+    opt(out, g, "chroma-t5-mask-pad", OptType::Int, kModel)
+        .def("1")
+        .help(
+            "Chroma: T5 padding tokens the DiT still attends to after the prompt (0 or more); no "
+            "effect on other families")
+        .check([](const OptionValue& v) -> Status {
+            if (v.i >= 0 && v.i <= 4096) return Status::Ok();
+            return Status::Error("--chroma-t5-mask-pad must be between 0 and 4096, got " +
+                                 std::to_string(v.i));
+        })
+        .bind(to_int(GGDIFF_FIELD(model.chroma_t5_mask_pad)));
     opt(out, g, "qwen-image-zero-cond-t", OptType::Bool, kModel)
         .help(
             "Qwen Image Edit 2511: modulate the reference image tokens with the timestep-0 "

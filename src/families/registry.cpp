@@ -10,7 +10,7 @@ namespace ggdiff {
     X(kSdxlRecipe)             /* families/sdxl */                                \
     X(kQwenImageLayeredRecipe) /* families/qwen_image (before Qwen Image) */      \
     X(kQwenImageRecipe)        /* families/qwen_image */                          \
-    X(kChromaRecipe)           /* families/chroma: detect only (before FLUX.1) */ \
+    X(kChromaRecipe)           /* families/chroma (before FLUX.1) */              \
     X(kFlux2Recipe)            /* families/flux2: detect only (before FLUX.1) */  \
     X(kFluxRecipe)             /* families/flux: FLUX.1 dev, schnell, Kontext */  \
     X(kZImageRecipe)           /* families/z_image */                             \

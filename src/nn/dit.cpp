@@ -169,10 +169,10 @@ QkvHeads project_qkv(Ctx& c, ggml_tensor* x, const std::string& fused, bool spli
 }
 
 ggml_tensor* rope_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
-                            ggml_tensor* cos, ggml_tensor* sin, int heads) {
+                            ggml_tensor* cos, ggml_tensor* sin, int heads, ggml_tensor* key_mask) {
     q = rope_pairs(ctx, q, cos, sin, heads);
     k = rope_pairs(ctx, k, cos, sin, heads);
-    return attention(ctx, q, k, v, heads);
+    return attention(ctx, q, k, v, heads, false, key_mask);
 }
 
 }  // namespace ggdiff::nn

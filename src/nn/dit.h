@@ -50,9 +50,11 @@ QkvHeads project_qkv(Ctx& c, ggml_tensor* x, const std::string& fused, bool spli
                      const std::string& split_prefix, const std::string& norm, int64_t d,
                      int64_t heads, bool bias, float eps = 1e-6f);
 
-// RoPE on q and k (rope_pairs with cos and sin), then attention over every token.
+// RoPE on q and k (rope_pairs with cos and sin), then attention over every token (key_mask:
+// an additive [T, N] key mask as nn::attention takes it, or null).
 ggml_tensor* rope_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
-                            ggml_tensor* cos, ggml_tensor* sin, int heads);
+                            ggml_tensor* cos, ggml_tensor* sin, int heads,
+                            ggml_tensor* key_mask = nullptr);
 
 // x * (1 + scale) + shift; x [dim, T, N], shift and scale [dim, 1, N].
 ggml_tensor* modulate(ggml_context* ctx, ggml_tensor* x, ggml_tensor* shift, ggml_tensor* scale);

@@ -108,15 +108,17 @@ ggml_tensor* expand_kv_heads(ggml_context* ctx, ggml_tensor* x, int64_t d, int64
 }
 
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int heads,
-                       bool causal) {
+                       bool causal, ggml_tensor* key_mask) {
     const int64_t dim = q->ne[0];
     const int64_t d = dim / heads;
     const int64_t tq = q->ne[1], tk = k->ne[1];
     const int64_t n = q->ne[2];
     if (cpu::enabled(ctx) && q->type == GGML_TYPE_F32 && k->type == GGML_TYPE_F32 &&
         v->type == GGML_TYPE_F32) {
-        return cpu::attention(ctx, q, k, v, heads, causal);
+        return cpu::attention(ctx, q, k, v, heads, causal, key_mask);
     }
+    // The mask as [Tk, 1, 1, N]: one row per batch item, broadcast over queries and heads.
+    ggml_tensor* mask4 = key_mask ? ggml_reshape_4d(ctx, key_mask, tk, 1, 1, n) : nullptr;
     // [d, H, T, N] -> [d, T, H, N]
     q = ggml_permute(ctx, ggml_reshape_4d(ctx, q, d, heads, tq, n), 0, 2, 1, 3);
     k = ggml_permute(ctx, ggml_reshape_4d(ctx, k, d, heads, tk, n), 0, 2, 1, 3);
@@ -125,9 +127,16 @@ ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_t
         // Flash attention (--fa): K and V in f16 as the GPU kernels expect, f32 accumulation;
         // the result comes back as [d, H, Tq, N].
         ggml_tensor* v16 = ggml_permute(ctx, ggml_reshape_4d(ctx, v, d, heads, tk, n), 0, 2, 1, 3);
+        // The kernel takes an f16 mask with a row per query.
+        ggml_tensor* m16 = nullptr;
+        if (mask4) {
+            m16 = ggml_cast(
+                ctx, ggml_repeat(ctx, mask4, ggml_new_tensor_4d(ctx, GGML_TYPE_F32, tk, tq, 1, n)),
+                GGML_TYPE_F16);
+        }
         ggml_tensor* out =
             ggml_flash_attn_ext(ctx, q, ggml_cast(ctx, k, GGML_TYPE_F16),
-                                ggml_cast(ctx, v16, GGML_TYPE_F16), nullptr, scale, 0.0f, 0.0f);
+                                ggml_cast(ctx, v16, GGML_TYPE_F16), m16, scale, 0.0f, 0.0f);
         // Newer ggml spells this ggml_prec_set_acc; the pinned source release has only this.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -141,7 +150,10 @@ ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_t
     if (causal) {
         kq = ggml_scale(ctx, kq, scale);
         kq = ggml_diag_mask_inf(ctx, kq, 0);
+        if (mask4) kq = ggml_add(ctx, kq, mask4);
         kq = ggml_soft_max(ctx, kq);
+    } else if (mask4) {
+        kq = ggml_soft_max(ctx, ggml_add(ctx, ggml_scale(ctx, kq, scale), mask4));
     } else {
         kq = ggml_soft_max_ext(ctx, kq, nullptr, scale, 0.0f);
     }
@@ -151,7 +163,7 @@ ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_t
 }
 
 ggml_tensor* attention_biased(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
-                              int heads, ggml_tensor* bias, float scale) {
+                              int heads, ggml_tensor* bias, float scale, ggml_tensor* key_mask) {
     const int64_t dim = q->ne[0];
     const int64_t d = dim / heads;
     const int64_t tq = q->ne[1], tk = k->ne[1];
@@ -161,7 +173,9 @@ ggml_tensor* attention_biased(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k,
     v = ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_4d(ctx, v, d, heads, tk, n), 1, 2, 0, 3));
     ggml_tensor* kq = ggml_mul_mat(ctx, k, q);  // [Tk, Tq, H, N]
     if (scale != 1.0f) kq = ggml_scale(ctx, kq, scale);
-    kq = ggml_soft_max(ctx, ggml_add(ctx, kq, bias));
+    kq = ggml_add(ctx, kq, bias);
+    if (key_mask) kq = ggml_add(ctx, kq, ggml_reshape_4d(ctx, key_mask, tk, 1, 1, n));
+    kq = ggml_soft_max(ctx, kq);
     ggml_tensor* out = ggml_mul_mat(ctx, v, kq);               // [d, Tq, H, N]
     out = ggml_cont(ctx, ggml_permute(ctx, out, 0, 2, 1, 3));  // [d, H, Tq, N]
     return ggml_reshape_3d(ctx, out, dim, tq, n);

@@ -36,9 +36,10 @@ ggml_tensor* layer_norm(Ctx& c, ggml_tensor* x, const std::string& prefix, int64
 // Scaled dot-product attention. q [d*heads, Tq, N], k/v [d*heads, Tk, N] -> [d*heads, Tq, N].
 // causal: query i sees keys 0..i only (CLIP text encoders). On the CPU kernels one fused
 // op; elsewhere ggml's flash attention when the module chose it (kernel_choices.h), else
-// plain products and softmax.
+// plain products and softmax. key_mask (f32 [Tk, N], or null) is added to every query's
+// scaled logits: 0 keeps a key, -inf hides it (padding masks; a batch item's own row).
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int heads,
-                       bool causal = false);
+                       bool causal = false, ggml_tensor* key_mask = nullptr);
 
 // Grouped-query attention's keys or values for every query head: [kv*d, T, N] ->
 // [heads*d, T, N], each of the kv heads serving heads/kv query heads in turn.
@@ -46,9 +47,11 @@ ggml_tensor* expand_kv_heads(ggml_context* ctx, ggml_tensor* x, int64_t d, int64
                              int64_t heads);
 
 // Attention with an additive bias on the logits (T5's relative position bias): logits are
-// q.k * scale + bias, bias [Tk, Tq, heads, 1] (broadcast over the batch).
+// q.k * scale + bias, bias [Tk, Tq, heads, 1] (broadcast over the batch), plus key_mask
+// (f32 [Tk, N] or null) for every query as nn::attention adds it.
 ggml_tensor* attention_biased(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
-                              int heads, ggml_tensor* bias, float scale);
+                              int heads, ggml_tensor* bias, float scale,
+                              ggml_tensor* key_mask = nullptr);
 
 // [W, H, C, N] <-> [C, W*H, N] token layout.
 ggml_tensor* image_to_tokens(ggml_context* ctx, ggml_tensor* x);

@@ -37,9 +37,13 @@ namespace ggdiff {
 struct Conditioning {
     HostTensor context;  // [width, tokens, 1]: the tokens the denoiser attends to
     HostTensor pooled;   // [width] or empty: a pooled / vector conditioning (SDXL y, FLUX)
+    // [tokens] or empty: an additive mask over the context tokens for the denoiser's
+    // attention (0 attended, -inf hidden: Chroma's T5 padding).
+    HostTensor key_mask;
     // Two conditionings can share one batched denoiser call when their shapes agree.
     bool batchable_with(const Conditioning& o) const {
-        return context.ne == o.context.ne && pooled.ne == o.pooled.ne;
+        return context.ne == o.context.ne && pooled.ne == o.pooled.ne &&
+               key_mask.ne == o.key_mask.ne;
     }
 };
 

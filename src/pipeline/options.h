@@ -52,6 +52,12 @@ struct ModelOptions {
     // --qwen-image-zero-cond-t: Qwen Image Edit 2511's timestep-0 modulation of the reference
     // tokens, for files without the "__index_timestep_zero__" marker.
     bool qwen_image_zero_cond_t = false;  // --control-net-cpu: = --backend controlnet=CPU
+    // Chroma's T5 padding: the DiT's attention mask (on unless --chroma-disable-dit-mask)
+    // keeps the first --chroma-t5-mask-pad pads visible; --chroma-enable-t5-mask also masks
+    // the padding inside T5.
+    bool chroma_dit_mask = true;
+    bool chroma_t5_mask = false;
+    int chroma_t5_mask_pad = 1;
     // LoRA: the folder <lora:NAME:WEIGHT> prompt tags load NAME from, and how they are
     // applied: "auto" (merged into the weights unless quantized or row-split, then at run
     // time), "immediately" (merged) or "at_runtime".

@@ -416,6 +416,7 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* params) {
     const ggml_tensor* q = dst->src[0];
     const ggml_tensor* k = dst->src[1];
     const ggml_tensor* v = dst->src[2];
+    const ggml_tensor* mask = dst->src[3];  // [Tk, N] additive key mask, or null
     const int64_t heads = field(params, 0);
     const bool causal = field(params, 1) != 0;
     const int64_t d = q->ne[0] / heads, tq = q->ne[1], tk = k->ne[1], batch = q->ne[2];
@@ -438,8 +439,12 @@ void attention_op(ggml_tensor* dst, int ith, int nth, void* params) {
 
         float* s = scratch(static_cast<size_t>(rows * keys));
         gemm(true, rows, keys, d, scale, pq, ldq, pk, ldk, s, keys);
+        const float* pm = mask ? at<const float>(mask, n * mask->nb[1]) : nullptr;
         for (int64_t r = 0; r < rows; ++r) {
             float* row = s + r * keys;
+            if (pm) {
+                for (int64_t j = 0; j < keys; ++j) row[j] += pm[j];
+            }
             const int64_t len = causal ? std::min(keys, q0 + r + 1) : keys;
             softmax_row(row, len);
             std::fill(row + len, row + keys, 0.0f);
@@ -532,14 +537,17 @@ ggml_tensor* conv2d(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, ggml_tens
 }
 
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int heads,
-                       bool causal) {
-    ggml_tensor* args[] = {q, k, v};
-    for (ggml_tensor*& t : args) {
-        if (t->nb[0] != sizeof(float)) t = ggml_cont(ctx, t);
+                       bool causal, ggml_tensor* key_mask) {
+    ggml_tensor* args[] = {q, k, v, key_mask};
+    const int n_args = key_mask ? 4 : 3;
+    for (int i = 0; i < n_args; ++i) {
+        // Rows of q, k, v are read with their strides; the mask is read as one block.
+        const bool ok = i == 3 ? ggml_is_contiguous(args[i]) : args[i]->nb[0] == sizeof(float);
+        if (!ok) args[i] = ggml_cont(ctx, args[i]);
     }
-    ggml_tensor* r =
-        ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], q->ne[2], 1, args, 3, attention_op,
-                       GGML_N_TASKS_MAX, pack(static_cast<uint64_t>(heads), causal ? 1 : 0));
+    ggml_tensor* r = ggml_custom_4d(ctx, GGML_TYPE_F32, q->ne[0], q->ne[1], q->ne[2], 1, args,
+                                    n_args, attention_op, GGML_N_TASKS_MAX,
+                                    pack(static_cast<uint64_t>(heads), causal ? 1 : 0));
     return ggml_set_name(r, "cpu_attention");
 }
 

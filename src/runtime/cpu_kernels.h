@@ -59,9 +59,10 @@ ggml_tensor* conv2d(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, ggml_tens
                     int pad);
 
 // Scaled dot-product attention, softmax in f32: q [heads*d, Tq, N], k and v [heads*d, Tk, N]
-// -> [heads*d, Tq, N]. causal: query i sees keys 0..i only.
+// -> [heads*d, Tq, N]. causal: query i sees keys 0..i only. key_mask (f32 [Tk, N] or null) is
+// added to every query's logits after scaling (0 keeps a key, -inf drops it).
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int heads,
-                       bool causal);
+                       bool causal, ggml_tensor* key_mask = nullptr);
 
 // Floating-point operations of a node made by the functions above (0 for other nodes).
 double kernel_flops(const ggml_tensor* t);

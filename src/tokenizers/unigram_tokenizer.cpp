@@ -191,10 +191,12 @@ T5Chunks make_t5_chunks(const std::vector<int>& tokens, const std::vector<float>
         i += take;
         c.tokens.push_back(eos);
         c.weights.push_back(1.0f);
+        c.real.resize(c.tokens.size(), 1);
         ++c.n_chunks;
+        c.tokens.resize(static_cast<size_t>(c.n_chunks) * static_cast<size_t>(chunk_len), pad);
+        c.weights.resize(c.tokens.size(), 1.0f);
+        c.real.resize(c.tokens.size(), 0);
     } while (i < tokens.size());
-    c.tokens.resize(static_cast<size_t>(c.n_chunks) * static_cast<size_t>(chunk_len), pad);
-    c.weights.resize(c.tokens.size(), 1.0f);
     return c;
 }
 

@@ -53,6 +53,7 @@ class UnigramTokenizer {
 struct T5Chunks {
     std::vector<int> tokens;  // n_chunks * chunk_len
     std::vector<float> weights;
+    std::vector<uint8_t> real;  // 1 for prompt tokens and EOS, 0 for padding
     int n_chunks = 0;
 };
 T5Chunks make_t5_chunks(const std::vector<int>& tokens, const std::vector<float>& weights, int eos,

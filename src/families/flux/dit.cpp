@@ -44,8 +44,9 @@ struct Rope {
 };
 
 ggml_tensor* joint_attention(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* q, ggml_tensor* k,
-                             ggml_tensor* v, const Rope& pe) {
-    return nn::rope_attention(c.ctx, q, k, v, pe.cos, pe.sin, static_cast<int>(cfg.heads));
+                             ggml_tensor* v, const Rope& pe, ggml_tensor* key_mask) {
+    return nn::rope_attention(c.ctx, q, k, v, pe.cos, pe.sin, static_cast<int>(cfg.heads),
+                              key_mask);
 }
 
 ggml_tensor* gated(ggml_context* ctx, ggml_tensor* x, ggml_tensor* y, ggml_tensor* gate) {
@@ -58,10 +59,9 @@ ggml_tensor* mlp(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, const std::s
 }
 
 void double_block(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor*& img, ggml_tensor*& txt,
-                  ggml_tensor* vec, const Rope& pe, const std::string& p) {
+                  const FluxMods& im, const FluxMods& tm, const Rope& pe, ggml_tensor* key_mask,
+                  const std::string& p) {
     const int64_t hd = cfg.hidden;
-    auto im = nn::modulation(c, vec, p + "img_mod.lin", hd, 6);
-    auto tm = nn::modulation(c, vec, p + "txt_mod.lin", hd, 6);
 
     ggml_tensor* img_in =
         nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, img, kNormEps), im[0], im[1]);
@@ -73,7 +73,7 @@ void double_block(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor*& img, ggml_ten
     ggml_tensor* q = ggml_concat(c.ctx, tq.q, iq.q, 1);
     ggml_tensor* k = ggml_concat(c.ctx, tq.k, iq.k, 1);
     ggml_tensor* v = ggml_concat(c.ctx, tq.v, iq.v, 1);
-    ggml_tensor* attn = joint_attention(c, cfg, q, k, v, pe);
+    ggml_tensor* attn = joint_attention(c, cfg, q, k, v, pe, key_mask);
     const int64_t lt = txt->ne[1], li = img->ne[1];
     ggml_tensor* txt_attn = nn::token_range(c.ctx, attn, 0, lt);
     ggml_tensor* img_attn = nn::token_range(c.ctx, attn, lt, li);
@@ -87,10 +87,9 @@ void double_block(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor*& img, ggml_ten
     txt = gated(c.ctx, txt, mlp(c, cfg, h, p + "txt_mlp."), tm[5]);
 }
 
-ggml_tensor* single_block(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_tensor* vec,
-                          const Rope& pe, const std::string& p) {
+ggml_tensor* single_block(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, const FluxMods& m,
+                          const Rope& pe, ggml_tensor* key_mask, const std::string& p) {
     const int64_t hd = cfg.hidden, mh = cfg.mlp_hidden;
-    auto m = nn::modulation(c, vec, p + "modulation.lin", hd, 3);
     ggml_tensor* xm = nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, x, kNormEps), m[0], m[1]);
     Qkv a;
     ggml_tensor* act = nullptr;
@@ -105,7 +104,7 @@ ggml_tensor* single_block(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggm
         act = ggml_cont(c.ctx, nn::feature_rows(c.ctx, fused, 3 * hd, mh));
     }
     act = ggml_gelu(c.ctx, act);
-    ggml_tensor* attn = joint_attention(c, cfg, a.q, a.k, a.v, pe);
+    ggml_tensor* attn = joint_attention(c, cfg, a.q, a.k, a.v, pe, key_mask);
     ggml_tensor* out = nn::linear(c, ggml_concat(c.ctx, attn, act, 0), p + "linear2", hd + mh, hd);
     return gated(c.ctx, x, out, m[2]);
 }
@@ -116,15 +115,24 @@ Result<FluxConfig> detect_flux(const TensorIndex& index, const std::string& pref
     const TensorProbe p{index, prefix, "FLUX"};
     FluxConfig cfg;
     cfg.prefix = prefix;
-    if (p.has("distilled_guidance_layer.in_proj.weight")) {
-        return Status::Error("Chroma (a FLUX variant without vector_in) is not supported yet");
-    }
-    auto img_in = p.shape("img_in.weight", 2);
-    if (!img_in.ok()) return img_in.status();
-    cfg.hidden = (*img_in)[0];
-    cfg.in_channels = (*img_in)[1];
-    if (cfg.in_channels % (cfg.patch * cfg.patch) != 0) {
-        return p.odd("img_in.weight", "input width is not a multiple of the 2x2 patch");
+    // Chroma: every modulation vector from the approximator; Radiance patches pixels with a
+    // convolution (families/chroma reads its pixel head).
+    cfg.approximator = p.has("distilled_guidance_layer.in_proj.weight");
+    cfg.pixel_patch_in = p.has("img_in_patch.weight");
+    if (cfg.pixel_patch_in) {
+        auto patch = p.shape("img_in_patch.weight", 4);
+        if (!patch.ok()) return patch.status();
+        cfg.hidden = (*patch)[0];
+        cfg.patch = 16;
+        cfg.in_channels = cfg.out_channels = (*patch)[1] * cfg.patch * cfg.patch;
+    } else {
+        auto img_in = p.shape("img_in.weight", 2);
+        if (!img_in.ok()) return img_in.status();
+        cfg.hidden = (*img_in)[0];
+        cfg.in_channels = (*img_in)[1];
+        if (cfg.in_channels % (cfg.patch * cfg.patch) != 0) {
+            return p.odd("img_in.weight", "input width is not a multiple of the 2x2 patch");
+        }
     }
     auto qn = p.shape("double_blocks.0.img_attn.norm.query_norm.scale", 1);
     if (!qn.ok()) return qn.status();
@@ -162,6 +170,7 @@ Result<FluxConfig> detect_flux(const TensorIndex& index, const std::string& pref
         return p.missing("double_blocks.0." + qkv + ".weight");
     }
     cfg.final_scale_first = p.has("final_layer.adaLN_scale_shift.weight");
+    if (cfg.pixel_patch_in) return cfg;  // Radiance: no final layer, a pixel head instead
     auto fin = p.shape("final_layer.linear.weight", 2);
     if (!fin.ok()) return fin.status();
     cfg.out_channels = (*fin)[0];
@@ -212,21 +221,11 @@ FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t la
     return pos;
 }
 
-ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_tensor* timesteps,
-                        ggml_tensor* context, ggml_tensor* y, ggml_tensor* guidance,
-                        ggml_tensor* pe_cos, ggml_tensor* pe_sin, const std::vector<int>* skip,
-                        const std::vector<ggml_tensor*>& refs) {
-    const std::string& p = cfg.prefix;
-    auto skipped = [skip](int block) {
-        return skip && std::find(skip->begin(), skip->end(), block) != skip->end();
-    };
-    const int64_t W = x->ne[0], H = x->ne[1], N = x->ne[3];
+ggml_tensor* flux_image_tokens(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x,
+                               const std::vector<ggml_tensor*>& refs) {
     const int ps = cfg.patch;
-    x = nn::pad_to_patch(c.ctx, x, ps);
-    const int64_t w = x->ne[0] / ps, h = x->ne[1] / ps;
-
-    ggml_tensor* tokens = nn::patchify(c.ctx, x, ps);
-    const int64_t image_tokens = tokens->ne[1];
+    const int64_t N = x->ne[3];
+    ggml_tensor* tokens = nn::patchify(c.ctx, nn::pad_to_patch(c.ctx, x, ps), ps);
     // Reference latents (Kontext) follow the image tokens; one set serves the whole batch.
     for (ggml_tensor* r : refs) {
         ggml_tensor* rt = nn::patchify(c.ctx, nn::pad_to_patch(c.ctx, r, ps), ps);
@@ -236,7 +235,59 @@ ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_
         }
         tokens = ggml_concat(c.ctx, tokens, rt, 1);
     }
-    ggml_tensor* img = nn::linear(c, tokens, p + "img_in", cfg.in_channels, cfg.hidden);
+    return nn::linear(c, tokens, cfg.prefix + "img_in", cfg.in_channels, cfg.hidden);
+}
+
+ggml_tensor* flux_text_tokens(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* context, int64_t n) {
+    // One conditioning may serve the whole batch.
+    if (context->ne[2] != n) {
+        context = ggml_repeat(
+            c.ctx, context,
+            ggml_new_tensor_3d(c.ctx, context->type, context->ne[0], context->ne[1], n));
+    }
+    return nn::linear(c, context, cfg.prefix + "txt_in", cfg.context_dim, cfg.hidden);
+}
+
+ggml_tensor* flux_blocks(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* img, ggml_tensor* txt,
+                         const FluxModSource& mods, ggml_tensor* pe_cos, ggml_tensor* pe_sin,
+                         ggml_tensor* key_mask, const std::vector<int>* skip) {
+    const std::string& p = cfg.prefix;
+    auto skipped = [skip](int block) {
+        return skip && std::find(skip->begin(), skip->end(), block) != skip->end();
+    };
+    const Rope pe{pe_cos, pe_sin};
+    for (int i = 0; i < cfg.depth; ++i) {
+        if (skipped(i)) continue;
+        const FluxMods im = mods(FluxModSite::DoubleImg, i);
+        const FluxMods tm = mods(FluxModSite::DoubleTxt, i);
+        double_block(c, cfg, img, txt, im, tm, pe, key_mask,
+                     p + "double_blocks." + std::to_string(i) + ".");
+    }
+    const int64_t lt = txt->ne[1], li = img->ne[1];
+    ggml_tensor* joint = ggml_concat(c.ctx, txt, img, 1);
+    for (int i = 0; i < cfg.depth_single; ++i) {
+        if (skipped(cfg.depth + i)) continue;
+        joint = single_block(c, cfg, joint, mods(FluxModSite::Single, i), pe, key_mask,
+                             p + "single_blocks." + std::to_string(i) + ".");
+    }
+    return nn::token_range(c.ctx, joint, lt, li);
+}
+
+ggml_tensor* flux_final_layer(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* img,
+                              ggml_tensor* shift, ggml_tensor* scale) {
+    img = nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, img, kNormEps), shift, scale);
+    return nn::linear(c, img, cfg.prefix + "final_layer.linear", cfg.hidden, cfg.out_channels);
+}
+
+ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_tensor* timesteps,
+                        ggml_tensor* context, ggml_tensor* y, ggml_tensor* guidance,
+                        ggml_tensor* pe_cos, ggml_tensor* pe_sin, const std::vector<int>* skip,
+                        const std::vector<ggml_tensor*>& refs) {
+    const std::string& p = cfg.prefix;
+    const int64_t W = x->ne[0], H = x->ne[1], N = x->ne[3];
+    const int ps = cfg.patch;
+    const int64_t w = (W + ps - 1) / ps, h = (H + ps - 1) / ps;
+    ggml_tensor* img = flux_image_tokens(c, cfg, x, refs);
     ggml_tensor* vec = scalar_embedder(c, cfg, timesteps, p + "time_in.");
     if (cfg.guidance_embed && guidance) {
         vec = ggml_add(c.ctx, vec, scalar_embedder(c, cfg, guidance, p + "guidance_in."));
@@ -246,37 +297,32 @@ ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_
         v = nn::linear(c, ggml_silu(c.ctx, v), p + "vector_in.out_layer", cfg.hidden, cfg.hidden);
         vec = ggml_add(c.ctx, vec, v);
     }
-    // One conditioning may serve the whole batch.
-    if (context->ne[2] != N) {
-        context = ggml_repeat(
-            c.ctx, context,
-            ggml_new_tensor_3d(c.ctx, context->type, context->ne[0], context->ne[1], N));
-    }
-    ggml_tensor* txt = nn::linear(c, context, p + "txt_in", cfg.context_dim, cfg.hidden);
-    const Rope pe{pe_cos, pe_sin};
-
-    for (int i = 0; i < cfg.depth; ++i) {
-        if (skipped(i)) continue;
-        double_block(c, cfg, img, txt, vec, pe, p + "double_blocks." + std::to_string(i) + ".");
-    }
-    const int64_t lt = txt->ne[1];
-    ggml_tensor* joint = ggml_concat(c.ctx, txt, img, 1);
-    for (int i = 0; i < cfg.depth_single; ++i) {
-        if (skipped(cfg.depth + i)) continue;
-        joint =
-            single_block(c, cfg, joint, vec, pe, p + "single_blocks." + std::to_string(i) + ".");
-    }
-    // The image tokens only: text before them, reference tokens after them are dropped.
-    img = nn::token_range(c.ctx, joint, lt, image_tokens);
+    ggml_tensor* txt = flux_text_tokens(c, cfg, context, N);
+    // Each block's own adaLN linear of vec.
+    const FluxModSource mods = [&](FluxModSite site, int i) {
+        const std::string b = std::to_string(i) + ".";
+        switch (site) {
+            case FluxModSite::DoubleImg:
+                return nn::modulation(c, vec, p + "double_blocks." + b + "img_mod.lin", cfg.hidden,
+                                      6);
+            case FluxModSite::DoubleTxt:
+                return nn::modulation(c, vec, p + "double_blocks." + b + "txt_mod.lin", cfg.hidden,
+                                      6);
+            case FluxModSite::Single:
+                break;
+        }
+        return nn::modulation(c, vec, p + "single_blocks." + b + "modulation.lin", cfg.hidden, 3);
+    };
+    img = flux_blocks(c, cfg, img, txt, mods, pe_cos, pe_sin, nullptr, skip);
+    // The image tokens only: reference tokens after them are dropped.
+    if (img->ne[1] != w * h) img = nn::token_range(c.ctx, img, 0, w * h);
 
     // (shift, scale) in the original; diffusers stores (scale, shift).
     const bool swapped = cfg.final_scale_first;
     auto m = nn::modulation(
         c, vec, p + (swapped ? "final_layer.adaLN_scale_shift" : "final_layer.adaLN_modulation.1"),
         cfg.hidden, 2);
-    img = nn::modulate(c.ctx, nn::layer_norm_plain(c.ctx, img, kNormEps), m[swapped ? 1 : 0],
-                       m[swapped ? 0 : 1]);
-    img = nn::linear(c, img, p + "final_layer.linear", cfg.hidden, cfg.out_channels);
+    img = flux_final_layer(c, cfg, img, m[swapped ? 1 : 0], m[swapped ? 0 : 1]);
     return nn::crop_latent(c.ctx, nn::unpatchify(c.ctx, img, w, h, ps), W, H);
 }
 

@@ -8,6 +8,7 @@
 // Numerics follow stable-diffusion.cpp's flux.hpp, which made the golden images.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,12 @@ struct FluxConfig {
     // final modulation stored (scale, shift) as final_layer.adaLN_scale_shift.
     bool split_qkv = false;
     bool final_scale_first = false;
+    // Chroma: no time_in / vector_in / guidance_in or per-block modulation linears, every
+    // modulation vector comes from distilled_guidance_layer (families/chroma).
+    bool approximator = false;
+    // Chroma1-Radiance: pixels enter through the img_in_patch convolution (patch 16, 3
+    // channels) and leave through a pixel head instead of final_layer.
+    bool pixel_patch_in = false;
     int patch = 2;
     float theta = 10000.0f;
     std::vector<int> axes_dim{16, 56, 56};
@@ -43,8 +50,8 @@ struct FluxConfig {
     int64_t latent_channels() const { return in_channels / (patch * patch); }
 };
 
-// Reads the architecture from the weights under cfg.prefix; errors name the first missing
-// or mis-shaped tensor, and say so for FLUX-like layouts that are not supported (Chroma).
+// Reads the architecture from the weights under cfg.prefix (FLUX.1 and the Chroma layouts);
+// errors name the first missing or mis-shaped tensor.
 Result<FluxConfig> detect_flux(const TensorIndex& index,
                                const std::string& prefix = "model.diffusion_model.");
 
@@ -75,5 +82,32 @@ ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_
                         ggml_tensor* pe_cos, ggml_tensor* pe_sin,
                         const std::vector<int>* skip = nullptr,
                         const std::vector<ggml_tensor*>& refs = {});
+
+// The pieces build_flux is made of, for the FLUX-layout variants that modulate or decode
+// differently (Chroma).
+//
+// x [W, H, C, N] padded and patched (the reference latents' tokens after the image's), then
+// img_in -> [hidden, tokens, N].
+ggml_tensor* flux_image_tokens(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x,
+                               const std::vector<ggml_tensor*>& refs = {});
+// context [context_dim, L, 1 or n] through txt_in -> [hidden, L, n].
+ggml_tensor* flux_text_tokens(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* context, int64_t n);
+
+// The modulation vectors of a block, each [hidden, 1, N or 1]: a double block's stream gets
+// six (shift, scale, gate of the attention, then of the MLP), a single block three.
+using FluxMods = std::vector<ggml_tensor*>;
+enum class FluxModSite { DoubleImg, DoubleTxt, Single };
+using FluxModSource = std::function<FluxMods(FluxModSite site, int block)>;
+
+// The double and single blocks: img [hidden, Ti, N], txt [hidden, Tt, N] -> the outputs of
+// the Ti image (and reference) tokens [hidden, Ti, N]. pe covers Tt + Ti tokens; key_mask
+// (f32 [Tt + Ti, N] or null) is added to every attention's logits; skip as build_flux.
+ggml_tensor* flux_blocks(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* img, ggml_tensor* txt,
+                         const FluxModSource& mods, ggml_tensor* pe_cos, ggml_tensor* pe_sin,
+                         ggml_tensor* key_mask = nullptr, const std::vector<int>* skip = nullptr);
+
+// LayerNorm, modulate(shift, scale), final_layer.linear -> [out_channels, T, N].
+ggml_tensor* flux_final_layer(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* img,
+                              ggml_tensor* shift, ggml_tensor* scale);
 
 }  // namespace ggdiff::models

@@ -79,7 +79,8 @@ Result<T5Config> detect_t5(const TensorIndex& index, const std::string& prefix) 
     return cfg;
 }
 
-ggml_tensor* build_t5(nn::Ctx& c, const T5Config& cfg, ggml_tensor* tokens, ggml_tensor* buckets) {
+ggml_tensor* build_t5(nn::Ctx& c, const T5Config& cfg, ggml_tensor* tokens, ggml_tensor* buckets,
+                      ggml_tensor* key_mask) {
     const int64_t t = tokens->ne[0], n = tokens->ne[1];
     const int64_t d = cfg.width;
     ggml_tensor* emb = c.W(cfg.prefix + cfg.embedding, {d, cfg.vocab});
@@ -94,7 +95,7 @@ ggml_tensor* build_t5(nn::Ctx& c, const T5Config& cfg, ggml_tensor* tokens, ggml
         ggml_tensor* q = nn::linear(c, h, a + "q", d, cfg.inner, false);
         ggml_tensor* k = nn::linear(c, h, a + "k", d, cfg.inner, false);
         ggml_tensor* v = nn::linear(c, h, a + "v", d, cfg.inner, false);
-        h = nn::attention_biased(c.ctx, q, k, v, static_cast<int>(cfg.heads), bias, 1.0f);
+        h = nn::attention_biased(c.ctx, q, k, v, static_cast<int>(cfg.heads), bias, 1.0f, key_mask);
         x = ggml_add(c.ctx, x, nn::linear(c, h, a + "o", cfg.inner, d, false));
 
         const std::string f = b + "layer.1.DenseReluDense.";

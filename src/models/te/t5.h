@@ -35,8 +35,10 @@ struct T5Config {
 Result<T5Config> detect_t5(const TensorIndex& index, const std::string& prefix);
 
 // tokens int32 [T, N], buckets int32 [T*T] (t5_relative_buckets) -> hidden states
-// [width, T, N] after the final norm.
-ggml_tensor* build_t5(nn::Ctx& c, const T5Config& cfg, ggml_tensor* tokens, ggml_tensor* buckets);
+// [width, T, N] after the final norm. key_mask (f32 [T, N] or null): added to every
+// self-attention's logits (0 for a token attended to, -inf for a padding token hidden).
+ggml_tensor* build_t5(nn::Ctx& c, const T5Config& cfg, ggml_tensor* tokens, ggml_tensor* buckets,
+                      ggml_tensor* key_mask = nullptr);
 
 // Bidirectional relative position buckets of a T-token sequence, entry q*T + k for
 // query q and key k (as Hugging Face's T5Attention._relative_position_bucket).

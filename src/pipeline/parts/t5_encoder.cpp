@@ -1,6 +1,7 @@
 #include "pipeline/parts/t5_encoder.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "pipeline/parts/module_setup.h"
 #include "pipeline/parts/token_weights.h"
@@ -46,6 +47,13 @@ Result<std::unique_ptr<T5TextEncoder>> T5TextEncoder::create(
 }
 
 Result<HostTensor> T5TextEncoder::encode(const std::string& prompt) {
+    auto r = encode_masked(prompt, false);
+    if (!r.ok()) return r.status();
+    return std::move(r->hidden);
+}
+
+Result<T5TextEncoder::Masked> T5TextEncoder::encode_masked(const std::string& prompt,
+                                                           bool mask_padding) {
     std::vector<int> tokens;
     std::vector<float> weights;
     for (const auto& item : parse_prompt_attention(prompt)) {
@@ -61,17 +69,25 @@ Result<HostTensor> T5TextEncoder::encode(const std::string& prompt) {
     for (int c = 0; c < chunks.n_chunks; ++c) {
         const size_t at = static_cast<size_t>(c) * static_cast<size_t>(chunk_);
         std::vector<int32_t> ids(chunks.tokens.begin() + at, chunks.tokens.begin() + at + chunk_);
+        HostTensor mask;
+        if (mask_padding) {
+            mask = HostTensor({chunk_, 1});
+            for (int i = 0; i < chunk_; ++i) {
+                mask.data[static_cast<size_t>(i)] = chunks.real[at + i] ? 0.0f : -INFINITY;
+            }
+        }
         auto r = runner_->run([&](GraphBuilder& gb) {
             ggml_tensor* t = gb.input_i32(ids, {chunk_, 1});
             ggml_tensor* b = gb.input_i32(buckets_, {chunk_ * chunk_});
-            return std::vector<ggml_tensor*>{models::build_t5(gb.nn(), cfg_, t, b)};
+            ggml_tensor* m = mask_padding ? gb.input(mask) : nullptr;
+            return std::vector<ggml_tensor*>{models::build_t5(gb.nn(), cfg_, t, b, m)};
         });
         if (!r.ok()) return r.status();
         HostTensor& h = (*r)[0];
         apply_token_weights(h.ptr(), width, chunk_, chunks.weights.data() + at);
         std::copy(h.data.begin(), h.data.end(), out.data.begin() + at * width);
     }
-    return out;
+    return Masked{std::move(out), std::move(chunks.real)};
 }
 
 }  // namespace ggdiff

@@ -29,6 +29,14 @@ class T5TextEncoder {
     // Hidden states [width, chunk_tokens * chunks, 1], each token scaled by its prompt weight
     // and each chunk's mean restored.
     Result<HostTensor> encode(const std::string& prompt);
+    // The same with which positions are real (prompt tokens and each chunk's EOS: 1) or
+    // padding (0); `mask_padding` also hides the padding from T5's own self-attention
+    // (Chroma's --chroma-enable-t5-mask).
+    struct Masked {
+        HostTensor hidden;
+        std::vector<uint8_t> real;
+    };
+    Result<Masked> encode_masked(const std::string& prompt, bool mask_padding);
     int chunk_tokens() const { return chunk_; }
 
     const models::T5Config& config() const { return cfg_; }
