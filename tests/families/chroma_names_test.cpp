@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "../io/io_test_util.h"
@@ -106,6 +107,20 @@ std::vector<std::string> diffusers_names() {
     return names;
 }
 
+// The second shard of a sharded diffusers Chroma transformer (Chroma1-HD's is two files):
+// the later blocks and proj_out, no approximator nor embedders.
+const std::vector<std::string> kShard2 = {
+    "transformer_blocks.18.attn.to_q.weight",
+    "transformer_blocks.18.attn.add_k_proj.weight",
+    "transformer_blocks.18.ff.net.2.weight",
+    "transformer_blocks.18.ff_context.net.0.proj.weight",
+    "single_transformer_blocks.0.attn.to_q.weight",
+    "single_transformer_blocks.0.attn.norm_k.weight",
+    "single_transformer_blocks.0.proj_mlp.weight",
+    "single_transformer_blocks.0.proj_out.weight",
+    "proj_out.weight",
+};
+
 TEST(ChromaNames, DiffusersTransformerToOriginalNames) {
     const auto m = mapped(diffusers_names(), kP);
     ASSERT_EQ(m.size(), kRenamed.size());
@@ -176,6 +191,24 @@ TEST(ChromaNames, DetectsTheDiffusersFormOnly) {
     EXPECT_FALSE(DiffusersChromaMap::detect(
         {"x_embedder.weight", "double_stream_modulation_img.linear.weight",
          "single_transformer_blocks.0.attn.to_qkv_mlp_proj.weight"}));
+    // A later shard of a Chroma transformer: blocks without modulation, no approximator. The
+    // shards of FLUX.1 (modulation), SD3 (modulation), FLUX.2 and Qwen Image (other members)
+    // are not it.
+    EXPECT_TRUE(DiffusersChromaMap::detect(kShard2));
+    EXPECT_TRUE(DiffusersChromaMap::detect({"single_transformer_blocks.30.proj_mlp.weight"}));
+    EXPECT_FALSE(DiffusersChromaMap::detect({"transformer_blocks.18.norm1.linear.weight",
+                                             "transformer_blocks.18.ff_context.net.0.proj.weight",
+                                             "single_transformer_blocks.0.norm.linear.weight",
+                                             "single_transformer_blocks.0.proj_mlp.weight"}));
+    EXPECT_FALSE(DiffusersChromaMap::detect({"transformer_blocks.3.norm1.linear.weight",
+                                             "transformer_blocks.3.norm1_context.linear.weight",
+                                             "transformer_blocks.3.ff_context.net.0.proj.weight"}));
+    EXPECT_FALSE(
+        DiffusersChromaMap::detect({"transformer_blocks.4.ff_context.linear_in.weight",
+                                    "single_transformer_blocks.0.attn.to_qkv_mlp_proj.weight"}));
+    EXPECT_FALSE(DiffusersChromaMap::detect({"transformer_blocks.5.img_mod.1.weight",
+                                             "transformer_blocks.5.attn.add_q_proj.weight",
+                                             "transformer_blocks.5.txt_mlp.net.0.proj.weight"}));
     // ... so FLUX.1's diffusers form still renames as FLUX.1 with Chroma's layout ahead of it.
     const auto f = mapped(flux1, kP);
     EXPECT_EQ(f.at("time_text_embed.timestep_embedder.linear_1.weight"),
@@ -230,6 +263,34 @@ TEST(ChromaNames, DiffusersPipelineFolderRouted) {
             index.has("text_encoders.t5xxl.encoder.block.0.layer.0.SelfAttention.q.weight"));
         EXPECT_FALSE(index.has_prefix("text_encoders.clip_l.")) << cls;
     }
+    // A transformer/ in two shards (an index names them): both renamed.
+    testing::write_bytes(dir + "/model_index.json", R"({"_class_name": "ChromaPipeline"})");
+    std::remove((dir + "/transformer/diffusion_pytorch_model.safetensors").c_str());
+    testing::write_safetensors(
+        dir + "/transformer/diffusion_pytorch_model-00001-of-00002.safetensors",
+        {f16_tensor("distilled_guidance_layer.in_proj.weight", {8, 16}),
+         f16_tensor("distilled_guidance_layer.layers.0.linear_1.weight", {8, 8}),
+         f16_tensor("context_embedder.weight", {8, 16}), f16_tensor("x_embedder.weight", {8, 16}),
+         f16_tensor("transformer_blocks.0.attn.to_q.weight", {8, 8})});
+    std::vector<FakeTensor> shard2;
+    for (const std::string& n : kShard2) shard2.push_back(f16_tensor(n, {8, 8}));
+    testing::write_safetensors(
+        dir + "/transformer/diffusion_pytorch_model-00002-of-00002.safetensors", shard2);
+    testing::write_bytes(
+        dir + "/transformer/diffusion_pytorch_model.safetensors.index.json",
+        R"({"weight_map": {"x_embedder.weight": "diffusion_pytorch_model-00001-of-00002.safetensors",
+            "proj_out.weight": "diffusion_pytorch_model-00002-of-00002.safetensors"}})");
+    TensorIndex sharded(chroma_first());
+    Status st = sharded.add(dir);
+    ASSERT_TRUE(st.ok()) << st.message();
+    for (const char* n : {"distilled_guidance_layer.layers.0.in_layer.weight", "img_in.weight",
+                          "double_blocks.0.img_attn.q.weight", "double_blocks.18.img_attn.q.weight",
+                          "double_blocks.18.txt_attn.k.weight", "double_blocks.18.img_mlp.2.weight",
+                          "double_blocks.18.txt_mlp.0.weight", "single_blocks.0.q.weight",
+                          "single_blocks.0.norm.key_norm.scale", "single_blocks.0.mlp_in.weight",
+                          "single_blocks.0.linear2.weight", "final_layer.linear.weight"})
+        EXPECT_TRUE(sharded.has(kP + n)) << n;
+
     // The same folder as a FluxPipeline takes the generic DiT routes: text_encoder/ is CLIP-L.
     testing::write_bytes(dir + "/model_index.json", R"({"_class_name": "FluxPipeline"})");
     TensorIndex flux(chroma_first());

@@ -72,14 +72,43 @@ void add_unique(const std::vector<std::string>& more, std::vector<std::string>* 
     }
 }
 
+// FLUX.1's modulation linears in diffusers naming, none of which Chroma has.
+bool flux_modulation(const std::string& n) {
+    int i = 0;
+    std::string rest;
+    if (take_indexed(n, "transformer_blocks.", &i, &rest))
+        return starts_with(rest, "norm1.linear.") || starts_with(rest, "norm1_context.linear.");
+    if (take_indexed(n, "single_transformer_blocks.", &i, &rest))
+        return starts_with(rest, "norm.linear.");
+    return starts_with(n, "norm_out.linear.") || starts_with(n, "time_text_embed.");
+}
+
+// Block members of FLUX.1's diffusers form (Chroma's too) that the other diffusers DiTs lack:
+// a single block's proj_mlp (FLUX.2 fuses it into to_qkv_mlp_proj; SD3 and Qwen Image have no
+// single blocks) and a double block's ff_context.net.0.proj (FLUX.2: ff_context.linear_in,
+// Qwen Image: txt_mlp; SD3 has it, but next to its per-block modulation).
+bool flux_block_member(const std::string& n) {
+    int i = 0;
+    std::string rest;
+    if (take_indexed(n, "single_transformer_blocks.", &i, &rest))
+        return starts_with(rest, "proj_mlp.");
+    return take_indexed(n, "transformer_blocks.", &i, &rest) &&
+           starts_with(rest, "ff_context.net.0.proj.");
+}
+
 }  // namespace
 
 bool DiffusersChromaMap::detect(const std::vector<std::string>& names) {
-    if (!any_starts_with(names, kApproximator)) return false;
+    bool approximator = false, diffusers = false, blocks = false, modulation = false;
     for (const std::string& n : names) {
-        if (diffusers_only(n)) return true;
+        approximator = approximator || starts_with(n, kApproximator);
+        diffusers = diffusers || diffusers_only(n);
+        blocks = blocks || flux_block_member(n);
+        modulation = modulation || flux_modulation(n);
     }
-    return false;
+    // A later shard of a sharded transformer holds blocks only: FLUX.1's diffusers blocks
+    // without their modulation are Chroma's (and rename as FLUX.1's would).
+    return (approximator && diffusers) || (blocks && !modulation);
 }
 
 bool DiffusersChromaMap::map(const std::string& name, std::string* out) {

@@ -20,7 +20,8 @@ namespace ggdiff {
 
 class DiffusersChromaMap {
   public:
-    // The diffusers form: the approximator (Chroma's alone) next to diffusers-only names.
+    // The diffusers form: the approximator (Chroma's alone) next to diffusers-only names, or,
+    // in a shard without the approximator, FLUX.1's diffusers blocks without modulation.
     static bool detect(const std::vector<std::string>& names);
     static bool map(const std::string& name, std::string* out);
 };
