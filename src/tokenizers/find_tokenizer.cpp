@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/read_file.h"
 #include "tokenizers/clip_builtin.h"
 
 namespace ggdiff {
@@ -173,6 +175,23 @@ Result<ClipTokenizer> open_clip_tokenizer(const std::string& model_path,
     return t;
 }
 
+namespace {
+
+// Whether diffusers pipeline folder `dir`'s text_encoder/ is T5 (its config.json's model_type:
+// Chroma's only text encoder), so that tokenizer/ beside it is T5's too.
+bool t5_text_encoder(const fs::path& dir) {
+    std::error_code ec;
+    const fs::path config = dir / "text_encoder" / "config.json";
+    if (!fs::is_regular_file(config, ec)) return false;
+    auto text = read_text_file(config.string(), 1u << 20);
+    if (!text.ok() || !check_json_nesting(*text, 16).ok()) return false;
+    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+    return j.is_object() && j.contains("model_type") && j["model_type"].is_string() &&
+           j["model_type"].get<std::string>().rfind("t5", 0) == 0;
+}
+
+}  // namespace
+
 Result<std::string> find_t5_tokenizer(const std::vector<std::string>& near,
                                       const std::string& flag) {
     std::error_code ec;
@@ -188,6 +207,8 @@ Result<std::string> find_t5_tokenizer(const std::vector<std::string>& near,
             if (fs::is_regular_file(p / sub / "tokenizer.json", ec))
                 return (p / sub / "tokenizer.json").string();
         }
+        if (t5_text_encoder(p) && fs::is_regular_file(p / "tokenizer" / "tokenizer.json", ec))
+            return (p / "tokenizer" / "tokenizer.json").string();
         return Status::Error("--t5xxl-tokenizer " + flag +
                              ": the folder holds no tokenizer.json (nor tokenizer_2/ or "
                              "tokenizer_3/ with one); pass the T5 tokenizer.json itself");
@@ -201,6 +222,10 @@ Result<std::string> find_t5_tokenizer(const std::vector<std::string>& near,
         std::vector<fs::path> candidates = {dir / "tokenizer.json"};
         for (const char* sub : kSub) candidates.push_back(dir / sub / "tokenizer.json");
         for (const char* sub : kSub) candidates.push_back(parent / sub / "tokenizer.json");
+        // A pipeline whose text_encoder/ is T5 (Chroma): its tokenizer/.
+        for (const fs::path& pipe : {dir, parent}) {
+            if (t5_text_encoder(pipe)) candidates.push_back(pipe / "tokenizer" / "tokenizer.json");
+        }
         for (const fs::path& c : candidates) {
             if (std::find(looked.begin(), looked.end(), c) != looked.end()) continue;
             if (fs::is_regular_file(c, ec)) return c.string();

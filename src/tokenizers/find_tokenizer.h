@@ -48,10 +48,13 @@ Result<std::string> find_mistral_tokenizer(const std::vector<std::string>& model
 
 // The T5 tokenizer.json, searching in this order:
 //  1. `flag` (--t5xxl-tokenizer) when not empty: the file itself, or a folder holding
-//     tokenizer.json, tokenizer_2/tokenizer.json or tokenizer_3/tokenizer.json;
+//     tokenizer.json, tokenizer_2/tokenizer.json or tokenizer_3/tokenizer.json (or
+//     tokenizer/tokenizer.json beside a T5 text_encoder/);
 //  2. beside each path in `near` (the T5 weights, the main model; a file's folder, or the
 //     folder itself): tokenizer.json, then tokenizer_2/ and tokenizer_3/ in that folder
-//     and in its parent (a diffusers text_encoder_2/ sits next to tokenizer_2/).
+//     and in its parent (a diffusers text_encoder_2/ sits next to tokenizer_2/), then
+//     tokenizer/ in either when the text_encoder/ beside it is T5 (config.json's model_type;
+//     a Chroma pipeline's only text encoder).
 // Otherwise the error says what to pass and where it looked.
 Result<std::string> find_t5_tokenizer(const std::vector<std::string>& near,
                                       const std::string& flag);

@@ -160,5 +160,33 @@ TEST(FindT5Tokenizer, FlagNextToTheWeightsAndDiffusersFolders) {
     EXPECT_NE(bad.status().message().find("no such file"), std::string::npos);
 }
 
+// A Chroma pipeline's one text encoder is T5: its tokenizer/ is T5's (a FLUX pipeline's
+// tokenizer/ beside a CLIP text_encoder/ is not).
+TEST(FindT5Tokenizer, TokenizerBesideAT5TextEncoder) {
+    const fs::path root = test::fresh_dir("find_t5_chroma");
+    test::write_file(root / "chroma" / "text_encoder" / "config.json",
+                     R"({"architectures": ["T5EncoderModel"], "model_type": "t5"})");
+    test::write_file(root / "chroma" / "text_encoder" / "model.safetensors", "x");
+    test::write_file(root / "chroma" / "tokenizer" / "tokenizer.json", "{}");
+    test::write_file(root / "clip" / "text_encoder" / "config.json",
+                     R"({"model_type": "clip_text_model"})");
+    test::write_file(root / "clip" / "tokenizer" / "tokenizer.json", "{}");
+    const std::string want = (root / "chroma" / "tokenizer" / "tokenizer.json").string();
+
+    auto pipeline = find_t5_tokenizer({"", (root / "chroma").string()}, "");
+    ASSERT_TRUE(pipeline.ok()) << pipeline.status().message();
+    EXPECT_EQ(fs::canonical(*pipeline), fs::canonical(want));
+    auto te =
+        find_t5_tokenizer({(root / "chroma" / "text_encoder" / "model.safetensors").string()}, "");
+    ASSERT_TRUE(te.ok()) << te.status().message();
+    EXPECT_EQ(fs::canonical(*te), fs::canonical(want));
+    auto flag = find_t5_tokenizer({}, (root / "chroma").string());
+    ASSERT_TRUE(flag.ok()) << flag.status().message();
+    EXPECT_EQ(fs::canonical(*flag), fs::canonical(want));
+
+    EXPECT_FALSE(find_t5_tokenizer({(root / "clip").string()}, "").ok());
+    EXPECT_FALSE(find_t5_tokenizer({}, (root / "clip").string()).ok());
+}
+
 }  // namespace
 }  // namespace ggdiff
