@@ -11,7 +11,7 @@
 
 #include "core/log.h"
 #include "families/chroma/denoiser.h"
-#include "families/flux/names.h"
+#include "families/chroma/names.h"
 #include "pipeline/family.h"
 #include "pipeline/parts/kl_autoencoder.h"
 #include "pipeline/parts/lora_targets.h"
@@ -122,7 +122,7 @@ Result<Family> load(const FamilyContext& ctx) {
 
     auto denoiser = ChromaDenoiser::create(ctx, ctx.placement.diffusion, *dit);
     if (!denoiser.ok()) return denoiser.status();
-    f.lora_targets.push_back(flux_lora_target((*denoiser)->runner(), dit->flux.prefix));
+    f.lora_targets.push_back(chroma_lora_target((*denoiser)->runner(), dit->flux.prefix));
     f.denoiser = std::move(*denoiser);
 
     auto ae = make_sd_autoencoder(ctx, *vae);
@@ -140,7 +140,7 @@ extern const FamilyRecipe kChromaRecipe = {
     detect,
     load,
     "vae,t5xxl",
-    &kFluxLayout,
+    &kChromaLayout,
     {"double_blocks", "single_blocks"}};
 
 }  // namespace ggdiff
