@@ -159,6 +159,13 @@ void UnigramTokenizer::encode_word(const std::string& word, std::vector<int>& ou
 std::vector<int> UnigramTokenizer::encode(const std::string& text) const {
     std::vector<int> out;
     bool first = true;
+    // The reference engine's Metaspace step prepends the replacement to the text and turns
+    // each space into another one, so a text that starts with a space (the segment " house"
+    // of "a (red:1.4) house") starts with a lone replacement token.
+    if (prepend_ == Prepend::Always && !text.empty() && text[0] == ' ' &&
+        text.find_first_not_of(" \t\r\n") != std::string::npos) {
+        encode_word(replacement_, out);
+    }
     for (size_t i = 0; i < text.size();) {
         while (i < text.size() && is_space(text[i])) ++i;
         if (i >= text.size()) break;

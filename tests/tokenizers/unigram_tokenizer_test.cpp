@@ -47,7 +47,10 @@ TEST(UnigramTokenizer, ViterbiPicksTheBestTotalScore) {
 TEST(UnigramTokenizer, WordsGetTheMetaspacePrefix) {
     const UnigramTokenizer t = tiny();
     // Runs of whitespace separate words; none leaves an empty word behind.
-    EXPECT_EQ(t.encode("  a \t a\n"), (std::vector<int>{5, 5}));
+    EXPECT_EQ(t.encode("a \t  a\n"), (std::vector<int>{5, 5}));
+    // A leading space leaves a lone prefix token first, as the reference engine's Metaspace
+    // step does (the " house" segment of a weighted prompt "a (red:1.4) house").
+    EXPECT_EQ(t.encode("  a"), (std::vector<int>{3, 5}));
     // A text without words is the bare prefix, as the reference engine tokenizes an empty
     // prompt (its T5 input is then "\u2581" + EOS, which the SD3 goldens' CFG pass depends on).
     EXPECT_EQ(t.encode(""), (std::vector<int>{3}));
