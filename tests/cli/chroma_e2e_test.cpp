@@ -84,7 +84,7 @@ TEST_F(ChromaFiles, InfoNamesChromaForTheDitAndForThePartFiles) {
 }
 
 // The DiT converted to a q8_0 GGUF loads in place of the safetensors one and stays near the
-// golden image; --type q8_0 on load (every part quantized) likewise.
+// golden image (1.5 apart here); --type q8_0 on load (every part quantized: 2.8) likewise.
 TEST_F(ChromaFiles, GgufDitAndTypeConversion) {
     const std::string gguf = dir_ + "/chroma_tiny_dit_q8_0.gguf";
     RunResult c = e2e::run_ggdiff(
@@ -102,10 +102,10 @@ TEST_F(ChromaFiles, GgufDitAndTypeConversion) {
     const std::string a = dir_ + "/gguf.png", b = dir_ + "/type.png";
     RunResult r1 = generate(model, a);
     ASSERT_TRUE(r1.succeeded()) << r1.describe();
-    expect_close(a, golden(), 6.0, "GGUF DiT (q8_0)");
+    expect_close(a, golden(), 4.0, "GGUF DiT (q8_0)");
     RunResult r2 = generate(chroma::model_args(), b, {"--type", "q8_0"});
     ASSERT_TRUE(r2.succeeded()) << r2.describe();
-    expect_close(b, golden(), 6.0, "--type q8_0 against the golden");
+    expect_close(b, golden(), 4.0, "--type q8_0 against the golden");
 }
 
 // A diffusers ChromaPipeline folder (transformer/ in ChromaTransformer2DModel names, a T5
