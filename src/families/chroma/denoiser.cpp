@@ -14,6 +14,11 @@ Result<std::unique_ptr<ChromaDenoiser>> ChromaDenoiser::create(const FamilyConte
     d->cfg_ = cfg;
     d->mod_index_ = HostTensor({models::kChromaModRows});
     d->mod_index_.data = models::chroma_mod_index();
+    if (cfg.radiance) {
+        const int64_t f = cfg.rad.max_freqs, p = cfg.rad.patch;
+        d->dct_ = HostTensor({f * f, p * p});
+        d->dct_.data = models::radiance_dct(cfg.rad.patch, static_cast<int>(f));
+    }
     // A representative graph (one patch, 2 text tokens) declares every weight.
     const int64_t s = cfg.flux.patch, l = 2;
     const models::FluxPositions pe = models::flux_positions(cfg.flux, s, s, l);
@@ -24,7 +29,8 @@ Result<std::unique_ptr<ChromaDenoiser>> ChromaDenoiser::create(const FamilyConte
         HostTensor c({cfg.flux.context_dim, l, 1});
         return std::vector<ggml_tensor*>{
             models::build_chroma(gb.nn(), cfg, gb.input(x), gb.input(t), gb.input(self->mod_index_),
-                                 gb.input(c), nullptr, gb.input(pe.cos), gb.input(pe.sin))};
+                                 gb.input(c), nullptr, gb.input(pe.cos), gb.input(pe.sin), nullptr,
+                                 {}, cfg.radiance ? gb.input(self->dct_) : nullptr)};
     });
     if (!runner.ok()) return runner.status();
     d->runner_ = std::move(*runner);
@@ -43,6 +49,9 @@ Result<HostTensor> ChromaDenoiser::run(const DenoiseBatch& b) {
                                            (long long)c, (long long)f.latent_channels()));
     }
     if (b.concat) return Status::Error("Chroma: extra input channels are not supported");
+    if (cfg_.radiance && b.refs && !b.refs->empty()) {
+        return Status::Error("Chroma1-Radiance takes no reference images");
+    }
     std::vector<models::FluxRefSize> ref_sizes;
     if (b.refs) {
         for (const HostTensor& r : *b.refs) {
@@ -93,7 +102,10 @@ Result<HostTensor> ChromaDenoiser::run(const DenoiseBatch& b) {
     ts.data.assign(b.timesteps.begin(), b.timesteps.begin() + (shared ? 1 : n));
     if (w != pe_w_ || h != pe_h_ || l != pe_l_ || ref_sizes != pe_refs_ ||
         b.increase_ref_index != pe_increase_) {
-        pe_ = models::flux_positions(f, w, h, l, ref_sizes, b.increase_ref_index);
+        // The patch grid of the padded input (Radiance's 16-pixel patches).
+        const int64_t pw = (w + f.patch - 1) / f.patch * f.patch;
+        const int64_t ph = (h + f.patch - 1) / f.patch * f.patch;
+        pe_ = models::flux_positions(f, pw, ph, l, ref_sizes, b.increase_ref_index);
         pe_w_ = w;
         pe_h_ = h;
         pe_l_ = l;
@@ -105,10 +117,10 @@ Result<HostTensor> ChromaDenoiser::run(const DenoiseBatch& b) {
         if (b.refs) {
             for (const HostTensor& ref : *b.refs) refs.push_back(gb.input(ref));
         }
-        return std::vector<ggml_tensor*>{
-            models::build_chroma(gb.nn(), cfg_, gb.input(b.x), gb.input(ts), gb.input(mod_index_),
-                                 gb.input(context), masked ? gb.input(mask) : nullptr,
-                                 gb.input(pe_.cos), gb.input(pe_.sin), b.skip_layers, refs)};
+        return std::vector<ggml_tensor*>{models::build_chroma(
+            gb.nn(), cfg_, gb.input(b.x), gb.input(ts), gb.input(mod_index_), gb.input(context),
+            masked ? gb.input(mask) : nullptr, gb.input(pe_.cos), gb.input(pe_.sin), b.skip_layers,
+            refs, cfg_.radiance ? gb.input(dct_) : nullptr)};
     });
     if (!r.ok()) return r.status();
     return std::move((*r)[0]);

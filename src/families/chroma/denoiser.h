@@ -29,6 +29,7 @@ class ChromaDenoiser : public Denoiser {
     models::ChromaConfig cfg_;
     std::unique_ptr<ModuleRunner> runner_;
     HostTensor mod_index_;
+    HostTensor dct_;  // Radiance: the pixels' position code
     int64_t pe_w_ = -1, pe_h_ = -1, pe_l_ = -1;
     std::vector<models::FluxRefSize> pe_refs_;
     bool pe_increase_ = false;

@@ -62,7 +62,14 @@ Result<ChromaConfig> detect_chroma(const TensorIndex& index, const std::string& 
         return p.odd("distilled_guidance_layer.out_proj.weight",
                      "does not map the approximator's width to the hidden width");
     }
-    if (!cfg.flux.pixel_patch_in) {
+    if (cfg.flux.pixel_patch_in) {
+        auto rad = detect_radiance(index, prefix);
+        if (!rad.ok()) return rad.status();
+        cfg.radiance = true;
+        cfg.rad = *rad;
+        cfg.flux.patch = rad->patch;
+        cfg.flux.in_channels = cfg.flux.out_channels = rad->channels * rad->patch * rad->patch;
+    } else {
         auto fin = p.shape("final_layer.linear.weight", 2);
         if (!fin.ok()) return fin.status();
     }
@@ -78,7 +85,8 @@ std::vector<float> chroma_mod_index() {
 ggml_tensor* build_chroma(nn::Ctx& c, const ChromaConfig& cfg, ggml_tensor* x,
                           ggml_tensor* timesteps, ggml_tensor* mod_index, ggml_tensor* context,
                           ggml_tensor* key_mask, ggml_tensor* pe_cos, ggml_tensor* pe_sin,
-                          const std::vector<int>* skip, const std::vector<ggml_tensor*>& refs) {
+                          const std::vector<int>* skip, const std::vector<ggml_tensor*>& refs,
+                          ggml_tensor* dct) {
     const FluxConfig& f = cfg.flux;
     const int64_t W = x->ne[0], H = x->ne[1], N = x->ne[3];
     const int ps = f.patch;
@@ -116,8 +124,17 @@ ggml_tensor* build_chroma(nn::Ctx& c, const ChromaConfig& cfg, ggml_tensor* x,
         return rows_from(3 * i, 3);
     };
 
-    ggml_tensor* img = flux_image_tokens(c, f, x, refs);
     ggml_tensor* txt = flux_text_tokens(c, f, context, N);
+    if (cfg.radiance) {
+        // Pixels patched by img_in_patch, decoded by the NeRF head from the raw block outputs.
+        ggml_tensor* pixels = nn::pad_to_patch(c.ctx, x, ps);
+        ggml_tensor* img = radiance_patch_in(c, cfg.rad, f.prefix, f.hidden, pixels);
+        img = flux_blocks(c, f, img, txt, mods, pe_cos, pe_sin, key_mask, skip);
+        ggml_tensor* out = radiance_head(c, cfg.rad, f.prefix, f.hidden, img, pixels, dct,
+                                         cfg.rad.x0 ? timesteps : nullptr);
+        return nn::crop_latent(c.ctx, out, W, H);
+    }
+    ggml_tensor* img = flux_image_tokens(c, f, x, refs);
     img = flux_blocks(c, f, img, txt, mods, pe_cos, pe_sin, key_mask, skip);
     if (img->ne[1] != w * h) img = nn::token_range(c.ctx, img, 0, w * h);
     img = flux_final_layer(c, f, img, row(kChromaModRows - 2), row(kChromaModRows - 1));

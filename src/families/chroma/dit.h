@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "families/chroma/radiance.h"
 #include "families/flux/dit.h"
 
 namespace ggdiff::models {
@@ -25,6 +26,9 @@ struct ChromaConfig {
     int64_t approx_in = 64;       // in_proj input: 16 + 16 + 32 sinusoidal features
     int64_t approx_width = 5120;  // in_proj output
     int approx_layers = 5;
+    // Chroma1-Radiance: pixels in and out (flux.pixel_patch_in), no final_layer.
+    bool radiance = false;
+    RadianceConfig rad;
 };
 
 // Reads the layout under `prefix`; errors name the first missing or mis-shaped tensor.
@@ -36,11 +40,12 @@ std::vector<float> chroma_mod_index();
 // x [W, H, C, N]; timesteps [M] (sigma; M = 1 when the batch shares it, else N); mod_index
 // [344] from chroma_mod_index(); context [context_dim, L, N or 1]; key_mask f32 [L + image
 // tokens, N] or null; pe from flux_positions; skip as build_flux -> flow prediction
-// [W, H, C, N].
+// [W, H, C, N]. Radiance: x is the image itself (3 channels in [-1, 1], any size: padded to
+// the patch inside, pe for the padded size), dct from radiance_dct, no references.
 ggml_tensor* build_chroma(nn::Ctx& c, const ChromaConfig& cfg, ggml_tensor* x,
                           ggml_tensor* timesteps, ggml_tensor* mod_index, ggml_tensor* context,
                           ggml_tensor* key_mask, ggml_tensor* pe_cos, ggml_tensor* pe_sin,
                           const std::vector<int>* skip = nullptr,
-                          const std::vector<ggml_tensor*>& refs = {});
+                          const std::vector<ggml_tensor*>& refs = {}, ggml_tensor* dct = nullptr);
 
 }  // namespace ggdiff::models

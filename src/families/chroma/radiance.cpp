@@ -192,8 +192,8 @@ ggml_tensor* radiance_head(nn::Ctx& c, const RadianceConfig& cfg, const std::str
     ggml_tensor* out = nn::conv2d(c, x, prefix + "nerf_final_layer_conv.conv", nh, C, 3, 1, 1);
     if (cfg.x0) {
         // The head predicted the clean image; the flow velocity is (x_t - x0) / sigma.
-        out =
-            ggml_div(ctx, ggml_sub(ctx, pixels, out), ggml_reshape_4d(ctx, timesteps, 1, 1, 1, N));
+        out = ggml_div(ctx, ggml_sub(ctx, pixels, out),
+                       ggml_reshape_4d(ctx, timesteps, 1, 1, 1, timesteps->ne[0]));
     }
     return out;
 }

@@ -46,8 +46,8 @@ ggml_tensor* radiance_patch_in(nn::Ctx& c, const RadianceConfig& cfg, const std:
 
 // The NeRF head: tokens [hidden, T, N] (the DiT's image-token outputs, T = patches of `pixels`),
 // pixels the same padded input, dct [max_freqs^2, patch^2] (from radiance_dct), timesteps [N]
-// (sigma; read only with cfg.x0, may be null otherwise) -> the prediction [W, H, C, N] of the
-// padded size (caller crops).
+// or [1] for the whole batch (sigma; read only with cfg.x0, may be null otherwise) -> the
+// prediction [W, H, C, N] of the padded size (caller crops).
 ggml_tensor* radiance_head(nn::Ctx& c, const RadianceConfig& cfg, const std::string& prefix,
                            int64_t hidden, ggml_tensor* tokens, ggml_tensor* pixels,
                            ggml_tensor* dct, ggml_tensor* timesteps);

@@ -6,6 +6,9 @@
 // masks the padding after the first --chroma-t5-mask-pad pads (--chroma-disable-dit-mask:
 // no mask); --chroma-enable-t5-mask masks the padding inside T5 as well. Defaults are the
 // reference's: euler, cfg 7, the FLUX schedule (shift 1.0 for the others).
+// Chroma1-Radiance (a second recipe here) is the same DiT in pixel space: it patches RGB
+// pixels (16x16) and decodes them with its NeRF head (families/chroma/radiance.h); there is
+// no VAE, and the FLUX schedule counts the image's pixels.
 #include <cmath>
 #include <string>
 
@@ -15,6 +18,7 @@
 #include "pipeline/family.h"
 #include "pipeline/parts/kl_autoencoder.h"
 #include "pipeline/parts/lora_targets.h"
+#include "pipeline/parts/pixel_space.h"
 #include "pipeline/parts/t5_encoder.h"
 
 namespace ggdiff {
@@ -30,6 +34,12 @@ bool detect(const TensorIndex& index) {
     const std::string d = kDit;
     return index.has(d + "distilled_guidance_layer.in_proj.weight") &&
            index.has(d + "img_in.weight");
+}
+
+bool detect_radiance(const TensorIndex& index) {
+    const std::string d = kDit;
+    return index.has(d + "distilled_guidance_layer.in_proj.weight") &&
+           index.has(d + "nerf_final_layer_conv.conv.weight");
 }
 
 class ChromaConditioner : public TextConditioner {
@@ -72,10 +82,17 @@ class ChromaConditioner : public TextConditioner {
 Result<Family> load(const FamilyContext& ctx) {
     auto dit = models::detect_chroma(ctx.index, kDit);
     if (!dit.ok()) return dit.status();
+    const char* name = ctx.recipe->display;
     if (!ctx.index.has_prefix(kT5)) {
-        return Status::Error("Chroma needs the T5-XXL text encoder: pass it with --t5xxl FILE");
+        return Status::Error(std::string(name) +
+                             " needs the T5-XXL text encoder: pass it with --t5xxl FILE");
     }
-    if (!ctx.index.has_prefix("first_stage_model.")) {
+    if (dit->radiance && ctx.index.has_prefix("first_stage_model.")) {
+        return Status::Error(
+            "Chroma1-Radiance works on pixels and has no VAE: leave --vae (and the VAE "
+            "weights) out");
+    }
+    if (!dit->radiance && !ctx.index.has_prefix("first_stage_model.")) {
         return Status::Error(
             "Chroma needs FLUX.1's 16-channel VAE (ae.safetensors): pass it with --vae FILE");
     }
@@ -87,26 +104,34 @@ Result<Family> load(const FamilyContext& ctx) {
             "takes %lld)",
             (long long)t5cfg->width, (long long)dit->flux.context_dim));
     }
-    auto vae = models::detect_vae(ctx.index);
-    if (!vae.ok()) return vae.status();
-    if (vae->z_channels != dit->flux.latent_channels()) {
-        return Status::Error(string_format(
-            "the VAE has %d latent channels but the Chroma DiT takes %lld (Chroma uses FLUX.1's "
-            "16-channel VAE, ae.safetensors)",
-            vae->z_channels, (long long)dit->flux.latent_channels()));
-    }
-    vae->scale_factor = 0.3611f;
-    vae->shift_factor = 0.1159f;
 
     Family f;
+    if (dit->radiance) {
+        f.variant = dit->rad.x0 ? "x0" : "";
+        f.vae = std::make_unique<PixelSpace>();
+    } else {
+        auto vae = models::detect_vae(ctx.index);
+        if (!vae.ok()) return vae.status();
+        if (vae->z_channels != dit->flux.latent_channels()) {
+            return Status::Error(string_format(
+                "the VAE has %d latent channels but the Chroma DiT takes %lld (Chroma uses "
+                "FLUX.1's 16-channel VAE, ae.safetensors)",
+                vae->z_channels, (long long)dit->flux.latent_channels()));
+        }
+        vae->scale_factor = 0.3611f;
+        vae->shift_factor = 0.1159f;
+        auto ae = make_sd_autoencoder(ctx, *vae);
+        if (!ae.ok()) return ae.status();
+        f.vae = std::move(*ae);
+    }
     f.param = sampling::Parameterization::flux_flow(1.0f);
     f.defaults.sampler = "euler";
     f.defaults.cfg_scale = 7.0f;
     f.defaults.schedule = sampling::ScheduleKind::Flux;
     f.latent_channels = static_cast<int>(dit->flux.latent_channels());
     f.uses_cfg = true;
-    f.uses_guidance = false;    // the approximator's guidance input is always 0
-    f.ref_image_multiple = 16;  // -r as FLUX.1 Kontext takes them
+    f.uses_guidance = false;                        // the approximator's guidance input is always 0
+    f.ref_image_multiple = dit->radiance ? 0 : 16;  // -r as FLUX.1 Kontext takes them
     f.skips_layers = true;
     f.skip_layer_count = dit->flux.depth + dit->flux.depth_single;
     GGDIFF_LOG_INFO("%s: %d double and %d single blocks, hidden %lld, %lld heads%s",
@@ -124,10 +149,6 @@ Result<Family> load(const FamilyContext& ctx) {
     if (!denoiser.ok()) return denoiser.status();
     f.lora_targets.push_back(chroma_lora_target((*denoiser)->runner(), dit->flux.prefix));
     f.denoiser = std::move(*denoiser);
-
-    auto ae = make_sd_autoencoder(ctx, *vae);
-    if (!ae.ok()) return ae.status();
-    f.vae = std::move(*ae);
     return f;
 }
 
@@ -140,6 +161,17 @@ extern const FamilyRecipe kChromaRecipe = {
     detect,
     load,
     "vae,t5xxl",
+    &kChromaLayout,
+    {"double_blocks", "single_blocks"}};
+
+extern const FamilyRecipe kChromaRadianceRecipe = {
+    "chroma_radiance",
+    "Chroma1-Radiance",
+    "model.diffusion_model.distilled_guidance_layer.in_proj.weight and "
+    "nerf_final_layer_conv.conv.weight",
+    detect_radiance,
+    load,
+    "t5xxl",
     &kChromaLayout,
     {"double_blocks", "single_blocks"}};
 
