@@ -54,7 +54,8 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"sd3_tiny", "sd3"},
     {"sd3_lora", "sd3"},  // tests/golden
     {"chroma_tiny", "chroma"},
-    {"chroma_radiance_tiny", "chroma_radiance"},  // tests/golden
+    {"chroma_radiance_tiny/V", "chroma_radiance"},  // tests/golden
+    {"chroma_radiance_tiny/X", "chroma_radiance"},
     {"flux2_tiny", "flux2"},
     {"wan_tiny", "wan"},
     {"flow_sde/F", "flux"},  // tests/golden
@@ -129,7 +130,9 @@ struct FixtureSet {
     std::vector<std::pair<std::string, std::string>> files;  // (flag, tensor list path)
 };
 
-std::string shared_path(const std::string& rel) {  // "shared/fixtures/x" -> its path
+// "shared/fixtures/x" -> its path; "tests/fixtures/x" (this repository's lists) -> its path.
+std::string shared_path(const std::string& rel) {
+    if (rel.rfind("tests/", 0) == 0) return std::string(GGDIFF_SOURCE_DIR) + "/" + rel;
     return e2e::shared_dir() + "/" + rel.substr(rel.find('/') + 1);
 }
 
