@@ -139,6 +139,17 @@ TEST_F(ChromaFiles, ClipLIsAClearError) {
     EXPECT_FALSE(fs::exists(out));
 }
 
+// Chroma is not an edit model: -r is refused before anything runs (so an A1111 img2img stays
+// img2img on the server).
+TEST_F(ChromaFiles, ReferenceImageIsRefused) {
+    const std::string out = dir_ + "/never.png";
+    RunResult r = generate(chroma::model_args(), out,
+                           {"-r", e2e::shared_dir() + "/golden/chroma_tiny/chroma_euler.png"});
+    EXPECT_TRUE(r.failed_cleanly()) << r.describe();
+    EXPECT_TRUE(contains(r.err, "--ref-image is not supported for Chroma")) << r.describe();
+    EXPECT_FALSE(fs::exists(out));
+}
+
 // Each padding-mask flag gives another image than the default (DiT mask on with one pad, no T5
 // mask): the reference moved the 4-step case by 33.7, 32.8 and 6.5; one step here (the
 // approximator makes each step of this fixture slow) shows it as well.

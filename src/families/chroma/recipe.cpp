@@ -131,7 +131,9 @@ Result<Family> load(const FamilyContext& ctx) {
     f.latent_channels = static_cast<int>(dit->flux.latent_channels());
     f.uses_cfg = true;
     f.uses_guidance = false;                        // the approximator's guidance input is always 0
-    f.ref_image_multiple = dit->radiance ? 0 : 16;  // -r as FLUX.1 Kontext takes them
+    // Not an edit model: -r is refused, and A1111 img2img stays img2img on the server (the
+    // reference would join -r latents to the sequence as for Kontext).
+    f.ref_image_multiple = 0;
     f.skips_layers = true;
     f.skip_layer_count = dit->flux.depth + dit->flux.depth_single;
     GGDIFF_LOG_INFO("%s: %d double and %d single blocks, hidden %lld, %lld heads%s",
