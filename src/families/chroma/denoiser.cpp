@@ -30,7 +30,7 @@ Result<std::unique_ptr<ChromaDenoiser>> ChromaDenoiser::create(const FamilyConte
         return std::vector<ggml_tensor*>{
             models::build_chroma(gb.nn(), cfg, gb.input(x), gb.input(t), gb.input(self->mod_index_),
                                  gb.input(c), nullptr, gb.input(pe.cos), gb.input(pe.sin), nullptr,
-                                 {}, cfg.radiance ? gb.input(self->dct_) : nullptr)};
+                                 cfg.radiance ? gb.input(self->dct_) : nullptr)};
     });
     if (!runner.ok()) return runner.status();
     d->runner_ = std::move(*runner);
@@ -49,21 +49,10 @@ Result<HostTensor> ChromaDenoiser::run(const DenoiseBatch& b) {
                                            (long long)c, (long long)f.latent_channels()));
     }
     if (b.concat) return Status::Error("Chroma: extra input channels are not supported");
-    if (cfg_.radiance && b.refs && !b.refs->empty()) {
-        return Status::Error("Chroma1-Radiance takes no reference images");
-    }
-    std::vector<models::FluxRefSize> ref_sizes;
-    if (b.refs) {
-        for (const HostTensor& r : *b.refs) {
-            if (r.dim(2) != c || r.dim(3) != 1) {
-                return Status::Error(string_format(
-                    "Chroma: reference latent [%lld, %lld, %lld, %lld], the DiT takes "
-                    "[w, h, %lld, 1]",
-                    (long long)r.dim(0), (long long)r.dim(1), (long long)r.dim(2),
-                    (long long)r.dim(3), (long long)c));
-            }
-            ref_sizes.emplace_back(r.dim(0), r.dim(1));
-        }
+    // Chroma takes no reference images (the recipe's ref_image_multiple is 0).
+    if (b.refs && !b.refs->empty()) {
+        return Status::Error(std::string(cfg_.radiance ? "Chroma1-Radiance" : "Chroma") +
+                             " takes no reference images");
     }
     std::vector<const HostTensor*> contexts;
     const bool masked = !b.cond[0]->key_mask.data.empty();
@@ -81,14 +70,10 @@ Result<HostTensor> ChromaDenoiser::run(const DenoiseBatch& b) {
     }
     const int64_t l = contexts[0]->dim(1);
     const HostTensor context = HostTensor::stack(contexts, f.context_dim, l);
-    // The key mask of every item: its text mask, then 0 for each image and reference token.
+    // The key mask of every item: its text mask, then 0 for each image token.
     HostTensor mask;
     if (masked) {
-        auto tokens = [&](int64_t lw, int64_t lh) {
-            return ((lw + f.patch - 1) / f.patch) * ((lh + f.patch - 1) / f.patch);
-        };
-        int64_t total = l + tokens(w, h);
-        for (const auto& r : ref_sizes) total += tokens(r.first, r.second);
+        const int64_t total = l + ((w + f.patch - 1) / f.patch) * ((h + f.patch - 1) / f.patch);
         mask = HostTensor({total, n});
         for (int64_t i = 0; i < n; ++i) {
             const HostTensor& m = b.cond[static_cast<size_t>(i)]->key_mask;
@@ -100,27 +85,20 @@ Result<HostTensor> ChromaDenoiser::run(const DenoiseBatch& b) {
                                     [&](float t) { return t == b.timesteps[0]; });
     HostTensor ts({shared ? 1 : n});
     ts.data.assign(b.timesteps.begin(), b.timesteps.begin() + (shared ? 1 : n));
-    if (w != pe_w_ || h != pe_h_ || l != pe_l_ || ref_sizes != pe_refs_ ||
-        b.increase_ref_index != pe_increase_) {
+    if (w != pe_w_ || h != pe_h_ || l != pe_l_) {
         // The patch grid of the padded input (Radiance's 16-pixel patches).
         const int64_t pw = (w + f.patch - 1) / f.patch * f.patch;
         const int64_t ph = (h + f.patch - 1) / f.patch * f.patch;
-        pe_ = models::flux_positions(f, pw, ph, l, ref_sizes, b.increase_ref_index);
+        pe_ = models::flux_positions(f, pw, ph, l);
         pe_w_ = w;
         pe_h_ = h;
         pe_l_ = l;
-        pe_refs_ = ref_sizes;
-        pe_increase_ = b.increase_ref_index;
     }
     auto r = runner_->run([&](GraphBuilder& gb) {
-        std::vector<ggml_tensor*> refs;
-        if (b.refs) {
-            for (const HostTensor& ref : *b.refs) refs.push_back(gb.input(ref));
-        }
         return std::vector<ggml_tensor*>{models::build_chroma(
             gb.nn(), cfg_, gb.input(b.x), gb.input(ts), gb.input(mod_index_), gb.input(context),
             masked ? gb.input(mask) : nullptr, gb.input(pe_.cos), gb.input(pe_.sin), b.skip_layers,
-            refs, cfg_.radiance ? gb.input(dct_) : nullptr)};
+            cfg_.radiance ? gb.input(dct_) : nullptr)};
     });
     if (!r.ok()) return r.status();
     return std::move((*r)[0]);

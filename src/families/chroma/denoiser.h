@@ -18,8 +18,7 @@ class ChromaDenoiser : public Denoiser {
 
     // T5 contexts are stacked on the batch axis; each conditioning's key mask (when it has
     // one: the DiT mask is on) hides its padding tokens, the image tokens are always seen.
-    // The approximator runs once when the batch shares its timestep. Reference latents
-    // join the sequence as for FLUX.1 (Kontext layout).
+    // The approximator runs once when the batch shares its timestep. No reference images.
     Result<HostTensor> run(const DenoiseBatch& batch) override;
     void end_phase() override { runner_->end_phase(); }
     ModuleRunner& runner() { return *runner_; }
@@ -31,8 +30,6 @@ class ChromaDenoiser : public Denoiser {
     HostTensor mod_index_;
     HostTensor dct_;  // Radiance: the pixels' position code
     int64_t pe_w_ = -1, pe_h_ = -1, pe_l_ = -1;
-    std::vector<models::FluxRefSize> pe_refs_;
-    bool pe_increase_ = false;
     models::FluxPositions pe_;
 };
 

@@ -85,8 +85,7 @@ std::vector<float> chroma_mod_index() {
 ggml_tensor* build_chroma(nn::Ctx& c, const ChromaConfig& cfg, ggml_tensor* x,
                           ggml_tensor* timesteps, ggml_tensor* mod_index, ggml_tensor* context,
                           ggml_tensor* key_mask, ggml_tensor* pe_cos, ggml_tensor* pe_sin,
-                          const std::vector<int>* skip, const std::vector<ggml_tensor*>& refs,
-                          ggml_tensor* dct) {
+                          const std::vector<int>* skip, ggml_tensor* dct) {
     const FluxConfig& f = cfg.flux;
     const int64_t W = x->ne[0], H = x->ne[1], N = x->ne[3];
     const int ps = f.patch;
@@ -134,9 +133,8 @@ ggml_tensor* build_chroma(nn::Ctx& c, const ChromaConfig& cfg, ggml_tensor* x,
                                          cfg.rad.x0 ? timesteps : nullptr);
         return nn::crop_latent(c.ctx, out, W, H);
     }
-    ggml_tensor* img = flux_image_tokens(c, f, x, refs);
+    ggml_tensor* img = flux_image_tokens(c, f, x);
     img = flux_blocks(c, f, img, txt, mods, pe_cos, pe_sin, key_mask, skip);
-    if (img->ne[1] != w * h) img = nn::token_range(c.ctx, img, 0, w * h);
     img = flux_final_layer(c, f, img, row(kChromaModRows - 2), row(kChromaModRows - 1));
     return nn::crop_latent(c.ctx, nn::unpatchify(c.ctx, img, w, h, ps), W, H);
 }

@@ -41,11 +41,10 @@ std::vector<float> chroma_mod_index();
 // [344] from chroma_mod_index(); context [context_dim, L, N or 1]; key_mask f32 [L + image
 // tokens, N] or null; pe from flux_positions; skip as build_flux -> flow prediction
 // [W, H, C, N]. Radiance: x is the image itself (3 channels in [-1, 1], any size: padded to
-// the patch inside, pe for the padded size), dct from radiance_dct, no references.
+// the patch inside, pe for the padded size), dct from radiance_dct.
 ggml_tensor* build_chroma(nn::Ctx& c, const ChromaConfig& cfg, ggml_tensor* x,
                           ggml_tensor* timesteps, ggml_tensor* mod_index, ggml_tensor* context,
                           ggml_tensor* key_mask, ggml_tensor* pe_cos, ggml_tensor* pe_sin,
-                          const std::vector<int>* skip = nullptr,
-                          const std::vector<ggml_tensor*>& refs = {}, ggml_tensor* dct = nullptr);
+                          const std::vector<int>* skip = nullptr, ggml_tensor* dct = nullptr);
 
 }  // namespace ggdiff::models

@@ -130,7 +130,7 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.schedule = sampling::ScheduleKind::Flux;
     f.latent_channels = static_cast<int>(dit->flux.latent_channels());
     f.uses_cfg = true;
-    f.uses_guidance = false;                        // the approximator's guidance input is always 0
+    f.uses_guidance = false;  // the approximator's guidance input is always 0
     // Not an edit model: -r is refused, and A1111 img2img stays img2img on the server (the
     // reference would join -r latents to the sequence as for Kontext).
     f.ref_image_multiple = 0;
