@@ -52,6 +52,46 @@ void refuse_unsupported(const Fields& f) {
         throw not_supported("latent_mask", "inpainting");
 }
 
+// A1111's hires fix fields (txt2img with enable_hr) as the engine's --hires options. A side
+// given alone keeps the first pass's aspect, as A1111 computes it.
+void set_hires(const Fields& f, GenRequest& r) {
+    r.set("hires", "true", "enable_hr");
+    r.set_number("hires-scale", f.number("hr_scale", -1e9, 1e9), "hr_scale");
+    if (auto up = f.string("hr_upscaler", 256)) {
+        if (!up->empty()) r.set("hires-upscaler", *up, "hr_upscaler");
+    }
+    r.set_int("hires-steps", f.integer("hr_second_pass_steps", -(1 << 20), 1 << 20),
+              "hr_second_pass_steps");
+    r.set_number("hires-denoising-strength", f.number("denoising_strength", -1e9, 1e9),
+                 "denoising_strength");
+    const int64_t rx = f.integer("hr_resize_x", 0, 1 << 20).value_or(0);
+    const int64_t ry = f.integer("hr_resize_y", 0, 1 << 20).value_or(0);
+    if (rx > 0 || ry > 0) {
+        const int64_t w = f.integer("width", 1, 1 << 20).value_or(512);
+        const int64_t h = f.integer("height", 1, 1 << 20).value_or(512);
+        r.set("hires-width", std::to_string(rx > 0 ? rx : ry * w / h), "hr_resize_x");
+        r.set("hires-height", std::to_string(ry > 0 ? ry : rx * h / w), "hr_resize_y");
+    }
+    // The second pass shares the first one's sampler, prompts and checkpoint here (A1111
+    // clients send "Use same sampler" and the like for that).
+    auto same_or_empty = [&](const char* key, const char* first_key) {
+        const std::string v = f.string(key, 1 << 20).value_or("");
+        return v.empty() || v == f.string(first_key, 1 << 20).value_or("") ||
+               v == "Use same sampler" || v == "Use same scheduler" || v == "Automatic";
+    };
+    if (!same_or_empty("hr_sampler_name", "sampler_name"))
+        throw not_supported("hr_sampler_name", "a second-pass sampler of its own");
+    if (!same_or_empty("hr_scheduler", "scheduler"))
+        throw not_supported("hr_scheduler", "a second-pass scheduler of its own");
+    if (!same_or_empty("hr_prompt", "prompt"))
+        throw not_supported("hr_prompt", "a second-pass prompt of its own");
+    if (!same_or_empty("hr_negative_prompt", "negative_prompt"))
+        throw not_supported("hr_negative_prompt", "a second-pass negative prompt of its own");
+    const std::string ckpt = f.string("hr_checkpoint_name", 4096).value_or("");
+    if (!ckpt.empty() && ckpt != "Use same checkpoint")
+        throw not_supported("hr_checkpoint_name", "a second-pass checkpoint");
+}
+
 struct A1111Request {
     GenRequest gen;
     bool send_images = true;
@@ -95,7 +135,7 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
               f.has("n_iter") ? "n_iter" : "batch_size");
     }
     // Switches the engine has options for (the schema says whether they work yet).
-    if (f.flag("enable_hr").value_or(false)) r.set("hires", "true", "enable_hr");
+    if (!img2img && f.flag("enable_hr").value_or(false)) set_hires(f, r);
     if (f.flag("tiling").value_or(false)) r.set("circular", "true", "tiling");
     // <lora:...> tags stay out of the way (removed from the prompts, not applied).
     r.strip_prompt_loras = f.flag("disable_extra_networks").value_or(false);

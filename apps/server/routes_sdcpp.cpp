@@ -75,6 +75,16 @@ nlohmann::json defaults_json(const ServerContext& ctx) {
           {"rel_size_x", 0.0},
           {"rel_size_y", 0.0},
           {"extra_tiling_args", ""}}},
+        {"hires",
+         {{"enabled", false},
+          {"upscaler", default_json(h, "hires-upscaler")},
+          {"scale", default_json(h, "hires-scale")},
+          {"target_width", default_json(h, "hires-width")},
+          {"target_height", default_json(h, "hires-height")},
+          {"steps", default_json(h, "hires-steps")},
+          {"denoising_strength", default_json(h, "hires-denoising-strength")},
+          {"upscale_tile_size", default_json(h, "hires-upscale-tile-size")},
+          {"custom_sigmas", nlohmann::json::array()}}},
         {"cache_mode", "disabled"},
         {"embed_image_metadata", ctx.config.embed_metadata},
         {"output_format", "png"},
@@ -103,7 +113,7 @@ nlohmann::json capabilities(ServerContext& ctx) {
         {"ref_images", info.value("ref_images", false) && option_supported("ref-image")},
         {"lora", ctx.host.lora_supported()},
         {"vae_tiling", true},
-        {"hires", false},
+        {"hires", option_supported("hires")},
         {"cache", false},
         {"cancel_queued", true},
         {"cancel_generating", true},
@@ -214,6 +224,32 @@ void read_sample_params(const Fields& sp, GenRequest& r) {
     }
 }
 
+// sd-server's `hires` object as the engine's --hires options.
+void read_hires(const Fields& h, GenRequest& r) {
+    if (!h.boolean("enabled").value_or(false)) return;
+    r.set("hires", "true", h.path("enabled"));
+    if (auto up = h.string("upscaler", 256)) r.set("hires-upscaler", *up, h.path("upscaler"));
+    r.set_number("hires-scale", h.number("scale", -1e9, 1e9), h.path("scale"));
+    const auto w = h.integer("target_width", -(1 << 20), 1 << 20).value_or(0);
+    const auto ht = h.integer("target_height", -(1 << 20), 1 << 20).value_or(0);
+    if (w != 0) r.set("hires-width", std::to_string(w), h.path("target_width"));
+    if (ht != 0) r.set("hires-height", std::to_string(ht), h.path("target_height"));
+    r.set_int("hires-steps", h.integer("steps", -(1 << 20), 1 << 20), h.path("steps"));
+    r.set_number("hires-denoising-strength", h.number("denoising_strength", -1e9, 1e9),
+                 h.path("denoising_strength"));
+    r.set_int("hires-upscale-tile-size", h.integer("upscale_tile_size", -(1 << 20), 1 << 20),
+              h.path("upscale_tile_size"));
+    const auto sigmas = h.array("custom_sigmas", 1024);
+    if (!sigmas.empty()) {
+        std::string csv;
+        for (const nlohmann::json& v : sigmas) {
+            if (!v.is_number()) throw bad_field(h.path("custom_sigmas"), "expected numbers");
+            csv += (csv.empty() ? "" : ",") + v.dump();
+        }
+        r.set("hires-sigmas", csv, h.path("custom_sigmas"));
+    }
+}
+
 GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
     Fields f(body);
     GenRequest r;
@@ -274,10 +310,7 @@ GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
         use.field = "lora[].path";
         r.loras.push_back(use);
     }
-    if (auto hires = f.object("hires")) {
-        if (hires->boolean("enabled").value_or(false))
-            r.set("hires", "true", hires->path("enabled"));
-    }
+    if (auto hires = f.object("hires")) read_hires(*hires, r);
     if (auto vt = f.object("vae_tiling_params")) {
         r.set_bool("vae-tiling", vt->boolean("enabled"), vt->path("enabled"));
         const auto x = vt->integer("tile_size_x", 0, 4096).value_or(0);

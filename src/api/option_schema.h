@@ -106,6 +106,7 @@ const char* type_name(OptType type);
 void add_model_options(std::vector<OptionSpec>& out);
 void add_device_options(std::vector<OptionSpec>& out);
 void add_generation_options(std::vector<OptionSpec>& out);
+void add_hires_options(std::vector<OptionSpec>& out);
 void add_frontend_options(std::vector<OptionSpec>& out);
 void add_output_options(std::vector<OptionSpec>& out);
 void add_planned_options(std::vector<OptionSpec>& out);

@@ -50,20 +50,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "pulid-id-embedding", OptType::Path, "PuLID identity embedding");
     later(g, "pulid-id-weight", OptType::Float, "PuLID identity weight");
 
-    g = "Hires fix";
-    later(g, "hires", OptType::Bool, "Run a second, upscaled pass (hires fix)");
-    later(g, "hires-upscaler", OptType::String,
-          "Upscaler: Latent or a model file name in --hires-upscalers-dir");
-    later(g, "hires-upscalers-dir", OptType::Path, "Folder of upscaler models");
-    later(g, "hires-scale", OptType::Float, "Upscale factor");
-    later(g, "hires-width", OptType::Int, "Target width; 0 uses --hires-scale");
-    later(g, "hires-height", OptType::Int, "Target height; 0 uses --hires-scale");
-    later(g, "hires-steps", OptType::Int, "Steps of the second pass; 0 = --steps");
-    later(g, "hires-denoising-strength", OptType::Float, "Denoising strength of the second pass");
-    later(g, "hires-upscale-tile-size", OptType::Int, "Tile size of model upscalers");
-    later(g, "hires-sigmas", OptType::FloatList,
-          "Custom sigmas of the second pass, comma separated");
-
     g = "Upscaling";
     later(g, "upscale-repeats", OptType::Int, "Run the upscaler this many times");
     later(g, "upscale-tile-size", OptType::Int, "Upscaler tile size");

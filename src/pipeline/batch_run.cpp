@@ -22,7 +22,9 @@ bool BatchRun::relay(const std::string& name, int step, int total, double secs) 
 bool BatchRun::phase(const std::string& name, int step, int total, double secs) {
     std::lock_guard<std::mutex> lock(mutex_);
     // Every replica prepares for itself: the first to finish a preparation phase reports it.
-    if (parallel_ && name != "decode" && !reported_.insert(name).second) return !stop_.load();
+    // Per-item phases ("decode", "hires ...") are reported by every replica.
+    const bool per_item = name == "decode" || name.rfind("hires", 0) == 0;
+    if (parallel_ && !per_item && !reported_.insert(name).second) return !stop_.load();
     return relay(name, step, total, secs);
 }
 

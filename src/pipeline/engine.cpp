@@ -195,6 +195,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options,
         resolve_placement(options, engine->index_, wtype, measured ? &*measured : nullptr);
     if (!placements.ok()) return placements.status();
     engine->auto_fit_ = placements->front().auto_fit;
+    engine->hires_upscalers_dir_ = options.hires_upscalers_dir;
     const size_t n = placements->size();
     const int threads = options.threads > 0 ? options.threads : default_threads();
     if (n > 1) {
@@ -240,6 +241,12 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options,
     }
     if (n > 1) engine->share_devices(*placements, !options.control_net.empty());
     return engine;
+}
+
+Result<std::function<Result<HostTensor>(const HostTensor&)>> Engine::hires_upscaler(
+    const std::string& path, int tile) {
+    (void)tile;
+    return Status::Error(path + ": upscaler models are not supported yet");
 }
 
 }  // namespace ggdiff

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -86,6 +87,9 @@ class Engine {
 
   private:
     Engine() = default;
+    // The hires fix's upscaler model at `path`, run in tiles of `tile` pixels.
+    Result<std::function<Result<HostTensor>(const HostTensor&)>> hires_upscaler(
+        const std::string& path, int tile);
     // Data parallel: the locks of the non-CPU devices more than one replica uses.
     void share_devices(const std::vector<EnginePlacement>& placements, bool control);
 
@@ -97,6 +101,7 @@ class Engine {
     std::string model_name_;
     std::string family_id_;
     bool auto_fit_ = false;
+    std::string hires_upscalers_dir_;  // --hires-upscalers-dir
     PhaseTimings timings_;
 };
 

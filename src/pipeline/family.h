@@ -151,6 +151,10 @@ struct Family {
     // Width and height must be multiples of this (the VAE's factor; families that patch or
     // pad inside the denoiser still take any multiple of 8).
     int size_multiple = 8;
+    // The denoiser's own spatial reduction (UNets: 8, DiTs: 1). Sizes ggdiff computes itself
+    // (the hires fix's target) are rounded up to a multiple of it times the VAE's factor, as
+    // stable-diffusion.cpp does.
+    int denoiser_downscale = 1;
     // Whether the family's denoiser uses classifier-free guidance at all (distilled models
     // may ignore --cfg-scale and take --guidance instead).
     bool uses_cfg = true;

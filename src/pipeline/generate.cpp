@@ -17,6 +17,7 @@
 #include "pipeline/generate_plan.h"
 #include "pipeline/phase_decode.h"
 #include "pipeline/phase_denoise.h"
+#include "pipeline/phase_hires.h"
 #include "pipeline/phase_inputs.h"
 #include "pipeline/phase_text.h"
 #include "placement/data_parallel.h"
@@ -83,7 +84,48 @@ struct ReplicaJob {
     bool alone = true;       // no other replica computes meanwhile
     bool auto_fit = false;
     std::string model_name;
+    const HiresPlan* hires = nullptr;  // --hires: the second pass
+    ImageUpscaleFn hires_model;        // its upscaler model, when it uses one
 };
+
+// The hires fix of batch item `b`: `x`, its first pass's clean latent, is upscaled (the RNGs
+// restarted at the item's seed first) and sampled again at the target size from the hires
+// schedule; `x` gets the result.
+Status hires_pass(Engine::Replica& replica, const ReplicaJob& job, const DenoiseContext& first,
+                  int b, std::vector<float>& x, BatchRun& run, PhaseTimings& t) {
+    Family& f = replica.family;
+    const HiresPlan& hp = *job.hires;
+    const GenerateOptions& o = job.o;
+    const int64_t seed = o.seed + b;
+    GenerationRngs rngs = GenerationRngs::make(job.plan, seed);
+    DenoiseInputs in;
+    {
+        LockSet lock(replica.decode_locks);
+        auto up = hires_upscale(f, job.plan, hp, std::move(x), *rngs.noise, o.vae_tiling,
+                                job.auto_fit, job.hires_model);
+        if (!up.ok()) return up.status();
+        in.init.latent = std::move(*up);
+    }
+    in.init.sigmas = hp.plan.sigmas;
+    in.init.keep = hires_keep(first.inputs.init.keep, job.plan, hp);
+    in.refs = first.inputs.refs;
+    in.control = control_condition(f, hp.plan, o, false);
+    const DenoiseContext dc{f, hp.plan, o, first.text, in};
+    const sampling::DenoiseFn denoise = guided_denoiser(dc);
+    x = starting_latent(dc, *rngs.noise);
+    const int total = static_cast<int>(hp.plan.sigmas.size()) - 1;
+    const std::string phase =
+        o.batch > 1 ? string_format("hires %d/%d", b + 1, o.batch) : std::string("hires");
+    LockSet sampling_lock(replica.sampling_locks);
+    auto ts = Clock::now();
+    auto on_step = [&](int step, int) { return run.phase(phase, step, total, seconds_since(ts)); };
+    GGDIFF_TRY(denoise_item(dc, denoise, x, *rngs.sampler, seed, on_step));
+    const double sampled = seconds_since(ts);
+    t.sampling += sampled;
+    GGDIFF_LOG_INFO("hires sampling of image %d/%d: %d steps at %dx%d, %.2fs", b + 1, o.batch,
+                    total, hp.plan.width, hp.plan.height, sampled);
+    return Status::Ok();
+}
 
 // Runs `job` on `replica`: its LoRAs, text conditioning, init and reference images, then
 // each item's sampling and decode; the images go to `run` by item. Its phase timings go to
@@ -136,7 +178,12 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
 
     const DenoiseContext dc{f, p, o, *text, in};
     const sampling::DenoiseFn denoise = guided_denoiser(dc);
-    const GenerationInfo info = generation_info(f, p, o, job.model_name, replica.lora->hashes());
+    GenerationInfo info = generation_info(f, p, o, job.model_name, replica.lora->hashes());
+    if (job.hires) {
+        // A1111 writes the hires strength as the "Denoising strength" of a txt2img image.
+        if (!info.denoising_strength) info.denoising_strength = o.hires.denoising_strength;
+        for (auto& kv : hires_infotext(o, *job.hires)) info.extra.push_back(std::move(kv));
+    }
     for (const int b : job.items) {
         if (run.stopped()) return Status::Error("cancelled");
         const bool last = b == job.items.back();
@@ -154,15 +201,23 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
             const double sampled = seconds_since(ts);
             t.sampling += sampled;
             step_secs[static_cast<size_t>(b)] = sampled / std::max(1, total);
-            if (last) f.denoiser->end_phase();
+            if (last && !job.hires) f.denoiser->end_phase();
         }
         meter.close(t.sampling_figures);
+
+        const GeneratePlan* decode_plan = &p;
+        if (job.hires) {
+            GGDIFF_TRY(hires_pass(replica, job, dc, b, x, run, t));
+            if (last) f.denoiser->end_phase();
+            decode_plan = &job.hires->plan;
+            meter.close(t.sampling_figures);
+        }
 
         auto td = Clock::now();
         Result<HostTensor> img = Status::Error("not decoded");
         {
             LockSet decode_lock(replica.decode_locks);
-            img = decode_latent(f, p, std::move(x), o.vae_tiling, job.auto_fit);
+            img = decode_latent(f, *decode_plan, std::move(x), o.vae_tiling, job.auto_fit);
             if (last) f.vae->end_phase();
         }
         meter.close(t.decode_figures);
@@ -187,6 +242,14 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
     // Everything is validated before any compute.
     auto planned = plan_request(o, replicas_.front()->family);
     if (!planned.ok()) return planned.status();
+    auto hires = plan_hires(o, replicas_.front()->family, *planned, hires_upscalers_dir_);
+    if (!hires.ok()) return hires.status();
+    ImageUpscaleFn hires_model;
+    if (*hires && (*hires)->kind == HiresPlan::Kind::Model) {
+        auto fn = hires_upscaler((*hires)->model_path, (*hires)->tile_size);
+        if (!fn.ok()) return fn.status().with_context("--hires-upscaler " + (*hires)->upscaler);
+        hires_model = std::move(*fn);
+    }
     // LoRA tags leave the prompt before it is tokenized (the saved prompt keeps them).
     std::vector<LoraRequest> loras;
     auto prompt = extract_lora_tags(o.prompt, &loras);
@@ -206,7 +269,8 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
     std::vector<ReplicaJob> jobs;
     for (size_t k = 0; k < active; ++k) {
         jobs.push_back({*planned, o, *prompt, loras, k, placement::replica_items(o.batch, n, k),
-                        active == 1, auto_fit_, model_name_});
+                        active == 1, auto_fit_, model_name_, *hires ? &**hires : nullptr,
+                        hires_model});
     }
     if (active == 1) {
         GGDIFF_TRY(run_replica(*replicas_.front(), jobs.front(), run, t.front(), step_secs));

@@ -154,20 +154,7 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     if (!o.sigmas.empty()) {
         p.sigmas = o.sigmas;
     } else {
-        // No --scheduler: the sampler's and the model's own default (lcm for lcm/tcd,
-        // simple for ddim_trailing, exponential for EDM-v models, else discrete).
-        sampling::ScheduleKind kind = sampling::default_schedule(p.sampler, p.param);
-        if (kind == sampling::ScheduleKind::Discrete && f.defaults.schedule) {
-            kind = *f.defaults.schedule;
-        }
-        kind = o.scheduler.value_or(kind);
-        p.schedule = kind;
-        // Resolution-dependent schedules count the latent's pixels.
-        sampling::ScheduleOptions so;
-        so.image_seq_len =
-            static_cast<int64_t>(p.width / f.vae->downscale()) * (p.height / f.vae->downscale());
-        if (o.flow_shift) so.flux_mu = *o.flow_shift;
-        auto s = sampling::make_sigmas(kind, o.steps, p.param, so);
+        auto s = schedule_sigmas(o, f, p, o.steps, p.width, p.height);
         if (!s.ok()) return s.status();
         p.sigmas = std::move(*s);
     }
@@ -177,6 +164,24 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     p.frames = latent_frames(f, o);
     p.latent_c = static_cast<int64_t>(f.latent_channels) * p.frames;
     return p;
+}
+
+Result<std::vector<float>> schedule_sigmas(const GenerateOptions& o, const Family& f,
+                                           GeneratePlan& p, int steps, int width, int height) {
+    // No --scheduler: the sampler's and the model's own default (lcm for lcm/tcd, simple for
+    // ddim_trailing, exponential for EDM-v models, else discrete).
+    sampling::ScheduleKind kind = sampling::default_schedule(p.sampler, p.param);
+    if (kind == sampling::ScheduleKind::Discrete && f.defaults.schedule) {
+        kind = *f.defaults.schedule;
+    }
+    kind = o.scheduler.value_or(kind);
+    p.schedule = kind;
+    // Resolution-dependent schedules count the latent's pixels.
+    sampling::ScheduleOptions so;
+    so.image_seq_len =
+        static_cast<int64_t>(width / f.vae->downscale()) * (height / f.vae->downscale());
+    if (o.flow_shift) so.flux_mu = *o.flow_shift;
+    return sampling::make_sigmas(kind, steps, p.param, so);
 }
 
 GenerationRngs GenerationRngs::make(const GeneratePlan& p, int64_t seed) {

@@ -56,6 +56,12 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f);
 // skip-layer checks need the family and are plan_request's).
 Status check_slg_window(const sampling::SlgParams& slg);
 
+// The sigmas of `steps` steps for a width x height image: --scheduler, else the sampler's and
+// the family's default schedule (set in p.schedule); p's sampler and parameterization must be
+// filled in.
+Result<std::vector<float>> schedule_sigmas(const GenerateOptions& o, const Family& f,
+                                           GeneratePlan& p, int steps, int width, int height);
+
 // Images each latent of a request decodes to (Qwen Image Layered: one per layer).
 int latent_frames(const Family& f, const GenerateOptions& o);
 

@@ -63,6 +63,22 @@ struct ModelOptions {
     // time), "immediately" (merged) or "at_runtime".
     std::string lora_model_dir;
     std::string lora_apply_mode = "auto";
+    // --hires-upscalers-dir: where --hires-upscaler NAME finds NAME.safetensors / .gguf.
+    std::string hires_upscalers_dir;
+};
+
+// The hires fix: after the first pass each image's latent is upscaled (in latent space, or
+// decoded, resized or run through an upscaler model and encoded again) and sampled once more
+// as img2img at the target size (pipeline/phase_hires.h).
+struct HiresOptions {
+    bool enabled = false;
+    std::string upscaler = "Latent";  // a hires_upscaler_names() entry or a model name
+    float scale = 2.0f;
+    int width = 0, height = 0;  // target; 0: by scale (one given: square)
+    int steps = 0;              // 0: the first pass's
+    float denoising_strength = 0.7f;
+    int tile_size = 128;        // of an upscaler model, in pixels
+    std::vector<float> sigmas;  // explicit schedule of the pass; empty: derived
 };
 
 struct TilingOptions {
@@ -110,6 +126,7 @@ struct GenerateOptions {
     sampling::RngKind rng = sampling::RngKind::Cuda;
     std::optional<sampling::RngKind> sampler_rng;  // nullopt: same as rng
     TilingOptions vae_tiling;
+    HiresOptions hires;
     int qwen_image_layers = 3;      // Qwen Image Layered: N+1 RGBA layers per batch item
     std::string output_model_name;  // for metadata (file base name)
     // --phase-peaks: each phase's figures get the phase's own peak resident set (the

@@ -421,6 +421,14 @@ inline ExpectedInfo expected_from_args(const std::vector<std::string>& args) {
                          std::find(args.begin(), args.end(), "--init-img") != args.end();
     if (img2img && !e.strength) e.strength = 0.75f;
     if (!img2img) e.strength.reset();
+    // The hires fix writes its strength as a txt2img image's "Denoising strength" (A1111).
+    const bool hires = std::find(args.begin(), args.end(), "--hires") != args.end();
+    if (hires && !img2img) {
+        e.strength = 0.7f;
+        for (size_t i = 0; i + 1 < args.size(); ++i) {
+            if (args[i] == "--hires-denoising-strength") e.strength = std::stof(args[i + 1]);
+        }
+    }
     return e;
 }
 

@@ -86,6 +86,7 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.width = f.defaults.height = 1024;
     f.defaults.clip_skip = 2;
     f.latent_channels = unet->out_channels;
+    f.denoiser_downscale = 8;  // as stable-diffusion.cpp counts every UNet
 
     auto tokenizer = load_clip_tokenizer(ctx);
     if (!tokenizer.ok()) return tokenizer.status();
