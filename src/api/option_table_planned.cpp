@@ -64,10 +64,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "hires-sigmas", OptType::FloatList,
           "Custom sigmas of the second pass, comma separated");
 
-    g = "Upscaling";
-    later(g, "upscale-repeats", OptType::Int, "Run the upscaler this many times");
-    later(g, "upscale-tile-size", OptType::Int, "Upscaler tile size");
-
     g = "Step caching";
     later(g, "cache-mode", OptType::String,
           "Caching method: easycache, ucache, dbcache, taylorseer, cache-dit or spectrum");

@@ -8,6 +8,7 @@
 #include "pipeline/lora_tags.h"
 #include "pipeline/model_files.h"
 #include "pipeline/placement_setup.h"
+#include "pipeline/upscale.h"
 #include "placement/spec_text.h"
 #include "runtime/graph_runner.h"
 
@@ -239,6 +240,11 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options,
         engine->replicas_.push_back(std::move(replica));
     }
     if (n > 1) engine->share_devices(*placements, !options.control_net.empty());
+    if (!options.upscale_model.empty()) {
+        auto up = load_upscaler(options, placements->front().upscaler);
+        if (!up.ok()) return up.status();
+        engine->upscaler_ = std::move(*up);
+    }
     return engine;
 }
 

@@ -15,6 +15,7 @@
 
 #include "core/status.h"
 #include "io/tensor_index.h"
+#include "models/upscaler/esrgan.h"
 #include "pipeline/family.h"
 #include "pipeline/lora_manager.h"
 #include "pipeline/options.h"
@@ -70,6 +71,8 @@ class Engine {
     // The parts of the first replica (every replica's are alike).
     const Family& family_parts() const { return replicas_.front()->family; }
     const PhaseTimings& timings() const { return timings_; }
+    // The --upscale-model upscaler every output image goes through (nullptr without one).
+    models::EsrganUpscaler* upscaler() { return upscaler_.get(); }
 
     // One copy of the model on its devices: the only one, or one of several data-parallel
     // replicas (each computes on its own backend instances, runtime/graph_runner.h).
@@ -97,6 +100,8 @@ class Engine {
     std::string model_name_;
     std::string family_id_;
     bool auto_fit_ = false;
+    std::unique_ptr<models::EsrganUpscaler> upscaler_;
+    std::mutex upscaler_mutex_;  // data-parallel replicas take turns on it
     PhaseTimings timings_;
 };
 
