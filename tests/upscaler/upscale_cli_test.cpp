@@ -121,16 +121,15 @@ TEST(UpscaleCli, Errors) {
 TEST(UpscaleCli, AfterGeneration) {
     const std::string dir = fresh_dir();
     std::vector<std::string> args = model_args();
-    for (const char* a :
-         {"-p", "a red cube", "-W", "64", "-H", "64", "--steps", "1", "--sampling-method", "euler",
-          "-s", "5", "-b", "2", "--upscale-model"})
+    for (const char* a : {"-p", "a red cube", "-W", "64", "-H", "64", "--steps", "1",
+                          "--sampling-method", "euler", "-s", "5", "-b", "2", "--upscale-model"})
         args.push_back(a);
     args.push_back(esrgan("sd1_extras_esrgan_x2"));
     args.push_back("-o");
     args.push_back(dir + "/out.png");
     const RunResult r = run_ggdiff(args, dir, 600);
     ASSERT_TRUE(r.succeeded()) << r.describe();
-    for (const std::string f : {std::string("/out.png"), std::string("/out_1.png")}) {
+    for (const char* f : {"/out.png", "/out_1.png"}) {
         auto img = read_image(dir + f);
         ASSERT_TRUE(img.ok()) << f;
         EXPECT_EQ(img->width, 128);

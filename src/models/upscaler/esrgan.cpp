@@ -212,7 +212,9 @@ Result<HostTensor> EsrganUpscaler::run_once(const HostTensor& rgb) {
         return std::vector<ggml_tensor*>{build_esrgan(gb.nn(), cfg_, gb.input(rgb))};
     });
     if (!r.ok()) return r.status();
-    return std::move((*r)[0]);
+    HostTensor out = std::move((*r)[0]);
+    out.ne.resize(4, 1);  // [W, H, C, 1] even where the read-back drops the trailing 1
+    return out;
 }
 
 Result<HostTensor> EsrganUpscaler::upscale(const HostTensor& rgb, int tile_size) {
