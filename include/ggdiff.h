@@ -177,6 +177,40 @@ typedef void (*ggdiff_rpc_serving_fn)(const char* device_names, void* user);
 int ggdiff_rpc_serve(const char* endpoint, const char* const* devices, int n_devices, int threads,
                      const char* cache_dir, ggdiff_rpc_serving_fn on_serving, void* user);
 
+/* ---- Upscaling (-M upscale) --------------------------------------------------------- */
+
+typedef struct ggdiff_upscaler ggdiff_upscaler;
+
+/* Loads the ESRGAN / Real-ESRGAN model the "upscale-model" option names (.safetensors or
+ * .gguf; RRDBNet x1, x2 or x4 in BasicSR or original ESRGAN names) on the device the
+ * placement options give the "upscaler" module ("backend", "params-backend", "rpc",
+ * "threads"); no diffusion model is needed. A file that is no ESRGAN, or a PyTorch file, is
+ * an error saying so. (A model loaded with "upscale-model" set upscales its own outputs.) */
+int ggdiff_upscaler_load(const ggdiff_options* options, ggdiff_upscaler** out_upscaler);
+void ggdiff_upscaler_free(ggdiff_upscaler* upscaler);
+/* The factor of one pass (1, 2 or 4), or 0 for NULL. */
+int ggdiff_upscaler_scale(const ggdiff_upscaler* upscaler);
+/* The model file's base name without extension (valid while the upscaler lives). */
+const char* ggdiff_upscaler_name(const ggdiff_upscaler* upscaler);
+
+/* The factor of one pass of the ESRGAN in `path` from its tensor names and shapes, without
+ * loading it (for listing upscalers); an error when the file is no ESRGAN. */
+int ggdiff_upscaler_file_scale(const char* path, int* out_scale);
+
+/* Upscales `image` (1-4 channels; grey becomes RGB, alpha is resized with nearest neighbour)
+ * "upscale-repeats" times, in tiles of "upscale-tile-size" pixels (both read from `options`,
+ * which may be NULL for the defaults 1 and 128). *out_image (free with
+ * ggdiff_images_free(image, 1)) gets the image's parameters text with A1111's
+ * "Postprocess upscale by: F, Postprocess upscaler: NAME" added, and the image's seed.
+ * `progress` (may be NULL) gets phase "upscale" after each pass; 0 cancels. */
+int ggdiff_upscale(ggdiff_upscaler* upscaler, const ggdiff_options* options,
+                   const ggdiff_image* image, ggdiff_progress_fn progress, void* user,
+                   ggdiff_image** out_image);
+
+/* A bilinear resize of `image` to width x height (channels, seed and parameters kept);
+ * free with ggdiff_images_free(image, 1). */
+int ggdiff_image_resize(const ggdiff_image* image, int width, int height, ggdiff_image** out_image);
+
 /* ---- Model files and images ------------------------------------------------------- */
 
 /* -M info: a summary of the model files the options name (every "model" value, then

@@ -128,6 +128,7 @@ int main(int argc, char** argv) {
     if (mode == "info") return ggdiff::cli::run_info(cli);
     if (mode == "convert") return ggdiff::cli::run_convert(cli);
     if (mode == "metadata") return ggdiff::cli::run_metadata(cli);
+    if (mode == "upscale") return ggdiff::cli::run_upscale(cli);
     if (mode == "img_gen") return generate(cli);
     // The schema refuses the modes that are not built yet; this is only reached if a mode
     // is added there before here.

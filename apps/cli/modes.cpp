@@ -4,6 +4,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <vector>
 
 namespace ggdiff::cli {
 
@@ -60,6 +63,62 @@ int run_metadata(const CliRun& cli) {
         return 0;
     }
     return print_result(rc, text);
+}
+
+int run_upscale(const CliRun& cli) {
+    // sd-cli: -M upscale -i IMAGE --upscale-model ESRGAN [-o OUT]; no diffusion model.
+    if (!cli.given("init-img")) {
+        print_error("-M upscale needs the image to upscale: -i IMAGE");
+        return 1;
+    }
+    if (!cli.given("upscale-model")) {
+        print_error("-M upscale needs an upscaler: --upscale-model ESRGAN_FILE");
+        return 1;
+    }
+    const std::string input = cli.text("init-img");
+    const std::string output = cli.text("output");
+    if (ggdiff_image_check_path(output.c_str()) != 0) {
+        print_error(std::string("-o: ") + ggdiff_last_error());
+        return 1;
+    }
+    std::ifstream in(input, std::ios::binary);
+    if (!in) {
+        print_error("-i " + input + ": cannot open the file");
+        return 1;
+    }
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+    ggdiff_image* image = nullptr;
+    if (ggdiff_image_decode(bytes.data(), bytes.size(), 0, &image) != 0) {
+        print_error("-i " + input + ": " + ggdiff_last_error());
+        return 1;
+    }
+    ggdiff_upscaler* upscaler = nullptr;
+    if (ggdiff_upscaler_load(cli.options.get(), &upscaler) != 0) {
+        print_error(ggdiff_last_error());
+        ggdiff_images_free(image, 1);
+        return 1;
+    }
+    auto progress = [](const char* phase, int step, int total, double secs, void*) {
+        print_progress(phase, step, total, secs);
+        return 1;
+    };
+    ggdiff_image* out = nullptr;
+    int rc = ggdiff_upscale(upscaler, cli.options.get(), image, progress, nullptr, &out);
+    if (rc != 0) {
+        print_error(ggdiff_last_error());
+    } else if (ggdiff_image_save(out, output.c_str(), cli.flag("disable-image-metadata") ? 0 : 1) !=
+               0) {
+        print_error(ggdiff_last_error());
+        rc = 1;
+    } else {
+        std::fprintf(stderr, "saved %s (%dx%d)\n", escape_controls(output).c_str(), out->width,
+                     out->height);
+    }
+    ggdiff_images_free(out, out ? 1 : 0);
+    ggdiff_images_free(image, 1);
+    ggdiff_upscaler_free(upscaler);
+    return rc != 0 ? 1 : 0;
 }
 
 std::string escape_controls(const std::string& text) {

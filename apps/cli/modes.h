@@ -11,6 +11,7 @@ int run_list_devices(const CliRun& cli);  // --list-devices
 int run_info(const CliRun& cli);          // -M info
 int run_convert(const CliRun& cli);       // -M convert
 int run_metadata(const CliRun& cli);      // -M metadata
+int run_upscale(const CliRun& cli);       // -M upscale
 
 // `text` for a one-line message: C0 and C1 control characters and DEL written as \xNN
 // (\u00NN for C1), so a name or path given on the command line cannot drive the terminal.

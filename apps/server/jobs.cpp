@@ -349,17 +349,39 @@ void on_image(const ggdiff_image* image, int, void* user) {
     c->cv->notify_all();
 }
 
+// An extras job: the upscaler's passes, then a resize to the requested size if needed.
+int run_upscale(Job& job, RunContext& ctx) {
+    ggdiff_image* out = nullptr;
+    if (ggdiff_upscale(job.upscaler, job.options.get(), job.upscale_input.get(), on_progress, &ctx,
+                       &out) != 0) {
+        return 1;
+    }
+    ImagePtr image(out);
+    if (job.upscale_width > 0 && job.upscale_height > 0 &&
+        (out->width != job.upscale_width || out->height != job.upscale_height)) {
+        ggdiff_image* resized = nullptr;
+        if (ggdiff_image_resize(out, job.upscale_width, job.upscale_height, &resized) != 0) {
+            return 1;
+        }
+        image.reset(resized);
+    }
+    on_image(image.get(), 0, &ctx);
+    return 0;
+}
+
 }  // namespace
 
 void JobManager::run(const std::shared_ptr<Job>& job) {
     RunContext ctx{this, job.get(), &mutex_, &cv_, ""};
     const auto t0 = Clock::now();
-    const int rc =
-        ggdiff_generate_each(host_.model(), job->options.get(), on_progress, on_image, &ctx);
+    const int rc = job->kind == "upscale" ? run_upscale(*job, ctx)
+                                          : ggdiff_generate_each(host_.model(), job->options.get(),
+                                                                 on_progress, on_image, &ctx);
     const std::string error = rc != 0 ? ggdiff_last_error() : "";
     OptionsPtr release;
     std::lock_guard<std::mutex> lock(mutex_);
     release = std::move(job->options);
+    job->upscale_input.reset();
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     avg_job_s_ = avg_job_s_ > 0.0 ? 0.8 * avg_job_s_ + 0.2 * secs : secs;
     running_.reset();

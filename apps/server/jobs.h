@@ -44,6 +44,12 @@ struct Job {
     std::string api;  // which API made it (txt2img, img2img, openai, img_gen): for progress
     GenRequest request;
     OptionsPtr options;  // released when the job ends (frees any init image)
+    // kind "upscale" (/sdapi/v1/extra-single-image): `upscale_input` through `upscaler` with
+    // the options' upscale-repeats, then resized to upscale_width x upscale_height when that
+    // differs from what the upscaler gives (0: as it gives it).
+    ggdiff_upscaler* upscaler = nullptr;
+    ImagePtr upscale_input;
+    int upscale_width = 0, upscale_height = 0;
 
     // Guarded by the manager's mutex.
     JobStatus status = JobStatus::queued;

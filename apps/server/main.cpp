@@ -63,10 +63,12 @@ int main(int argc, char** argv) {
     }
 
     ModelHost host(config);
+    Upscalers upscalers(host);  // before the jobs, whose worker may run one of them
     JobManager jobs(host, config.max_queue, config.result_ttl_s, config.max_result_bytes);
     LoraDir loras(config.lora_model_dir);
     A1111Settings settings(host, config.embed_metadata);
     ServerContext ctx{config, host, jobs, loras, settings};
+    ctx.upscalers = &upscalers;
 
     httplib::Server server;
     // Threads: every request that waits for its image holds one (at most max_queue + 1 of

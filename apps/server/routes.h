@@ -12,6 +12,7 @@
 #include "lora_dir.h"
 #include "model_host.h"
 #include "server_config.h"
+#include "upscalers.h"
 
 namespace ggdiff::server {
 
@@ -22,6 +23,7 @@ struct ServerContext {
     LoraDir& loras;
     A1111Settings& settings;
     std::atomic<int> event_streams{0};
+    Upscalers* upscalers = nullptr;  // A1111 extras; none: only "None" is listed
 };
 
 // Builds the job for a request (checks it against the limits and the options, even while the

@@ -267,6 +267,114 @@ void generate(const httplib::Request& req, httplib::Response& res, ServerContext
     });
 }
 
+// POST /sdapi/v1/extra-single-image: the image through upscaler_1 (an ESRGAN by name) as
+// many passes as reach upscaling_resize (at most 3, as A1111 runs them), then resized to
+// the requested size (resize_mode 0: upscaling_resize times the image; 1: upscaling_resize_w
+// x upscaling_resize_h, stretched: upscaling_crop is not applied) when the passes do not land
+// on it. Face restoration and a second
+// upscaler are refused when they would act.
+void extra_single_image(const httplib::Request& req, httplib::Response& res, ServerContext& ctx) {
+    guarded(res, ApiStyle::a1111, [&] {
+        const nlohmann::json body = parse_json_object(req.body);
+        const Fields f(body);
+        if (f.number("gfpgan_visibility", -1e9, 1e9).value_or(0.0) != 0.0)
+            throw not_supported("gfpgan_visibility", "GFPGAN face restoration");
+        if (f.number("codeformer_visibility", -1e9, 1e9).value_or(0.0) != 0.0)
+            throw not_supported("codeformer_visibility", "CodeFormer face restoration");
+        const std::string second = f.string("upscaler_2", 4096).value_or("None");
+        if (second != "None" && second != "none" && !second.empty() &&
+            f.number("extras_upscaler_2_visibility", -1e9, 1e9).value_or(0.0) != 0.0) {
+            throw not_supported("upscaler_2", "a second upscaler blended in");
+        }
+        const std::string name = f.string("upscaler_1", 4096).value_or("None");
+        const int mode = static_cast<int>(f.integer("resize_mode", 0, 1).value_or(0));
+        const double factor = f.number("upscaling_resize", 1, 8).value_or(2.0);
+        const auto target_w = f.integer("upscaling_resize_w", 1, 16384);
+        const auto target_h = f.integer("upscaling_resize_h", 1, 16384);
+        const std::string image_b64 = f.string("image", 64 << 20).value_or("");
+        if (image_b64.empty()) throw bad_field("image", "the image to upscale is missing");
+        if (name == "None" || name == "none" || name.empty()) {
+            throw bad_field("upscaler_1",
+                            "name an upscaler from /sdapi/v1/upscalers (a plain resize without "
+                            "one is not supported yet)");
+        }
+        UpscalerEntry entry;
+        if (!ctx.upscalers || !ctx.upscalers->find(name, &entry)) {
+            throw bad_field("upscaler_1", "no upscaler named '" + name +
+                                              "' (see /sdapi/v1/upscalers: --upscale-model and "
+                                              "the files of --hires-upscalers-dir)");
+        }
+        ImagePtr image = decode_base64_upload(image_b64, ctx.config.max_upload_pixels, "image");
+        // The size asked for, and the passes of the upscaler that reach it.
+        int64_t want_w = 0, want_h = 0;
+        if (mode == 1) {
+            if (!target_w || !target_h) {
+                throw bad_field("upscaling_resize_w",
+                                "resize_mode 1 needs upscaling_resize_w and upscaling_resize_h");
+            }
+            want_w = *target_w;
+            want_h = *target_h;
+        } else {
+            want_w = static_cast<int64_t>(image->width * factor + 0.5);
+            want_h = static_cast<int64_t>(image->height * factor + 0.5);
+        }
+        if (want_w * want_h > ctx.config.max_upload_pixels * 16) {
+            throw RequestError(413, "upscaling_resize", "the upscaled image would be too large");
+        }
+        int passes = 1;
+        for (int64_t w = image->width * std::max(1, entry.scale); w < want_w && passes < 3;
+             w *= std::max(1, entry.scale)) {
+            ++passes;
+        }
+        if (ctx.host.state() != ModelHost::State::ready) {
+            RequestError e(503, "", "the model is still loading; try again shortly");
+            e.retry_after_s = 5;
+            throw e;
+        }
+        std::string error;
+        ggdiff_upscaler* upscaler = ctx.upscalers->get(entry, &error);
+        if (!upscaler) throw RequestError(500, "upscaler_1", "cannot load it: " + error);
+
+        auto job = std::make_shared<Job>();
+        job->kind = "upscale";
+        job->api = "extras";
+        job->id = new_job_id();
+        job->options = ctx.host.request_options();
+        if (ggdiff_options_set(job->options.get(), "upscale-repeats",
+                               std::to_string(passes).c_str()) != 0) {
+            throw RequestError(500, "", ggdiff_last_error());
+        }
+        job->request.embed_metadata = ctx.config.embed_metadata;
+        job->upscaler = upscaler;
+        job->upscale_input = std::move(image);
+        job->upscale_width = static_cast<int>(want_w);
+        job->upscale_height = static_cast<int>(want_h);
+        auto submitted = ctx.jobs.submit(job);
+        if (!submitted.job) {
+            RequestError e(429, "",
+                           "the queue is full (" + std::to_string(ctx.jobs.max_queue()) +
+                               " jobs wait); retry later");
+            e.retry_after_s = submitted.retry_after_s;
+            throw e;
+        }
+        const JobView done = ctx.jobs.wait_done(*job);
+        if (done.status != JobStatus::completed || done.images.empty()) {
+            throw RequestError(
+                500, "",
+                "upscaling failed: " +
+                    (done.error_message.empty() ? std::string("no image") : done.error_message));
+        }
+        const EncodedImage& out = done.images.front();
+        send_json(
+            res, 200,
+            {{"image", to_base64(out)},
+             {"html_info",
+              "<p>Postprocess upscaler: " + entry.name + " (x" + std::to_string(entry.scale) +
+                  ", " + std::to_string(passes) + (passes == 1 ? " pass" : " passes") + "), " +
+                  std::to_string(out.width) + "x" + std::to_string(out.height) + "</p>"}});
+    });
+}
+
 std::string job_timestamp(int64_t t) {
     if (t == 0) return "0";
     std::time_t tt = static_cast<std::time_t>(t);
@@ -321,14 +429,27 @@ void register_sdapi_routes(httplib::Server& server, ServerContext& ctx) {
         }
         send_json(res, 200, list);
     });
-    server.Get("/sdapi/v1/upscalers", [](const httplib::Request&, httplib::Response& res) {
-        send_json(res, 200,
-                  nlohmann::json::array({{{"name", "None"},
-                                          {"model_name", nullptr},
-                                          {"model_path", nullptr},
-                                          {"model_url", nullptr},
-                                          {"scale", 1}}}));
+    server.Get("/sdapi/v1/upscalers", [&ctx](const httplib::Request&, httplib::Response& res) {
+        nlohmann::json list = nlohmann::json::array({{{"name", "None"},
+                                                      {"model_name", nullptr},
+                                                      {"model_path", nullptr},
+                                                      {"model_url", nullptr},
+                                                      {"scale", 1}}});
+        if (ctx.upscalers) {
+            for (const UpscalerEntry& e : ctx.upscalers->list()) {
+                list.push_back({{"name", e.name},
+                                {"model_name", "ESRGAN"},
+                                {"model_path", e.path},
+                                {"model_url", nullptr},
+                                {"scale", e.scale}});
+            }
+        }
+        send_json(res, 200, list);
     });
+    server.Post("/sdapi/v1/extra-single-image",
+                [&ctx](const httplib::Request& req, httplib::Response& res) {
+                    extra_single_image(req, res, ctx);
+                });
     server.Get("/sdapi/v1/latent-upscale-modes",
                [](const httplib::Request&, httplib::Response& res) {
                    // Hires fix is not built yet, so there are no latent upscale modes.

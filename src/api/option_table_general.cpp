@@ -9,10 +9,11 @@ void add_frontend_options(std::vector<OptionSpec>& out) {
     opt(out, g, "mode", OptType::Enum, kFrontend)
         .short_name("M")
         .values({"img_gen", "vid_gen", "convert", "upscale", "metadata", "info"})
-        .unsupported_values("vid_gen,upscale")
+        .unsupported_values("vid_gen")
         .def("img_gen")
         .help(
-            "Run mode: img_gen (text/image to image), convert (write GGUF), metadata (print an "
+            "Run mode: img_gen (text/image to image), upscale (upscale -i IMAGE with "
+            "--upscale-model, no diffusion model), convert (write GGUF), metadata (print an "
             "image's generation settings), info (summarize model files)");
     opt(out, g, "verbose", OptType::Bool, kFrontend)
         .short_name("v")

@@ -65,7 +65,6 @@ void add_model_options(std::vector<OptionSpec>& out) {
          GGDIFF_FIELD(model.control_net));
     planned("photo-maker", "PhotoMaker model");
     planned("pulid-weights", "PuLID model");
-    planned("upscale-model", "ESRGAN upscaler model");
     file("lora-model-dir",
          "Folder of LoRA files: a prompt tag <lora:NAME:WEIGHT> applies NAME.safetensors (or "
          ".gguf) from it with multiplier WEIGHT",

@@ -50,9 +50,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "pulid-id-embedding", OptType::Path, "PuLID identity embedding");
     later(g, "pulid-id-weight", OptType::Float, "PuLID identity weight");
 
-    g = "Upscaling";
-    later(g, "upscale-repeats", OptType::Int, "Run the upscaler this many times");
-    later(g, "upscale-tile-size", OptType::Int, "Upscaler tile size");
 
     g = "Step caching";
     later(g, "cache-mode", OptType::String,

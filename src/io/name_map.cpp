@@ -11,14 +11,16 @@ namespace {
 constexpr const char* kDiffusionPrefix = "model.diffusion_model.";
 constexpr const char* kVaePrefix = "first_stage_model.";
 constexpr const char* kControlPrefix = "control_model.";
+constexpr const char* kUpscalerPrefix = "upscaler.";
 
-enum class RoleKind { Full, Diffusion, Vae, TextEncoder, Control, Other };
+enum class RoleKind { Full, Diffusion, Vae, TextEncoder, Control, Upscaler, Other };
 
 RoleKind kind_of(const std::string& prefix) {
     if (prefix.empty()) return RoleKind::Full;
     if (prefix == kDiffusionPrefix) return RoleKind::Diffusion;
     if (prefix == kVaePrefix) return RoleKind::Vae;
     if (prefix == kControlPrefix) return RoleKind::Control;
+    if (prefix == kUpscalerPrefix) return RoleKind::Upscaler;
     if (starts_with(prefix, "text_encoders.") || starts_with(prefix, "cond_stage_model.") ||
         starts_with(prefix, "conditioner.")) {
         return RoleKind::TextEncoder;
@@ -242,6 +244,9 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
         DiffusersControlNetMap m(w.names);
         convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });
         if (notes) notes->push_back("diffusers ControlNet layout renamed to the original");
+    } else if (kind == RoleKind::Upscaler && is_old_esrgan_layout(w.names)) {
+        convert_all(&w, old_esrgan_to_basicsr);
+        if (notes) notes->push_back("original ESRGAN names renamed to RRDBNet (BasicSR) names");
     } else if (kind == RoleKind::TextEncoder && is_openclip_layout(w.names)) {
         openclip = true;
         if (notes) notes->push_back("open_clip text encoder renamed to HF CLIP layout");

@@ -24,6 +24,9 @@
 //                         becomes first_stage_model.
 //   Language models       HF causal-LM layout "<role prefix>model.*"; llama.cpp GGUF names
 //                         (token_embd, blk.N.*) are renamed to it.
+//   ESRGAN upscalers      upscaler.<BasicSR / Real-ESRGAN RRDBNet names> (conv_first, body.N.rdbK.
+//                         convJ, conv_body, conv_up1/2, conv_hr, conv_last); the original
+//                         ESRGAN names (model.0, model.1.sub.N.RDBk.convj.0, ...) are renamed.
 //   Anything else         kept as stored, under the role prefix.
 #pragma once
 
@@ -103,6 +106,14 @@ bool llama_gguf_to_hf(const std::string& name, std::string* out);
 // "v.patch_embd.weight(.1)", "v.post_ln.weight", "mm.0.weight", ...) -> the HF names under
 // "visual." ("blocks.N.attn.q_proj.weight", "patch_embed.proj.0/1.weight", "merger.ln_q...",
 // "merger.mlp.0...").
+// The original ESRGAN (RRDB_ESRGAN_x4.pth, many community upscalers) Sequential names ->
+// BasicSR's RRDBNet names: model.0 = conv_first, model.1.sub.N.RDBk.convj.0 =
+// body.N.rdbk.convj, model.1.sub.<num_block> = conv_body, and the learned layers after the
+// body by their index (x1: 2 conv_hr, 4 conv_last; x2: 3 conv_up1, 5 conv_hr, 7 conv_last;
+// x4: 3 conv_up1, 6 conv_up2, 8 conv_hr, 10 conv_last).
+bool is_old_esrgan_layout(const std::vector<std::string>& names);
+bool old_esrgan_to_basicsr(const std::string& name, std::string* out);
+
 bool is_mmproj_layout(const std::vector<std::string>& names);
 bool mmproj_to_hf(const std::string& name, std::string* out);
 

@@ -8,6 +8,7 @@
 #include "pipeline/lora_tags.h"
 #include "pipeline/model_files.h"
 #include "pipeline/placement_setup.h"
+#include "pipeline/upscale.h"
 #include "placement/spec_text.h"
 #include "runtime/graph_runner.h"
 
@@ -240,13 +241,35 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options,
         engine->replicas_.push_back(std::move(replica));
     }
     if (n > 1) engine->share_devices(*placements, !options.control_net.empty());
+    engine->options_ = options;
+    engine->upscaler_where_ = placements->front().upscaler;
+    if (!options.upscale_model.empty()) {
+        auto up = load_upscaler(options, placements->front().upscaler);
+        if (!up.ok()) return up.status();
+        engine->upscaler_ = std::move(*up);
+    }
     return engine;
 }
 
 Result<std::function<Result<HostTensor>(const HostTensor&)>> Engine::hires_upscaler(
     const std::string& path, int tile) {
-    (void)tile;
-    return Status::Error(path + ": upscaler models are not supported yet");
+    if (!hires_upscaler_ || hires_upscaler_path_ != path) {
+        hires_upscaler_.reset();
+        GGDIFF_LOG_INFO("hires fix: loading the upscaler model %s", path.c_str());
+        auto u = load_upscaler(options_, upscaler_where_, path);
+        if (!u.ok()) return u.status();
+        hires_upscaler_ = std::move(*u);
+        hires_upscaler_path_ = path;
+    }
+    models::EsrganUpscaler* u = hires_upscaler_.get();
+    std::mutex* m = &hires_upscaler_mutex_;
+    return std::function<Result<HostTensor>(const HostTensor&)>(
+        [u, m, tile](const HostTensor& rgb) -> Result<HostTensor> {
+            std::lock_guard<std::mutex> lock(*m);  // data-parallel replicas take turns
+            auto out = u->upscale(rgb, tile);
+            u->end_phase();
+            return out;
+        });
 }
 
 }  // namespace ggdiff

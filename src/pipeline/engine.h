@@ -16,6 +16,7 @@
 
 #include "core/status.h"
 #include "io/tensor_index.h"
+#include "models/upscaler/esrgan.h"
 #include "pipeline/family.h"
 #include "pipeline/lora_manager.h"
 #include "pipeline/options.h"
@@ -71,6 +72,8 @@ class Engine {
     // The parts of the first replica (every replica's are alike).
     const Family& family_parts() const { return replicas_.front()->family; }
     const PhaseTimings& timings() const { return timings_; }
+    // The --upscale-model upscaler every output image goes through (nullptr without one).
+    models::EsrganUpscaler* upscaler() { return upscaler_.get(); }
 
     // One copy of the model on its devices: the only one, or one of several data-parallel
     // replicas (each computes on its own backend instances, runtime/graph_runner.h).
@@ -102,6 +105,14 @@ class Engine {
     std::string family_id_;
     bool auto_fit_ = false;
     std::string hires_upscalers_dir_;  // --hires-upscalers-dir
+    std::unique_ptr<models::EsrganUpscaler> upscaler_;
+    std::mutex upscaler_mutex_;  // data-parallel replicas take turns on it
+    // The hires fix's upscaler model, loaded on first use (kept while requests name it).
+    ModelOptions options_;          // threads and kernel settings for it
+    ModuleDevices upscaler_where_;  // the upscaler's devices (--backend "upscaler=...")
+    std::unique_ptr<models::EsrganUpscaler> hires_upscaler_;
+    std::string hires_upscaler_path_;
+    std::mutex hires_upscaler_mutex_;
     PhaseTimings timings_;
 };
 

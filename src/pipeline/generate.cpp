@@ -20,6 +20,7 @@
 #include "pipeline/phase_hires.h"
 #include "pipeline/phase_inputs.h"
 #include "pipeline/phase_text.h"
+#include "pipeline/upscale.h"
 #include "placement/data_parallel.h"
 #include "runtime/graph_runner.h"
 #include "runtime/segment_runner.h"
@@ -86,7 +87,33 @@ struct ReplicaJob {
     std::string model_name;
     const HiresPlan* hires = nullptr;  // --hires: the second pass
     ImageUpscaleFn hires_model;        // its upscaler model, when it uses one
+    // --upscale-model: every image goes through it (replicas take turns on it).
+    models::EsrganUpscaler* upscaler = nullptr;
+    std::mutex* upscaler_mutex = nullptr;
 };
+
+// --upscale-model on a batch item's images (phase "upscale": one step per pass); each
+// image's infotext gets A1111's "Postprocess upscale by" / "Postprocess upscaler" fields.
+Status upscale_images(const ReplicaJob& job, BatchRun& run, std::vector<GeneratedImage>& images) {
+    const GenerateOptions& o = job.o;
+    std::lock_guard<std::mutex> lock(*job.upscaler_mutex);
+    int factor = 1;
+    for (int i = 0; i < o.upscale_repeats; ++i) factor *= job.upscaler->scale();
+    for (GeneratedImage& g : images) {
+        const auto t0 = Clock::now();
+        auto up = upscale_image(*job.upscaler, g.image, o.upscale_repeats, o.upscale_tile_size,
+                                [&](int pass, int total) {
+                                    return run.phase("upscale", pass, total, seconds_since(t0));
+                                });
+        if (!up.ok()) return up.status();
+        GGDIFF_LOG_DEBUG("upscale: %dx%d -> %dx%d in %.2fs", g.image.width, g.image.height,
+                         up->width, up->height, seconds_since(t0));
+        g.image = std::move(*up);
+        g.infotext = parameters_with_upscale(g.infotext, factor, job.upscaler->name());
+    }
+    job.upscaler->end_phase();
+    return Status::Ok();
+}
 
 // The hires fix of batch item `b`: `x`, its first pass's clean latent, is upscaled (the RNGs
 // restarted at the item's seed first) and sampled again at the target size from the hires
@@ -225,7 +252,9 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
         t.decode = seconds_since(td);
         GGDIFF_LOG_DEBUG("VAE decode: %.2fs", t.decode);
         run.phase("decode", 1, 1, t.decode);
-        run.finish_item(b, decoded_images(*img, seed, info));
+        std::vector<GeneratedImage> images = decoded_images(*img, seed, info);
+        if (job.upscaler) GGDIFF_TRY(upscale_images(job, run, images));
+        run.finish_item(b, std::move(images));
     }
     return Status::Ok();
 }
@@ -270,7 +299,7 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
     for (size_t k = 0; k < active; ++k) {
         jobs.push_back({*planned, o, *prompt, loras, k, placement::replica_items(o.batch, n, k),
                         active == 1, auto_fit_, model_name_, *hires ? &**hires : nullptr,
-                        hires_model});
+                        hires_model, upscaler_.get(), &upscaler_mutex_});
     }
     if (active == 1) {
         GGDIFF_TRY(run_replica(*replicas_.front(), jobs.front(), run, t.front(), step_secs));

@@ -27,6 +27,7 @@ struct ModelOptions {
     std::string llm_vision;       // --llm_vision: the LLM's vision tower in its own file
     std::string taesd;            // --taesd
     std::string control_net;      // --control-net: a ControlNet for the model
+    std::string upscale_model;    // --upscale-model: an ESRGAN run on every output image
     std::string tokenizer;        // --tokenizer: CLIP merges.txt / folder
     std::string llm_tokenizer;    // --llm-tokenizer: Qwen2 BPE vocab folder / tokenizer.json
     std::string t5xxl_tokenizer;  // --t5xxl-tokenizer: T5 tokenizer.json / folder
@@ -127,6 +128,10 @@ struct GenerateOptions {
     std::optional<sampling::RngKind> sampler_rng;  // nullopt: same as rng
     TilingOptions vae_tiling;
     HiresOptions hires;
+    // With --upscale-model: each output image goes through the upscaler this many times,
+    // in tiles of this many input pixels per side (<= 0: the whole image at once).
+    int upscale_repeats = 1;
+    int upscale_tile_size = 128;
     int qwen_image_layers = 3;      // Qwen Image Layered: N+1 RGBA layers per batch item
     std::string output_model_name;  // for metadata (file base name)
     // --phase-peaks: each phase's figures get the phase's own peak resident set (the

@@ -85,6 +85,12 @@ std::map<placement::Module, uint64_t> by_module(const ComputeFigures& measured) 
 
 }  // namespace
 
+ModuleDevices upscaler_module_devices(const placement::PlacementSpec& spec,
+                                      const ModelOptions& options) {
+    return module_devices(spec, placement::Module::Upscaler, 0, placement_devices(),
+                          options.stream_layers);
+}
+
 bool placement_uses_headroom(const ModelOptions& o) {
     if (o.auto_fit) return true;
     auto spec = validate_placement(o);
@@ -174,6 +180,8 @@ Result<std::vector<EnginePlacement>> resolve_placement(const ModelOptions& o,
         ep.vae = module_devices(effective, placement::Module::Vae, k, devices, o.stream_layers);
         ep.control =
             module_devices(effective, placement::Module::ControlNet, k, devices, o.stream_layers);
+        ep.upscaler =
+            module_devices(effective, placement::Module::Upscaler, k, devices, o.stream_layers);
         if (measured) {
             // Layer-split shares keep the measured compute buffer (with its margin) per device.
             for (ModuleDevices* md : {&ep.te, &ep.diffusion}) {
@@ -194,6 +202,8 @@ Result<std::vector<EnginePlacement>> resolve_placement(const ModelOptions& o,
             !ep.diffusion.devices.empty()) {
             ep.control.devices = {ep.diffusion.devices.front()};
         }
+        // The upscaler runs after the VAE, where the VAE runs, unless placed itself.
+        if (ep.auto_fit && ep.upscaler.devices.empty()) ep.upscaler.devices = ep.vae.devices;
         if (replicas > 1) {
             ep.replica_devices = placement::replica_devices(effective.backend, k);
             ep.replica = placement::replica_name(effective.backend, k);

@@ -17,6 +17,7 @@ namespace ggdiff {
 // '|' lists: placement/data_parallel.h).
 struct EnginePlacement {
     ModuleDevices te, diffusion, vae, control;
+    ModuleDevices upscaler;  // --upscale-model (its first replica's only)
     bool auto_fit = false;
     // Data parallel: the devices of the replica's '|' entries and its name ("RPC1", or
     // "CUDA1+RPC1"); empty without '|'.
@@ -45,6 +46,11 @@ Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& options,
 Result<std::vector<EnginePlacement>> resolve_placement(const ModelOptions& options,
                                                        const TensorIndex& index, int weight_type,
                                                        const ComputeFigures* measured = nullptr);
+
+// The upscaler's devices (--backend "upscaler=..."), params location and kernel settings;
+// for -M upscale, which loads no model files.
+ModuleDevices upscaler_module_devices(const placement::PlacementSpec& spec,
+                                      const ModelOptions& options);
 
 // Whether these flags place anything by compute headroom (--auto-fit or a layer split), so
 // that measuring the compute buffers first is worth it.

@@ -405,7 +405,6 @@ TEST(FlagCoverage, EveryDocumentedFlagIsWorkingNoEffectOrNotSupportedYet) {
 TEST(FlagCoverage, UnsupportedValuesOfWorkingFlags) {
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
         {{"-M", "vid_gen"}, "--mode vid_gen is not supported yet"},
-        {{"-M", "upscale"}, "--mode upscale is not supported yet"},
         {{"--scheduler", "kl_optimal"}, "--scheduler kl_optimal is not supported yet"},
         {{"--scheduler", "bong_tangent"}, "--scheduler bong_tangent is not supported yet"},
         {{"--preview", "proj"}, "--preview proj is not supported yet"},

@@ -199,6 +199,40 @@ void expect_metadata(const std::string& path, const ExpectedInfo& e, bool sample
     }
 }
 
+// The value after `flag` in `args`, or "".
+std::string arg_after(const std::vector<std::string>& args, const std::string& flag) {
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+        if (args[i] == flag) return args[i + 1];
+    }
+    return "";
+}
+
+// -M upscale makes no image of its own: the output keeps the input's parameters (prompt,
+// seed, size of the generation) and adds A1111's "Postprocess upscale by" / "Postprocess
+// upscaler" fields.
+void expect_upscale_metadata(const std::string& path, const std::string& input) {
+    auto text = read_image_parameters(path);
+    ASSERT_TRUE(text.ok()) << text.status().message();
+    auto info = parse_infotext(*text);
+    ASSERT_TRUE(info.ok()) << info.status().message() << "\nparameters:\n" << *text;
+    auto in_text = read_image_parameters(input);
+    if (in_text.ok() && !in_text->empty()) {
+        auto in = parse_infotext(*in_text);
+        ASSERT_TRUE(in.ok()) << *in_text;
+        EXPECT_EQ(info->prompt, in->prompt) << *text;
+        EXPECT_EQ(info->seed, in->seed) << *text;
+        EXPECT_EQ(info->steps, in->steps) << *text;
+        EXPECT_EQ(info->width, in->width) << *text;
+        EXPECT_EQ(info->height, in->height) << *text;
+    }
+    bool by = false, upscaler = false;
+    for (const auto& [k, v] : info->extra) {
+        by = by || k == "Postprocess upscale by";
+        upscaler = upscaler || k == "Postprocess upscaler";
+    }
+    EXPECT_TRUE(by && upscaler) << *text;
+}
+
 // Cases on full-width fixtures (sd1_mc320: 4-6 GB of memory per process) run one at a
 // time across test processes: they hold an exclusive lock on a file in the build tree.
 class BigModelLock {
@@ -262,8 +296,12 @@ TEST_P(Golden, MatchesReference) {
                     c.suite.c_str(), c.id.c_str(), c.outputs[i].c_str(), d.mean_abs, d.max_abs,
                     tolerance);
         EXPECT_LE(d.mean_abs, tolerance) << "case " << c.id << " output " << c.outputs[i];
-        expect_metadata(out, expected, sampler_given,
-                        expected.seed + static_cast<int64_t>(i / per_item));
+        if (arg_after(c.case_args, "-M") == "upscale") {
+            expect_upscale_metadata(out, arg_after(c.case_args, "-i"));
+        } else {
+            expect_metadata(out, expected, sampler_given,
+                            expected.seed + static_cast<int64_t>(i / per_item));
+        }
     }
     // Nothing beyond the batch: no out_<n>.png.
     EXPECT_FALSE(fs::exists(output_path(dir, c.outputs.size())));

@@ -1,0 +1,41 @@
+// Tiled upscaling on the host, laid out and blended as stable-diffusion.cpp tiles its ESRGAN
+// runs, so that large images give the same result as the reference engine:
+//
+// - Along each axis the tiles are `tile` input pixels wide (the whole side when it is
+//   smaller); their count and overlap come from a target overlap of 25 %: the fewest tiles
+//   whose overlap stays near the target (plan_tile_axis). The last tile is moved back so
+//   that it ends on the border; the columns it shares beyond the planned overlap are skipped.
+// - Each tile's output is added with the weight s(fx) * s(fy), where s is smootherstep
+//   (6t^5 - 15t^4 + 10t^3) and f ramps from 0 to 1 across the planned overlap at an edge
+//   shared with a neighbour (1 elsewhere): s(t) + s(1 - t) = 1, so two overlapping tiles'
+//   weights add up to 1 and a per-pixel callback gives exactly the untiled result.
+#pragma once
+
+#include <vector>
+
+#include "core/status.h"
+#include "models/vae/tiling.h"
+
+namespace ggdiff::models {
+
+struct TileAxisPlan {
+    int count = 1;    // tiles along the axis
+    int overlap = 0;  // planned overlap of neighbours, input pixels
+    int size = 0;     // tile size along the axis, input pixels (<= the axis size)
+};
+
+// The tiles along an axis of `size` input pixels for tiles of `tile` pixels and a target
+// overlap fraction (0.25 for the upscaler).
+TileAxisPlan plan_tile_axis(int size, int tile, float target_overlap = 0.25f);
+
+// Start offsets of the tiles along an axis (the last one ends on the border), as the tiling
+// loop visits them; exposed for tests.
+std::vector<int> tile_axis_starts(int size, const TileAxisPlan& plan);
+
+// in: [W, H, C, 1]; fn gets [tw, th, C, 1] tiles and must return [tw*scale, th*scale, C', 1].
+// out becomes [W*scale, H*scale, C', 1]. A single tile (both sides <= tile) calls fn once
+// on the whole image.
+Status run_upscale_tiles(const HostTensor& in, HostTensor& out, int scale, int tile,
+                         const TileFn& fn, float target_overlap = 0.25f);
+
+}  // namespace ggdiff::models
