@@ -12,6 +12,7 @@
 #include "io/tensor_index.h"
 #include "models/upscaler/esrgan.h"
 #include "models/upscaler/upscale_tiling.h"
+#include "pipeline/upscale.h"
 #include "sampling/rng.h"
 
 namespace ggdiff {
@@ -217,6 +218,19 @@ TEST(EsrganUpscaler, TiledCloseToUntiledAndShapes) {
     auto again = (*up)->upscale(in, 0);
     ASSERT_TRUE(again.ok());
     EXPECT_EQ(again->data, whole->data);
+}
+
+// A1111's extras fields go on the parameters line; text without one gets them on a line of
+// their own; names that need it are quoted.
+TEST(UpscaleParameters, AddsA1111ExtrasFields) {
+    EXPECT_EQ(parameters_with_upscale("a cat\nSteps: 4, Sampler: Euler, Seed: 1\n", 4,
+                                      "RealESRGAN_x4plus"),
+              "a cat\nSteps: 4, Sampler: Euler, Seed: 1, Postprocess upscale by: 4, Postprocess "
+              "upscaler: RealESRGAN_x4plus");
+    EXPECT_EQ(parameters_with_upscale("", 2, "m"),
+              "Postprocess upscale by: 2, Postprocess upscaler: m");
+    EXPECT_EQ(parameters_with_upscale("just a prompt", 16, "a,b"),
+              "just a prompt\nPostprocess upscale by: 16, Postprocess upscaler: \"a,b\"");
 }
 
 }  // namespace
