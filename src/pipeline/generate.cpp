@@ -136,7 +136,9 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
 
     const DenoiseContext dc{f, p, o, *text, in};
     const sampling::DenoiseFn denoise = guided_denoiser(dc);
-    const GenerationInfo info = generation_info(f, p, o, job.model_name, replica.lora->hashes());
+    GenerationInfo info = generation_info(f, p, o, job.model_name, replica.lora->hashes());
+    const std::string ti_hashes = f.text->embedding_hashes();
+    if (!ti_hashes.empty()) info.extra.emplace_back("TI hashes", ti_hashes);
     for (const int b : job.items) {
         if (run.stopped()) return Status::Error("cancelled");
         const bool last = b == job.items.back();

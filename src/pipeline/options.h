@@ -63,6 +63,13 @@ struct ModelOptions {
     // time), "immediately" (merged) or "at_runtime".
     std::string lora_model_dir;
     std::string lora_apply_mode = "auto";
+    // --embd-dir: the folder of textual-inversion embeddings a prompt names (CLIP families).
+    std::string embd_dir;
+    // Seamless tiling (--circular = both axes, --circularx, --circulary): the denoiser's,
+    // ControlNet's and VAE's convolutions pad by wrap-around on these axes instead of zeros.
+    bool circular = false, circularx = false, circulary = false;
+    bool circular_x() const { return circular || circularx; }
+    bool circular_y() const { return circular || circulary; }
 };
 
 struct TilingOptions {
