@@ -85,19 +85,24 @@ TEST(Circular, EdgesContinueEachOtherOnTheWrappedAxis) {
         "plain x " + std::to_string(p.x) + " y " + std::to_string(p.y) + " inner " +
         std::to_string(p.inner_x) + "/" + std::to_string(p.inner_y) + "; circularx x " +
         std::to_string(x.x) + " y " + std::to_string(x.y) + " inner " + std::to_string(x.inner_x) +
-        "; circulary x " + std::to_string(y.x) + " y " + std::to_string(y.y) + " inner " +
+        "/" + std::to_string(x.inner_y) + "; circulary x " + std::to_string(y.x) + " y " +
+        std::to_string(y.y) + " inner " + std::to_string(y.inner_x) + "/" +
         std::to_string(y.inner_y) + "; circular x " + std::to_string(b.x) + " y " +
-        std::to_string(b.y);
+        std::to_string(b.y) + " inner " + std::to_string(b.inner_x) + "/" +
+        std::to_string(b.inner_y);
     // The wrapped seam is no rougher than the image inside (and much smoother than the plain
-    // image's seam); the other axis' seam is not.
-    EXPECT_LT(x.x, 1.5 * x.inner_x) << numbers;
-    EXPECT_LT(x.x, 0.5 * p.x) << numbers;
-    EXPECT_GT(x.y, 2.0 * x.inner_y) << numbers;
-    EXPECT_LT(y.y, 1.5 * y.inner_y) << numbers;
-    EXPECT_LT(y.y, 0.5 * p.y) << numbers;
-    EXPECT_GT(y.x, 2.0 * y.inner_x) << numbers;
-    EXPECT_LT(b.x, 1.5 * b.inner_x) << numbers;
-    EXPECT_LT(b.y, 1.5 * b.inner_y) << numbers;
+    // image's seam); the other axis' seam stays as rough as without wrapping. Measured: the
+    // wrapped seams 0.8-0.95 x the inside, the others 1.5-1.9 x.
+    EXPECT_LT(x.x, 1.1 * x.inner_x) << numbers;
+    EXPECT_LT(x.x, 0.75 * p.x) << numbers;
+    EXPECT_GT(x.y, 1.3 * x.inner_y) << numbers;
+    EXPECT_GT(p.x, 1.3 * p.inner_x) << numbers;
+    EXPECT_LT(y.y, 1.1 * y.inner_y) << numbers;
+    EXPECT_LT(y.y, 0.75 * p.y) << numbers;
+    EXPECT_GT(y.x, 1.3 * y.inner_x) << numbers;
+    EXPECT_GT(p.y, 1.3 * p.inner_y) << numbers;
+    EXPECT_LT(b.x, 1.1 * b.inner_x) << numbers;
+    EXPECT_LT(b.y, 1.1 * b.inner_y) << numbers;
     // Tiles that span the image decode exactly as untiled.
     const ImageDiff d = compare_images(dir + "/tiled.png", dir + "/both.png");
     ASSERT_TRUE(d.ok) << d.error;
