@@ -58,6 +58,8 @@ Result<HostTensor> ClipTextEncoder::encode(const std::string& prompt, int clip_s
     const bool custom = embeddings && !embeddings->empty();
     const TokenWindows tw = tokenize_weighted(*tokenizer_, prompt, pad_token_, true,
                                               custom ? &embeddings->words : nullptr);
+    // Embedding rows lengthen the prompt past what check() counted.
+    if (custom) GGDIFF_TRY(check_prompt_windows(tw.n_windows, tw.tokens.size(), "the prompt"));
     const int64_t width = cfg_.width;
     const int64_t win = kClipWindowLength;
     HostTensor out({width, win * tw.n_windows, 1});

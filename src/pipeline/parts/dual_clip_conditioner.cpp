@@ -5,6 +5,7 @@
 
 #include "core/log.h"
 #include "pipeline/parts/token_weights.h"
+#include "tokenizers/prompt_limits.h"
 #include "tokenizers/token_windows.h"
 
 namespace ggdiff {
@@ -38,6 +39,11 @@ Result<Conditioning> DualClipConditioner::encode(const TextRequest& request) {
     }
     const TokenWindows tw = tokenize_weighted(*tokenizer_, request.prompt, eos, true,
                                               emb.empty() ? nullptr : &emb.words);
+    // Embedding rows lengthen the prompt past what check() counted.
+    if (!emb.empty()) {
+        GGDIFF_TRY(check_prompt_windows(tw.n_windows, tw.tokens.size(),
+                                        request.negative ? "the negative prompt" : "the prompt"));
+    }
     const bool zero = request.negative && request.prompt.empty();
 
     Conditioning c;
