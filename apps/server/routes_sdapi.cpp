@@ -136,7 +136,12 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
     }
     // Switches the engine has options for (the schema says whether they work yet).
     if (!img2img && f.flag("enable_hr").value_or(false)) set_hires(f, r);
-    if (f.flag("tiling").value_or(false)) r.set("circular", "true", "tiling");
+    // Seamless tiling wraps the loaded model's convolutions: chosen when the server starts.
+    if (f.flag("tiling").value_or(false) && ctx.host.option_value("circular") != "true") {
+        throw bad_field("tiling",
+                        "seamless tiling is chosen when the model loads: start the server with "
+                        "--circular");
+    }
     // <lora:...> tags stay out of the way (removed from the prompts, not applied).
     r.strip_prompt_loras = f.flag("disable_extra_networks").value_or(false);
     out.send_images = f.boolean("send_images").value_or(true);

@@ -69,7 +69,12 @@ void add_model_options(std::vector<OptionSpec>& out) {
          "Folder of LoRA files: a prompt tag <lora:NAME:WEIGHT> applies NAME.safetensors (or "
          ".gguf) from it with multiplier WEIGHT",
          GGDIFF_FIELD(model.lora_model_dir));
-    planned("embd-dir", "Folder of textual inversion embeddings");
+    file("embd-dir",
+         "Folder of textual-inversion embeddings (SD1, SD2, SDXL): a prompt that names one "
+         "(file stem, any case, even inside a word) gets its vectors; .safetensors and .gguf "
+         "files (PyTorch .pt / .bin are refused until ggdiff reads them); no effect on other "
+         "families",
+         GGDIFF_FIELD(model.embd_dir));
 
     opt(out, g, "type", OptType::Enum, kModel)
         .values(weight_type_names)
@@ -105,6 +110,20 @@ void add_model_options(std::vector<OptionSpec>& out) {
             }
             return Status::Error("unknown prediction '" + v.text + "'");
         });
+
+    g = "Seamless tiling";
+    opt(out, g, "circular", OptType::Bool, kModel)
+        .help(
+            "Seamless tiling: the image wraps around in both directions (the UNet's, "
+            "ControlNet's and VAE's convolutions pad with the other side instead of zeros); "
+            "SD1, SD2 and SDXL, not supported yet for the DiT families")
+        .bind(to_bool(GGDIFF_FIELD(model.circular)));
+    opt(out, g, "circularx", OptType::Bool, kModel)
+        .help("Seamless tiling horizontally only (left and right edges continue each other)")
+        .bind(to_bool(GGDIFF_FIELD(model.circularx)));
+    opt(out, g, "circulary", OptType::Bool, kModel)
+        .help("Seamless tiling vertically only (top and bottom edges continue each other)")
+        .bind(to_bool(GGDIFF_FIELD(model.circulary)));
 }
 
 }  // namespace ggdiff::api

@@ -88,9 +88,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
             "embedding (needed for 2511 files without ComfyUI's __index_timestep_zero__ marker "
             "tensor; with the marker it is on by itself)")
         .bind(to_bool(GGDIFF_FIELD(model.qwen_image_zero_cond_t)));
-    later(g, "circular", OptType::Bool, "Seamless tiling in both directions");
-    later(g, "circularx", OptType::Bool, "Seamless tiling horizontally");
-    later(g, "circulary", OptType::Bool, "Seamless tiling vertically");
 
     g = "Preview";
     opt(out, g, "preview", OptType::Enum, kGenerate)

@@ -9,9 +9,18 @@ namespace ggdiff::nn {
 
 namespace {
 
-// w [kw, kh, in, out] applied to x [W, H, in, N], plus b [out] if given.
+// w [kw, kh, in, out] applied to x [W, H, in, N], plus b [out] if given. Seamless tiling
+// (KernelChoices::circular_x/y) pads x first, by wrap-around on those axes and with zeros on
+// the others, and convolves without padding.
 ggml_tensor* conv(ggml_context* ctx, ggml_tensor* w, ggml_tensor* x, ggml_tensor* b, int stride,
                   int pad) {
+    if (pad > 0) {
+        const KernelChoices k = kernel_choices(ctx);
+        if (k.circular_x || k.circular_y) {
+            x = pad_wrap(ctx, x, pad, pad, pad, pad, k.circular_x, k.circular_y);
+            pad = 0;
+        }
+    }
     if (cpu::enabled(ctx) && cpu::can_conv2d(w, x, b)) {
         return cpu::conv2d(ctx, w, x, b, stride, pad);
     }
@@ -48,6 +57,29 @@ ggml_tensor* conv_adapters(Ctx& c, ggml_tensor* x, const std::string& weight, in
 }
 
 }  // namespace
+
+ggml_tensor* pad_wrap(ggml_context* ctx, ggml_tensor* x, int left, int right, int top, int bottom,
+                      bool wrap_x, bool wrap_y) {
+    if (wrap_x && wrap_y)
+        return ggml_pad_ext_circular(ctx, x, left, right, top, bottom, 0, 0, 0, 0);
+    if (wrap_x && (left || right)) {
+        x = ggml_pad_ext_circular(ctx, x, left, right, 0, 0, 0, 0, 0, 0);
+        left = right = 0;
+    }
+    if (wrap_y && (top || bottom)) {
+        x = ggml_pad_ext_circular(ctx, x, 0, 0, top, bottom, 0, 0, 0, 0);
+        top = bottom = 0;
+    }
+    if (left || right || top || bottom)
+        x = ggml_pad_ext(ctx, x, left, right, top, bottom, 0, 0, 0, 0);
+    return x;
+}
+
+ggml_tensor* pad_conv_input(ggml_context* ctx, ggml_tensor* x, int left, int right, int top,
+                            int bottom) {
+    const KernelChoices k = kernel_choices(ctx);
+    return pad_wrap(ctx, x, left, right, top, bottom, k.circular_x, k.circular_y);
+}
 
 ggml_tensor* linear_adapters(Ctx& c, ggml_tensor* x, const std::string& weight) {
     const std::vector<WeightAdapter>* list = c.w->adapters(weight);

@@ -15,9 +15,19 @@ ggml_tensor* linear(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t i
 
 // 2-D convolution, weight torch [out, in, k, k]; input [W, H, in, N]. On the CPU kernels
 // im2col or Winograd; elsewhere ggml's direct convolution when the module chose it, else
-// ggml's im2col + product.
+// ggml's im2col + product. With seamless tiling (KernelChoices::circular_x/y) the padding
+// wraps around on those axes.
 ggml_tensor* conv2d(Ctx& c, ggml_tensor* x, const std::string& prefix, int64_t in, int64_t out,
                     int k, int stride = 1, int pad = 0, bool bias = true);
+
+// Pads x [W, H, C, N] by left/right columns and top/bottom rows: by wrap-around (the
+// values from the other side) on the axes wrap_x / wrap_y, with zeros on the others.
+ggml_tensor* pad_wrap(ggml_context* ctx, ggml_tensor* x, int left, int right, int top, int bottom,
+                      bool wrap_x, bool wrap_y);
+// pad_wrap with the axes of the module's seamless tiling: the explicit padding before an
+// unpadded convolution (the VAE encoder's right/bottom downsample pad).
+ggml_tensor* pad_conv_input(ggml_context* ctx, ggml_tensor* x, int left, int right, int top,
+                            int bottom);
 
 // The run-time adapters' contribution (see WeightAdapter) to a linear layer's output for
 // weight `weight` (full name, "....weight") and input x [in, ...]; nullptr when it has none.

@@ -41,6 +41,23 @@ Result<Family> load_family(const FamilyRecipe& recipe, const FamilyContext& ctx)
     return family;
 }
 
+// Model options only some families honour: refused (--circular*) or warned about
+// (--embd-dir) before any weight is read.
+Status check_family_options(const FamilyRecipe& recipe, const ModelOptions& o) {
+    if ((o.circular_x() || o.circular_y()) && !recipe.circular) {
+        const char* flag = o.circular ? "--circular" : o.circularx ? "--circularx" : "--circulary";
+        return Status::Error(std::string(flag) + " is not supported yet for " + recipe.display +
+                             " (seamless tiling works with SD1, SD2 and SDXL)");
+    }
+    if (!o.embd_dir.empty() && !recipe.text_embeddings) {
+        GGDIFF_LOG_WARN(
+            "--embd-dir has no effect on %s: textual-inversion embeddings are for the CLIP "
+            "text encoders of SD1, SD2 and SDXL",
+            recipe.display);
+    }
+    return Status::Ok();
+}
+
 // The placement a recipe loads with: the diffusion model's blocks are the recipe's.
 EnginePlacement with_family_blocks(EnginePlacement p, const FamilyRecipe& recipe) {
     p.diffusion.block_segments = recipe.block_segments;
@@ -162,6 +179,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options,
     const FamilyRecipe* recipe = *runnable;
     // A part file no part reads would be silently unused: say so before loading.
     GGDIFF_TRY(check_part_files(*recipe, options));
+    GGDIFF_TRY(check_family_options(*recipe, options));
 
     std::unique_ptr<Engine> engine(new Engine());
     engine->index_ = std::move(*index);
@@ -234,6 +252,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options,
             return Status::Error("--control-net: " + std::string(recipe->display) +
                                  " models do not take a ControlNet here");
         }
+        family->circular_x = options.circular_x();
+        family->circular_y = options.circular_y();
         auto replica = std::make_unique<Replica>();
         replica->name = where.replica;
         replica->family = std::move(*family);

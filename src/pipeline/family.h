@@ -66,6 +66,9 @@ class TextConditioner {
     virtual Status check(const TextRequest&) const { return Status::Ok(); }
     // The text phase is over for this generation (weights may be released).
     virtual void end_phase() = 0;
+    // A1111's "TI hashes" of the textual-inversion embeddings the prompts encoded since the
+    // last call used ("name: 0123456789ab, ..."); empty for none or encoders without them.
+    virtual std::string embedding_hashes() { return std::string(); }
 };
 
 // A ControlNet condition, the same for every item of a batch.
@@ -190,6 +193,10 @@ struct Family {
     int ref_image_multiple = 0;
     // The modules <lora:...> prompt tags can patch (none: LoRA tags are an error).
     std::vector<LoraTarget> lora_targets;
+    // Seamless tiling on these axes (set by the engine from --circular*, for recipes with
+    // FamilyRecipe::circular): the denoiser and VAE convolutions wrap around; VAE tiles then
+    // span the image on a wrapping axis.
+    bool circular_x = false, circular_y = false;
 };
 
 struct FamilyRecipe;
@@ -230,6 +237,13 @@ struct FamilyRecipe {
     // "single_blocks"}): what layer split and graph cutting number as blocks
     // (placement/block_index.h). Empty: the generic segments.
     std::vector<std::string> block_segments = {};
+    // Whether the family honours --circular / --circularx / --circulary (wrap-around
+    // padding of its denoiser's, ControlNet's and VAE's convolutions); elsewhere they fail
+    // with "not supported yet for <family>".
+    bool circular = false;
+    // Whether its text encoders take --embd-dir textual-inversion embeddings (CLIP ones);
+    // elsewhere the option only warns that it has no effect.
+    bool text_embeddings = false;
 };
 
 }  // namespace ggdiff

@@ -211,6 +211,8 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
         if (!info.denoising_strength) info.denoising_strength = o.hires.denoising_strength;
         for (auto& kv : hires_infotext(o, *job.hires)) info.extra.push_back(std::move(kv));
     }
+    const std::string ti_hashes = f.text->embedding_hashes();
+    if (!ti_hashes.empty()) info.extra.emplace_back("TI hashes", ti_hashes);
     for (const int b : job.items) {
         if (run.stopped()) return Status::Error("cancelled");
         const bool last = b == job.items.back();

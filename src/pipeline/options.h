@@ -66,6 +66,13 @@ struct ModelOptions {
     std::string lora_apply_mode = "auto";
     // --hires-upscalers-dir: where --hires-upscaler NAME finds NAME.safetensors / .gguf.
     std::string hires_upscalers_dir;
+    // --embd-dir: the folder of textual-inversion embeddings a prompt names (CLIP families).
+    std::string embd_dir;
+    // Seamless tiling (--circular = both axes, --circularx, --circulary): the denoiser's,
+    // ControlNet's and VAE's convolutions pad by wrap-around on these axes instead of zeros.
+    bool circular = false, circularx = false, circulary = false;
+    bool circular_x() const { return circular || circularx; }
+    bool circular_y() const { return circular || circulary; }
 };
 
 // The hires fix: after the first pass each image's latent is upscaled (in latent space, or

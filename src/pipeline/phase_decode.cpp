@@ -20,6 +20,19 @@ Result<HostTensor> decode_once(Family& f, const GeneratePlan& p, const HostTenso
     to.tile_w = tiling.tile_w;
     to.tile_h = tiling.tile_h;
     to.overlap = tiling.overlap;
+    // Seamless tiling wraps the VAE's convolutions around the tile, so a tile must span the
+    // whole image on a wrapping axis (as the reference engine, which keeps the wrap only
+    // where one tile covers the axis).
+    if (f.circular_x && to.tile_w < p.latent_w) {
+        GGDIFF_LOG_INFO("VAE tiling with --circular(x): tiles span the whole width (%lld)",
+                        static_cast<long long>(p.latent_w));
+        to.tile_w = static_cast<int>(p.latent_w);
+    }
+    if (f.circular_y && to.tile_h < p.latent_h) {
+        GGDIFF_LOG_INFO("VAE tiling with --circular(y): tiles span the whole height (%lld)",
+                        static_cast<long long>(p.latent_h));
+        to.tile_h = static_cast<int>(p.latent_h);
+    }
     auto tiled = [&](const HostTensor& in_latent, HostTensor& img) -> Status {
         return models::run_tiled(in_latent, img, static_cast<float>(f.vae->downscale()), to,
                                  [&](const HostTensor& in, HostTensor& out) -> Status {

@@ -11,6 +11,9 @@ namespace ggdiff {
 struct KernelChoices {
     bool flash_attention = false;  // ggml_flash_attn_ext for (non-causal) attention
     bool conv_direct = false;      // ggml_conv_2d_direct instead of im2col + matmul
+    // Padded convolutions pad by wrap-around (the other side of the image) on these axes
+    // (x = width = ne[0], y = height = ne[1]) instead of with zeros: seamless tiling.
+    bool circular_x = false, circular_y = false;
 };
 
 // Marks the graph being built in `ctx` on this thread (held by GraphRunner while it builds).

@@ -418,21 +418,63 @@ std::vector<std::string> ClipTokenizer::bpe(const std::string& piece) const {
     return word;
 }
 
-std::vector<int> ClipTokenizer::encode(const std::string& text) const {
+std::vector<ClipTokenizer::Piece> ClipTokenizer::split_special(
+    const std::string& normalized, const std::vector<std::string>& words) {
+    std::vector<Piece> pieces;
+    size_t pos = 0;
+    while (pos < normalized.size()) {
+        size_t best = std::string::npos;
+        int which = -1;
+        for (size_t k = 0; k < words.size(); ++k) {
+            if (words[k].empty()) continue;
+            const size_t at = normalized.find(words[k], pos);
+            if (at < best) {
+                best = at;
+                which = static_cast<int>(k);
+            }
+        }
+        if (which < 0) {
+            pieces.push_back({normalized.substr(pos), -1});
+            break;
+        }
+        if (best > pos) pieces.push_back({normalized.substr(pos, best - pos), -1});
+        pieces.push_back({words[static_cast<size_t>(which)], which});
+        pos = best + words[static_cast<size_t>(which)].size();
+    }
+    return pieces;
+}
+
+std::vector<int> ClipTokenizer::encode(const std::string& text,
+                                       const ClipSpecialWords* special) const {
     std::vector<int> ids;
-    for (const std::string& piece : pre_tokenize(normalize(text))) {
-        if (piece == kStartOfText) {
-            ids.push_back(bos_);
+    const std::string normalized = normalize(text);
+    std::vector<Piece> parts;
+    if (special && !special->words.empty()) {
+        parts = split_special(normalized, special->words);
+    } else {
+        parts.push_back({normalized, -1});
+    }
+    for (const Piece& part : parts) {
+        if (part.word >= 0) {
+            const std::vector<int>& w = special->ids[static_cast<size_t>(part.word)];
+            ids.insert(ids.end(), w.begin(), w.end());
             continue;
         }
-        if (piece == kEndOfText) {
-            ids.push_back(eos_);
-            continue;
-        }
-        for (const std::string& sym : bpe(piece)) {
-            auto it = encoder_.find(sym);
-            // Cannot miss with a vocabulary built from the merges; a foreign vocab.json could.
-            ids.push_back(it != encoder_.end() ? it->second : eos_);
+        for (const std::string& piece : pre_tokenize(part.text)) {
+            if (piece == kStartOfText) {
+                ids.push_back(bos_);
+                continue;
+            }
+            if (piece == kEndOfText) {
+                ids.push_back(eos_);
+                continue;
+            }
+            for (const std::string& sym : bpe(piece)) {
+                auto it = encoder_.find(sym);
+                // Cannot miss with a vocabulary built from the merges; a foreign vocab.json
+                // could.
+                ids.push_back(it != encoder_.end() ? it->second : eos_);
+            }
         }
     }
     return ids;

@@ -20,6 +20,15 @@
 
 namespace ggdiff {
 
+// Words cut out of the normalized text wherever they occur, even inside a word, each standing
+// for fixed token ids (textual-inversion embeddings: the word is the embedding's name, the
+// ids are its rows appended after the vocabulary). At one position the first word of the list
+// that starts there wins.
+struct ClipSpecialWords {
+    std::vector<std::string> words;     // lower case, not empty
+    std::vector<std::vector<int>> ids;  // what each word stands for
+};
+
 class ClipTokenizer {
   public:
     // CLIP uses the first 49152 - 256 - 2 = 48894 merges of its list.
@@ -40,8 +49,9 @@ class ClipTokenizer {
     // merges file. This is what find_clip_merges() returns.
     static Result<ClipTokenizer> from_path(const std::string& path);
 
-    // Token ids of `text`, without BOS/EOS.
-    std::vector<int> encode(const std::string& text) const;
+    // Token ids of `text`, without BOS/EOS; with `special`, its words become their ids.
+    std::vector<int> encode(const std::string& text,
+                            const ClipSpecialWords* special = nullptr) const;
     // Text of `ids`: word ends become spaces, BOS/EOS are skipped, the result is trimmed.
     std::string decode(const std::vector<int>& ids) const;
 
@@ -57,6 +67,14 @@ class ClipTokenizer {
     static std::vector<std::string> pre_tokenize(const std::string& text);
     // Whitespace collapse + trim + lowercase, as applied before pre-tokenizing.
     static std::string normalize(const std::string& text);
+    // Normalized text cut at the earliest occurrence of any of `words`, repeatedly: pieces of
+    // plain text (word -1) and the words found (their index in `words`), in order.
+    struct Piece {
+        std::string text;
+        int word = -1;
+    };
+    static std::vector<Piece> split_special(const std::string& normalized,
+                                            const std::vector<std::string>& words);
 
   private:
     using MergeList = std::vector<std::pair<std::string, std::string>>;

@@ -40,7 +40,8 @@ TokenWindows make_token_windows(const std::vector<int>& tokens, const std::vecto
 }
 
 TokenWindows tokenize_weighted(const ClipTokenizer& tokenizer, const std::string& prompt,
-                               int pad_token, bool allow_multiple_windows) {
+                               int pad_token, bool allow_multiple_windows,
+                               const ClipSpecialWords* special) {
     std::vector<int> tokens;
     std::vector<float> weights;
     for (const auto& item : parse_prompt_attention(prompt)) {
@@ -51,7 +52,7 @@ TokenWindows tokenize_weighted(const ClipTokenizer& tokenizer, const std::string
             weights.insert(weights.end(), fill, 1.0f);
             continue;
         }
-        const std::vector<int> ids = tokenizer.encode(item.first);
+        const std::vector<int> ids = tokenizer.encode(item.first, special);
         tokens.insert(tokens.end(), ids.begin(), ids.end());
         weights.insert(weights.end(), ids.size(), item.second);
     }

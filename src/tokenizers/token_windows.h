@@ -25,9 +25,12 @@ struct TokenWindows {
 };
 
 // With allow_multiple_windows = false a long prompt is truncated to one window whose last
-// token is EOS (stable-diffusion.cpp without overflow expansion).
+// token is EOS (stable-diffusion.cpp without overflow expansion). `special` (textual
+// inversion names) is split out of every weighted run before BPE; its ids carry the run's
+// weight.
 TokenWindows tokenize_weighted(const ClipTokenizer& tokenizer, const std::string& prompt,
-                               int pad_token, bool allow_multiple_windows = true);
+                               int pad_token, bool allow_multiple_windows = true,
+                               const ClipSpecialWords* special = nullptr);
 
 // The window layout alone, for already weighted tokens (no BOS/EOS in `tokens`).
 TokenWindows make_token_windows(const std::vector<int>& tokens, const std::vector<float>& weights,

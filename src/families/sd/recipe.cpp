@@ -94,12 +94,16 @@ Result<Family> load(const FamilyContext& ctx) {
 
     auto tokenizer = load_clip_tokenizer(ctx);
     if (!tokenizer.ok()) return tokenizer.status();
+    auto embeddings =
+        open_clip_embeddings(ctx, {clip->width}, {sd2 ? "OpenCLIP ViT-H" : "CLIP ViT-L"});
+    if (!embeddings.ok()) return embeddings.status();
     // SD1's CLIP pads with EOS, SD2's OpenCLIP with 0.
     auto encoder = ClipTextEncoder::create(ctx, ctx.placement.te, *clip, *tokenizer,
                                            sd2 ? 0 : 49407, "text encoder");
     if (!encoder.ok()) return encoder.status();
     f.lora_targets.push_back(clip_lora_target(**encoder, "text encoder", {"te", "text_encoder"}));
-    f.text = std::make_unique<ClipConditioner>(std::move(*encoder), f.defaults.clip_skip);
+    f.text = std::make_unique<ClipConditioner>(std::move(*encoder), f.defaults.clip_skip,
+                                               std::move(*embeddings));
 
     auto denoiser = UNetDenoiser::create(ctx, ctx.placement.diffusion, *unet);
     if (!denoiser.ok()) return denoiser.status();
@@ -145,7 +149,9 @@ extern const FamilyRecipe kSd1Recipe = {
     load,
     "diffusion-model,clip_l,vae,taesd",
     &kSdLayout,
-    {"input_blocks", "middle_block", "output_blocks"}};
+    {"input_blocks", "middle_block", "output_blocks"},
+    /*circular=*/true,
+    /*text_embeddings=*/true};
 extern const FamilyRecipe kSd2Recipe = {
     "sd2",
     "SD2",
@@ -155,6 +161,8 @@ extern const FamilyRecipe kSd2Recipe = {
     load,
     "diffusion-model,clip_l,vae,taesd",
     &kSdLayout,
-    {"input_blocks", "middle_block", "output_blocks"}};
+    {"input_blocks", "middle_block", "output_blocks"},
+    /*circular=*/true,
+    /*text_embeddings=*/true};
 
 }  // namespace ggdiff

@@ -90,6 +90,10 @@ Result<Family> load(const FamilyContext& ctx) {
 
     auto tokenizer = load_clip_tokenizer(ctx);
     if (!tokenizer.ok()) return tokenizer.status();
+    // A1111's SDXL embeddings name their two tables after the encoders.
+    auto embeddings =
+        open_clip_embeddings(ctx, {clip_l->width, clip_g->width}, {"clip_l", "clip_g"});
+    if (!embeddings.ok()) return embeddings.status();
     auto enc_l = ClipTextEncoder::create(ctx, ctx.placement.te.first_device_only(), *clip_l,
                                          *tokenizer, 49407, "CLIP-L");
     if (!enc_l.ok()) return enc_l.status();
@@ -99,7 +103,8 @@ Result<Family> load(const FamilyContext& ctx) {
     f.lora_targets.push_back(clip_lora_target(**enc_l, "CLIP-L", {"te1", "text_encoder"}));
     f.lora_targets.push_back(clip_lora_target(**enc_g, "OpenCLIP bigG", {"te2", "text_encoder_2"}));
     f.text = std::make_unique<DualClipConditioner>(std::move(*enc_l), std::move(*enc_g), *tokenizer,
-                                                   f.defaults.clip_skip, label_width);
+                                                   f.defaults.clip_skip, label_width,
+                                                   std::move(*embeddings));
 
     auto denoiser = UNetDenoiser::create(ctx, ctx.placement.diffusion, *unet);
     if (!denoiser.ok()) return denoiser.status();
@@ -136,6 +141,8 @@ extern const FamilyRecipe kSdxlRecipe = {
     load,
     nullptr,
     &kSdxlLayout,
-    {"input_blocks", "middle_block", "output_blocks"}};
+    {"input_blocks", "middle_block", "output_blocks"},
+    /*circular=*/true,
+    /*text_embeddings=*/true};
 
 }  // namespace ggdiff

@@ -106,7 +106,8 @@ std::vector<std::string> clip_layer_prefixes(const ClipTextConfig& cfg) {
 namespace {
 
 // Token + position embeddings: [width, t, n].
-ggml_tensor* clip_embed(nn::Ctx& c, const ClipTextConfig& cfg, ggml_tensor* tokens) {
+ggml_tensor* clip_embed(nn::Ctx& c, const ClipTextConfig& cfg, ggml_tensor* tokens,
+                        const ClipTokenOverride* custom) {
     const std::string& p = cfg.prefix;
     const int64_t t = tokens->ne[0];
     const int64_t n = tokens->ne[1];
@@ -115,6 +116,10 @@ ggml_tensor* clip_embed(nn::Ctx& c, const ClipTextConfig& cfg, ggml_tensor* toke
         c.W(p + "embeddings.position_embedding.weight", {cfg.width, cfg.positions});
     ggml_tensor* x = ggml_get_rows(c.ctx, tok_emb, ggml_reshape_1d(c.ctx, tokens, t * n));
     x = ggml_reshape_3d(c.ctx, x, cfg.width, t, n);
+    if (custom && custom->vectors && custom->keep) {
+        // Exact: rows kept are multiplied by 1 and get 0 added; replaced ones are 0 + vector.
+        x = ggml_add(c.ctx, ggml_mul(c.ctx, x, custom->keep), custom->vectors);
+    }
     ggml_tensor* pos = ggml_view_2d(c.ctx, pos_emb, cfg.width, t, pos_emb->nb[1], 0);
     if (pos_emb->type != GGML_TYPE_F32) pos = ggml_cast(c.ctx, pos, GGML_TYPE_F32);
     return ggml_add(c.ctx, x, pos);
@@ -143,14 +148,14 @@ ggml_tensor* pool(nn::Ctx& c, const ClipTextConfig& cfg, ggml_tensor* normed, in
 }  // namespace
 
 ClipOutputs build_clip(nn::Ctx& c, const ClipTextConfig& cfg, ggml_tensor* tokens, int clip_skip,
-                       bool final_norm, int64_t pooled_index) {
+                       bool final_norm, int64_t pooled_index, const ClipTokenOverride* custom) {
     if (clip_skip < 1) clip_skip = 1;
     const int64_t run = std::max<int64_t>(1, cfg.layers - (clip_skip - 1));
     const int64_t total = pooled_index >= 0 ? cfg.layers : run;
     const std::vector<std::string> layers = clip_layer_prefixes(cfg);
     const std::string norm = cfg.prefix + "final_layer_norm";
     ClipOutputs out;
-    ggml_tensor* x = clip_embed(c, cfg, tokens);
+    ggml_tensor* x = clip_embed(c, cfg, tokens, custom);
     for (int64_t i = 0; i < total; ++i) {
         x = clip_layer(c, cfg, x, layers[static_cast<size_t>(i)]);
         if (i + 1 == run) out.hidden = final_norm ? nn::layer_norm(c, x, norm, cfg.width) : x;

@@ -49,8 +49,17 @@ struct ClipOutputs {
     ggml_tensor* hidden = nullptr;
     ggml_tensor* pooled = nullptr;
 };
+// Token vectors that take the place of the token table's rows at some positions (textual
+// inversion embeddings, whose ids lie past the vocabulary): `vectors` f32 [width, positions,
+// N] holds them there and zeros elsewhere, `keep` f32 [1, positions, N] is 0 there and 1
+// elsewhere (the ids there must still be valid rows, e.g. 0).
+struct ClipTokenOverride {
+    ggml_tensor* vectors = nullptr;
+    ggml_tensor* keep = nullptr;
+};
 ClipOutputs build_clip(nn::Ctx& c, const ClipTextConfig& cfg, ggml_tensor* tokens, int clip_skip,
-                       bool final_norm, int64_t pooled_index);
+                       bool final_norm, int64_t pooled_index,
+                       const ClipTokenOverride* custom = nullptr);
 
 // Names of the encoder layers' prefixes, in order (for layer split).
 std::vector<std::string> clip_layer_prefixes(const ClipTextConfig& cfg);

@@ -39,9 +39,9 @@ ggml_tensor* attn_block(nn::Ctx& c, ggml_tensor* x, const std::string& p, int64_
 }
 
 // Stride-2 3x3 conv after zero padding one column on the right and one row at the
-// bottom (torch: F.pad(x, (0, 1, 0, 1))).
+// bottom (torch: F.pad(x, (0, 1, 0, 1))); with seamless tiling the pad wraps around.
 ggml_tensor* downsample(nn::Ctx& c, ggml_tensor* x, const std::string& p, int64_t ch) {
-    x = ggml_pad(c.ctx, x, 1, 1, 0, 0);
+    x = nn::pad_conv_input(c.ctx, x, 0, 1, 0, 1);
     return nn::conv2d(c, x, p + "conv", ch, ch, 3, 2, 0);
 }
 

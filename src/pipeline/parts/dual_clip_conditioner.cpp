@@ -5,6 +5,7 @@
 
 #include "core/log.h"
 #include "pipeline/parts/token_weights.h"
+#include "tokenizers/prompt_limits.h"
 #include "tokenizers/token_windows.h"
 
 namespace ggdiff {
@@ -30,7 +31,19 @@ Result<Conditioning> DualClipConditioner::encode(const TextRequest& request) {
     const int eos = tokenizer_->eos();
     // Both encoders see EOS padding, bigG with everything after the first EOS set to 0
     // (OpenCLIP's padding).
-    const TokenWindows tw = tokenize_weighted(*tokenizer_, request.prompt, eos);
+    PromptEmbeddings emb;
+    if (embeddings_) {
+        auto e = embeddings_->for_prompt(request.prompt);
+        if (!e.ok()) return e.status();
+        emb = std::move(*e);
+    }
+    const TokenWindows tw = tokenize_weighted(*tokenizer_, request.prompt, eos, true,
+                                              emb.empty() ? nullptr : &emb.words);
+    // Embedding rows lengthen the prompt past what check() counted.
+    if (!emb.empty()) {
+        GGDIFF_TRY(check_prompt_windows(tw.n_windows, tw.tokens.size(),
+                                        request.negative ? "the negative prompt" : "the prompt"));
+    }
     const bool zero = request.negative && request.prompt.empty();
 
     Conditioning c;
@@ -42,19 +55,24 @@ Result<Conditioning> DualClipConditioner::encode(const TextRequest& request) {
         auto first_eos = std::find(ids_g.begin(), ids_g.end(), eos);
         const int64_t eos_at = std::min<int64_t>(first_eos - ids_g.begin(), win - 1);
         if (first_eos != ids_g.end()) std::fill(first_eos + 1, ids_g.end(), 0);
+        // Each encoder reads its own vectors of an embedding at the same positions.
+        const PromptEmbeddings::Override ov_l = emb.override_for(0, wl, ids_l);
+        const PromptEmbeddings::Override ov_g = emb.override_for(1, wg, ids_g);
 
         // A zeroed context still needs bigG's pooled output, not CLIP-L at all.
         if (zero) {
             if (w == 0) {
-                auto hg = clip_g_->hidden(ids_g, skip, false, eos_at, &pooled);
+                auto hg = clip_g_->hidden(ids_g, skip, false, eos_at, &pooled,
+                                          ov_g.any ? &ov_g : nullptr);
                 if (!hg.ok()) return hg.status().with_context("OpenCLIP bigG");
             }
             continue;
         }
-        auto hl = clip_l_->hidden(ids_l, skip, /*final_norm=*/false);
+        auto hl = clip_l_->hidden(ids_l, skip, /*final_norm=*/false, -1, nullptr,
+                                  ov_l.any ? &ov_l : nullptr);
         if (!hl.ok()) return hl.status().with_context("CLIP-L");
         auto hg = clip_g_->hidden(ids_g, skip, /*final_norm=*/false, w == 0 ? eos_at : -1,
-                                  w == 0 ? &pooled : nullptr);
+                                  w == 0 ? &pooled : nullptr, ov_g.any ? &ov_g : nullptr);
         if (!hg.ok()) return hg.status().with_context("OpenCLIP bigG");
         // Concatenate per token: [wl | wg].
         float* dst = c.context.ptr() + w * win * width;

@@ -18,12 +18,13 @@ class DualClipConditioner : public TextConditioner {
     DualClipConditioner(std::unique_ptr<ClipTextEncoder> clip_l,
                         std::unique_ptr<ClipTextEncoder> clip_g,
                         std::shared_ptr<const ClipTokenizer> tokenizer, int default_clip_skip,
-                        int label_width)
+                        int label_width, std::shared_ptr<TextEmbeddings> embeddings = nullptr)
         : clip_l_(std::move(clip_l)),
           clip_g_(std::move(clip_g)),
           tokenizer_(std::move(tokenizer)),
           default_clip_skip_(default_clip_skip),
-          label_width_(label_width) {}
+          label_width_(label_width),
+          embeddings_(std::move(embeddings)) {}
 
     // An empty negative prompt gives a zero context (its pooled vector stays), as the
     // reference engines do for SDXL.
@@ -38,6 +39,9 @@ class DualClipConditioner : public TextConditioner {
         clip_l_->end_phase();
         clip_g_->end_phase();
     }
+    std::string embedding_hashes() override {
+        return embeddings_ ? embeddings_->take_hashes() : std::string();
+    }
 
   private:
     std::unique_ptr<ClipTextEncoder> clip_l_;
@@ -45,6 +49,7 @@ class DualClipConditioner : public TextConditioner {
     std::shared_ptr<const ClipTokenizer> tokenizer_;
     int default_clip_skip_;
     int label_width_;
+    std::shared_ptr<TextEmbeddings> embeddings_;  // --embd-dir: clip_l's, then clip_g's
 };
 
 // Sinusoidal embedding of each value (cos half first, max period 10000), `dim` per value,

@@ -17,6 +17,11 @@ Result<std::unique_ptr<ModuleRunner>> make_module(const FamilyContext& ctx,
         o.flash_attn || (where.module == "diffusion" && o.diffusion_flash_attn);
     choices.conv_direct = (where.module == "diffusion" && o.diffusion_conv_direct) ||
                           (where.module == "vae" && o.vae_conv_direct);
+    // Seamless tiling wraps the image-space modules' convolutions (never the text encoders').
+    const bool image_module = where.module == "diffusion" || where.module == "vae" ||
+                              where.module == "taesd" || where.module == "controlnet";
+    choices.circular_x = image_module && o.circular_x();
+    choices.circular_y = image_module && o.circular_y();
     m->set_kernel_choices(choices);
     GGDIFF_TRY(m->prepare(declare));
     const double secs =
