@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "core/log.h"
@@ -134,7 +135,11 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
     in.refs = std::move(*refs);
     prepare_lock.reset();
 
-    const DenoiseContext dc{f, p, o, *text, in};
+    // Step caching keeps per-item state: one cache per replica, restarted for each item.
+    std::optional<sampling::StepCache> cache;
+    if (p.cache.mode != sampling::CacheMode::None)
+        cache.emplace(p.cache, f.arch, p.param, p.sampler);
+    const DenoiseContext dc{f, p, o, *text, in, cache ? &*cache : nullptr};
     const sampling::DenoiseFn denoise = guided_denoiser(dc);
     const GenerationInfo info = generation_info(f, p, o, job.model_name, replica.lora->hashes());
     for (const int b : job.items) {

@@ -76,6 +76,7 @@ Result<Family> load(const FamilyContext& ctx) {
     auto pred = family_prediction(ctx, ctx.recipe->display);
     if (!pred.ok()) return pred.status();
     f.param = sampling::Parameterization::discrete(*pred);
+    f.arch = sampling::DenoiserArch::UNet;
     f.defaults.sampler = "euler_a";
     f.defaults.clip_skip = sd2 ? 2 : 1;
     read_default_size(ctx.index, f.defaults);

@@ -82,6 +82,7 @@ Result<Family> load(const FamilyContext& ctx) {
     auto pred = family_prediction(ctx, ctx.recipe->display);
     if (!pred.ok()) return pred.status();
     f.param = sampling::Parameterization::discrete(*pred);
+    f.arch = sampling::DenoiserArch::UNet;
     f.defaults.sampler = "euler_a";
     f.defaults.width = f.defaults.height = 1024;
     f.defaults.clip_skip = 2;
