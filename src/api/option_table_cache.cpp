@@ -1,4 +1,7 @@
 // Schema entries of step caching (--cache-mode and its parameters; docs/caching.md).
+#include <cctype>
+#include <string>
+
 #include "api/option_decl.h"
 #include "sampling/step_cache.h"
 
@@ -55,7 +58,13 @@ void add_cache_options(std::vector<OptionSpec>& out) {
         .def("dynamic")
         .help("SCM policy of cache-dit: dynamic or static; not read either (see --scm-mask)")
         .bind([](ApiOptions& o, OptionValue& v) -> Status {
-            o.gen.cache.scm_dynamic = v.text == "dynamic";
+            std::string t = v.text;
+            for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+            if (t != "dynamic" && t != "static") {
+                return Status::Error("--scm-policy: '" + v.text + "' is not dynamic or static");
+            }
+            o.gen.cache.scm_dynamic = t == "dynamic";
+            v.text = t;
             return Status::Ok();
         });
 }
