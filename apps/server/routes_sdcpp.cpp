@@ -86,6 +86,9 @@ nlohmann::json defaults_json(const ServerContext& ctx) {
           {"upscale_tile_size", default_json(h, "hires-upscale-tile-size")},
           {"custom_sigmas", nlohmann::json::array()}}},
         {"cache_mode", "disabled"},
+        {"cache_option", ""},
+        {"scm_mask", ""},
+        {"scm_policy_dynamic", true},
         {"embed_image_metadata", ctx.config.embed_metadata},
         {"output_format", "png"},
         {"output_compression", 100},
@@ -114,7 +117,7 @@ nlohmann::json capabilities(ServerContext& ctx) {
         {"lora", ctx.host.lora_supported()},
         {"vae_tiling", true},
         {"hires", option_supported("hires")},
-        {"cache", false},
+        {"cache", option_supported("cache-mode")},
         {"cancel_queued", true},
         {"cancel_generating", true},
         {"preview", false},
@@ -333,7 +336,18 @@ GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
             r.set("temporal-tiling", "true", vt->path("temporal_tiling"));
     }
     const std::string cache = f.string("cache_mode", 64).value_or("disabled");
-    if (!cache.empty() && cache != "disabled") r.set("cache-mode", cache, "cache_mode");
+    if (!cache.empty() && cache != "disabled") {
+        r.set("cache-mode", cache, "cache_mode");
+        if (auto opt = f.string("cache_option", 1024); opt && !opt->empty()) {
+            r.set("cache-option", *opt, "cache_option");
+        }
+        if (auto mask = f.string("scm_mask", 4096); mask && !mask->empty()) {
+            r.set("scm-mask", *mask, "scm_mask");
+        }
+        if (auto dynamic = f.boolean("scm_policy_dynamic")) {
+            r.set("scm-policy", *dynamic ? "dynamic" : "static", "scm_policy_dynamic");
+        }
+    }
     if (auto of = f.string("output_format", 16)) {
         if (*of == "png" || *of == "webp")
             r.output_format = *of;

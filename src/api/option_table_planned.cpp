@@ -51,14 +51,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "pulid-id-weight", OptType::Float, "PuLID identity weight");
 
 
-    g = "Step caching";
-    later(g, "cache-mode", OptType::String,
-          "Caching method: easycache, ucache, dbcache, taylorseer, cache-dit or spectrum");
-    later(g, "cache-option", OptType::String, "Cache parameters, key=value,...");
-    later(g, "scm-mask", OptType::String,
-          "Steps mask for cache-dit, comma separated 0/1 (1 = compute)");
-    later(g, "scm-policy", OptType::String, "SCM policy: dynamic or static");
-
     g = "Model family switches";
     opt(out, g, "chroma-disable-dit-mask", OptType::Bool, kModel)
         .help(

@@ -30,6 +30,7 @@
 #include "sampling/parameterization.h"
 #include "sampling/rng.h"
 #include "sampling/schedules.h"
+#include "sampling/step_cache.h"
 
 namespace ggdiff {
 
@@ -154,10 +155,11 @@ struct Family {
     // Width and height must be multiples of this (the VAE's factor; families that patch or
     // pad inside the denoiser still take any multiple of 8).
     int size_multiple = 8;
-    // The denoiser's own spatial reduction (UNets: 8, DiTs: 1). Sizes ggdiff computes itself
-    // (the hires fix's target) are rounded up to a multiple of it times the VAE's factor, as
+    // The network behind the denoiser (UNet: SD1, SD2, SDXL; DiT: the rest); step caching
+    // (--cache-mode) decides by it which modes apply, and sizes ggdiff computes itself (the
+    // hires fix's target) are rounded up to the VAE's factor times 8 for a UNet, as
     // stable-diffusion.cpp does.
-    int denoiser_downscale = 1;
+    sampling::DenoiserArch arch = sampling::DenoiserArch::DiT;
     // Whether the family's denoiser uses classifier-free guidance at all (distilled models
     // may ignore --cfg-scale and take --guidance instead).
     bool uses_cfg = true;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "core/log.h"
@@ -137,7 +138,8 @@ Status hires_pass(Engine::Replica& replica, const ReplicaJob& job, const Denoise
     in.init.keep = hires_keep(first.inputs.init.keep, job.plan, hp);
     in.refs = first.inputs.refs;
     in.control = control_condition(f, hp.plan, o, false);
-    const DenoiseContext dc{f, hp.plan, o, first.text, in};
+    // The pass is cached too (as the reference caches it); denoise_item restarts the cache.
+    const DenoiseContext dc{f, hp.plan, o, first.text, in, first.cache};
     const sampling::DenoiseFn denoise = guided_denoiser(dc);
     x = starting_latent(dc, *rngs.noise);
     const int total = static_cast<int>(hp.plan.sigmas.size()) - 1;
@@ -203,7 +205,11 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
     in.refs = std::move(*refs);
     prepare_lock.reset();
 
-    const DenoiseContext dc{f, p, o, *text, in};
+    // Step caching keeps per-item state: one cache per replica, restarted for each item.
+    std::optional<sampling::StepCache> cache;
+    if (p.cache.mode != sampling::CacheMode::None)
+        cache.emplace(p.cache, f.arch, p.param, p.sampler);
+    const DenoiseContext dc{f, p, o, *text, in, cache ? &*cache : nullptr};
     const sampling::DenoiseFn denoise = guided_denoiser(dc);
     GenerationInfo info = generation_info(f, p, o, job.model_name, replica.lora->hashes());
     if (job.hires) {

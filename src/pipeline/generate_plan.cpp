@@ -21,6 +21,34 @@ std::string nearest_sizes(int w, int h, int m) {
     return a == b ? a : a + " or " + b;
 }
 
+// --cache-mode with its --cache-option applied and checked. Keys that do nothing for the
+// mode are warned about, and so are the SCM options: the reference engine parses them but
+// its step-level cache-dit never reads them (nor warmup), and ggdiff decides as it does.
+Result<sampling::CacheParams> plan_cache(const GenerateOptions& o) {
+    sampling::CacheParams c = o.cache;
+    const bool scm = !c.scm_mask.empty() || !c.scm_dynamic;
+    if (c.mode == sampling::CacheMode::None) {
+        if (!o.cache_option.empty() || scm) {
+            GGDIFF_LOG_WARN(
+                "--cache-option, --scm-mask and --scm-policy have no effect without --cache-mode");
+        }
+        return c;
+    }
+    std::vector<std::string> unused;
+    GGDIFF_TRY(sampling::apply_cache_options(o.cache_option, c, &unused));
+    GGDIFF_TRY(sampling::check_cache_params(c));
+    const char* mode = sampling::cache_mode_name(c.mode);
+    for (const std::string& key : unused) {
+        GGDIFF_LOG_WARN("--cache-option %s has no effect with --cache-mode %s", key.c_str(), mode);
+    }
+    if (scm) {
+        GGDIFF_LOG_WARN(
+            "--scm-mask and --scm-policy have no effect: the step-level cache-dit modes decide "
+            "by the change of the denoiser input only (as stable-diffusion.cpp does)");
+    }
+    return c;
+}
+
 // Skip-layer guidance asked of family `f`: only where its denoiser can skip blocks, and
 // only blocks it has.
 Status check_slg(const sampling::SlgParams& slg, const Family& f) {
@@ -106,6 +134,9 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
         return Status::Error("--control-strength must be at least 0");
     GGDIFF_TRY(check_slg(o.slg, f));
     p.slg = o.slg;
+    auto cache = plan_cache(o);
+    if (!cache.ok()) return cache.status();
+    p.cache = std::move(*cache);
     if (f.check_request) GGDIFF_TRY(f.check_request(o));
     GGDIFF_TRY(check_prompt_bytes(o.prompt.size(), "the prompt"));
     GGDIFF_TRY(check_prompt_bytes(o.negative_prompt.size(), "the negative prompt"));

@@ -19,6 +19,7 @@
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
 #include "sampling/schedules.h"
+#include "sampling/step_cache.h"
 
 namespace ggdiff {
 
@@ -43,6 +44,8 @@ struct GeneratePlan {
     sampling::SlgParams slg;
     int64_t latent_w = 0, latent_h = 0, latent_c = 0;
     int frames = 1;  // images per latent (layers)
+    // Step caching with --cache-option applied and checked (mode None: off).
+    sampling::CacheParams cache;
 
     // Floats in one latent pixel plane, and in the whole latent (every channel and frame).
     size_t latent_plane() const { return static_cast<size_t>(latent_w * latent_h); }

@@ -16,6 +16,7 @@
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
 #include "sampling/schedules.h"
+#include "sampling/step_cache.h"
 
 namespace ggdiff {
 
@@ -139,6 +140,11 @@ struct GenerateOptions {
     // in tiles of this many input pixels per side (<= 0: the whole image at once).
     int upscale_repeats = 1;
     int upscale_tile_size = 128;
+    // Step caching (--cache-mode, --scm-mask, --scm-policy as set; the rest of the
+    // parameters at the reference's defaults). --cache-option is kept as text and applied
+    // for the mode by plan_request, since its keys mean different parameters per mode.
+    sampling::CacheParams cache;
+    std::string cache_option;
     int qwen_image_layers = 3;      // Qwen Image Layered: N+1 RGBA layers per batch item
     std::string output_model_name;  // for metadata (file base name)
     // --phase-peaks: each phase's figures get the phase's own peak resident set (the

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/log.h"
 #include "pipeline/image_conditions.h"
 #include "sampling/guidance.h"
 #include "sampling/parameterization.h"
@@ -24,78 +25,113 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
                          bool need_uncond) -> Result<sampling::DenoiseResult> {
         const GeneratePlan& p = c.plan;
         const DenoiseInputs& in = c.inputs;
+        sampling::StepCache* cache = c.cache;
         const size_t n = p.latent_numel();
+        sampling::DenoiseResult res;
+        // Spectrum: a forecast evaluation runs nothing.
+        if (cache && cache->forecast(res.denoised)) {
+            if (res.denoised.size() != n) {
+                return Status::Error("the step cache forecast a latent of the wrong size");
+            }
+            if (!in.init.keep.empty()) blend_latent(res.denoised, in.init.latent, in.init.keep);
+            if (need_uncond) res.uncond_denoised = res.denoised;
+            return res;
+        }
         const sampling::Parameterization::ModelStep ms = p.param.model_step(sigma);
+        std::vector<float> x_in(n);  // what the network gets: x * c_in
+        std::transform(xin.begin(), xin.end(), x_in.begin(),
+                       [&](float v) { return v * ms.s.c_in; });
         DenoiseBatch batch;
         batch.guidance = c.options.guidance;
         batch.refs = in.refs.empty() ? nullptr : &in.refs;
         batch.increase_ref_index = c.options.increase_ref_index;
-        const int items = batched ? 2 : 1;
-        batch.x = HostTensor({p.latent_w, p.latent_h, p.latent_c, items});
-        for (int b = 0; b < items; ++b) {
-            std::transform(xin.begin(), xin.end(), batch.x.data.begin() + b * n,
-                           [&](float v) { return v * ms.s.c_in; });
-        }
-        batch.timesteps.assign(items, ms.t);
         if (!in.init.inpaint_input.data.empty()) batch.concat = &in.init.inpaint_input;
         if (in.control) batch.control = &*in.control;
-        batch.cond = {&c.text.cond};
-        if (batched) batch.cond.push_back(&c.text.uncond);
-        auto r = c.family.denoiser->run(batch);
-        if (!r.ok()) return r.status();
+        // Runs the network on `conds` (batchable with each other), one output each.
+        auto run = [&](std::vector<const Conditioning*> conds,
+                       const char* what) -> Result<std::vector<std::vector<float>>> {
+            const int items = static_cast<int>(conds.size());
+            batch.x = HostTensor({p.latent_w, p.latent_h, p.latent_c, items});
+            for (int b = 0; b < items; ++b) {
+                std::copy(x_in.begin(), x_in.end(), batch.x.data.begin() + b * n);
+            }
+            batch.timesteps.assign(items, ms.t);
+            batch.cond = std::move(conds);
+            auto r = c.family.denoiser->run(batch);
+            if (!r.ok()) return what ? r.status().with_context(what) : r.status();
+            if (r->data.size() != n * static_cast<size_t>(items)) {
+                return Status::Error("the denoiser returned a latent of the wrong size");
+            }
+            std::vector<std::vector<float>> out;
+            for (int b = 0; b < items; ++b) out.push_back(slice(r->data, b * n, n));
+            return out;
+        };
+        // Step caching: a condition whose output the cache can give is not run.
+        if (cache) cache->begin_step(at, sigma);
+        auto reuse = [&](const Conditioning& cond, std::vector<float>& out) {
+            return cache && cache->reuse(&cond, x_in, out);
+        };
+        auto store = [&](const Conditioning& cond, const std::vector<float>& out) {
+            if (cache) cache->store(&cond, x_in, out);
+        };
         std::vector<float> out_c, out_u;
-        if (batched) {
-            out_c = slice(r->data, 0, n);
-            out_u = slice(r->data, n, n);
+        const bool have_c = reuse(c.text.cond, out_c);
+        const bool have_u = p.use_uncond && reuse(c.text.uncond, out_u);
+        if (!have_c && !have_u && batched) {
+            auto r = run({&c.text.cond, &c.text.uncond}, nullptr);
+            if (!r.ok()) return r.status();
+            out_c = std::move((*r)[0]);
+            out_u = std::move((*r)[1]);
         } else {
-            out_c = std::move(r->data);
-            if (p.use_uncond) {
-                batch.cond = {&c.text.uncond};
-                auto ru = c.family.denoiser->run(batch);
-                if (!ru.ok()) return ru.status();
-                out_u = std::move(ru->data);
+            if (!have_c) {
+                auto r = run({&c.text.cond}, nullptr);
+                if (!r.ok()) return r.status();
+                out_c = std::move((*r)[0]);
+            }
+            if (p.use_uncond && !have_u) {
+                auto r = run({&c.text.uncond}, nullptr);
+                if (!r.ok()) return r.status();
+                out_u = std::move((*r)[0]);
             }
         }
-        if (out_c.size() != n || (p.use_uncond && out_u.size() != n)) {
-            return Status::Error("the denoiser returned a latent of the wrong size");
-        }
+        if (!have_c) store(c.text.cond, out_c);
+        if (p.use_uncond && !have_u) store(c.text.uncond, out_u);
         std::vector<float> guided;
         if (p.use_img_uncond) {
             // The negative prompt without the reference images (3-conditioning CFG).
-            batch.cond = {&c.text.img_uncond};
-            batch.refs = nullptr;
-            batch.x.ne[3] = 1;
-            batch.x.data.resize(n);
-            batch.timesteps.assign(1, ms.t);
-            auto ri = c.family.denoiser->run(batch);
-            if (!ri.ok()) return ri.status().with_context("image guidance pass");
-            if (ri->data.size() != n) {
-                return Status::Error("the denoiser returned a latent of the wrong size");
+            std::vector<float> out_i;
+            if (!reuse(c.text.img_uncond, out_i)) {
+                batch.refs = nullptr;
+                auto r = run({&c.text.img_uncond}, "image guidance pass");
+                if (!r.ok()) return r.status();
+                out_i = std::move((*r)[0]);
+                store(c.text.img_uncond, out_i);
+                batch.refs = in.refs.empty() ? nullptr : &in.refs;
             }
-            sampling::apply_img_cfg(out_c, out_u, ri->data, p.cfg_scale, p.img_cfg, guided);
-            batch.refs = in.refs.empty() ? nullptr : &in.refs;
+            sampling::apply_img_cfg(out_c, out_u, out_i, p.cfg_scale, p.img_cfg, guided);
         } else if (p.use_uncond) {
             sampling::apply_cfg(out_c, out_u, p.cfg_scale, guided);
         } else {
             guided = out_c;
         }
         // Skip-layer guidance: once more on the positive prompt with the blocks skipped, and
-        // the guided output pushed away from that prediction (raw outputs, as in sd.cpp).
-        if (p.slg.applies(at, in.init.sigmas.size())) {
-            batch.x.ne[3] = 1;
-            batch.x.data.resize(n);
-            batch.timesteps.assign(1, ms.t);
-            batch.cond = {&c.text.cond};
-            batch.skip_layers = &p.slg.layers;
-            auto rs = c.family.denoiser->run(batch);
-            if (!rs.ok()) return rs.status().with_context("skip-layer guidance pass");
-            if (rs->data.size() != n) {
-                return Status::Error("the denoiser returned a latent of the wrong size");
+        // the guided output pushed away from that prediction (raw outputs, as in sd.cpp). Not
+        // on a step the cache skips; otherwise the pass goes through the cache as the
+        // positive prompt's, as in sd.cpp.
+        if (p.slg.applies(at, in.init.sigmas.size()) && !(cache && cache->step_skipped())) {
+            std::vector<float> out_s;
+            if (!reuse(c.text.cond, out_s)) {
+                batch.skip_layers = &p.slg.layers;
+                auto r = run({&c.text.cond}, "skip-layer guidance pass");
+                if (!r.ok()) return r.status();
+                out_s = std::move((*r)[0]);
+                batch.skip_layers = nullptr;
+                store(c.text.cond, out_s);
             }
-            sampling::apply_slg(out_c, rs->data, p.slg.scale, guided);
+            sampling::apply_slg(out_c, out_s, p.slg.scale, guided);
         }
-        sampling::DenoiseResult res;
         sampling::apply_scalings(guided, xin, ms.s, res.denoised);
+        if (cache) cache->record(res.denoised);
         if (!in.init.keep.empty()) blend_latent(res.denoised, in.init.latent, in.init.keep);
         if (need_uncond) {
             sampling::apply_scalings(p.use_uncond ? out_u : out_c, xin, ms.s, res.uncond_denoised);
@@ -118,7 +154,11 @@ Status denoise_item(const DenoiseContext& c, const sampling::DenoiseFn& denoise,
     so.seed = static_cast<uint64_t>(seed);
     so.model = &c.plan.param;
     so.on_step = std::move(on_step);
+    if (c.cache) c.cache->begin(sigmas);
     GGDIFF_TRY(sampling::sample(c.plan.sampler, denoise, x, sigmas, sampler_rng, so));
+    if (c.cache && c.cache->enabled()) {
+        GGDIFF_LOG_INFO("%s", c.cache->summary(sigmas.size() - 1).c_str());
+    }
     x = c.plan.param.inverse_noise_scaling(sigmas.back(), x);
     return Status::Ok();
 }

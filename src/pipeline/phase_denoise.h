@@ -2,8 +2,8 @@
 // latent to the clean latent. It owns the guided evaluation D(x, sigma) the samplers call:
 // the conditional and unconditional denoiser runs (batched into one call when their
 // conditionings' shapes agree), CFG, skip-layer guidance (an extra run on the steps of its
-// window), the parameterization's scalings and the inpainting blend. Per-step work that changes how
-// the denoiser is evaluated (step caching) belongs in guided_denoiser; the sampler loop itself is
+// window), the parameterization's scalings and the inpainting blend, and step caching (a
+// condition's output reused, or the whole evaluation forecast); the sampler loop itself is
 // sampling::sample.
 #pragma once
 
@@ -19,6 +19,7 @@
 #include "pipeline/phase_text.h"
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
+#include "sampling/step_cache.h"
 
 namespace ggdiff {
 
@@ -29,6 +30,9 @@ struct DenoiseContext {
     const GenerateOptions& options;
     const TextConditions& text;
     const DenoiseInputs& inputs;
+    // Step caching (--cache-mode), or null: guided_denoiser asks it before each denoiser
+    // run and denoise_item restarts it for each item and logs how many steps it skipped.
+    sampling::StepCache* cache = nullptr;
 };
 
 // The guided denoised estimate D(x, sigma) of `c` (and the unconditional one when the sampler

@@ -141,7 +141,8 @@ Result<std::optional<HiresPlan>> plan_hires(const GenerateOptions& o, const Fami
     if (w <= 0 || ht <= 0) {
         return Status::Error(string_format("hires target %dx%d is not a size", w, ht));
     }
-    const int m = std::max({f.vae->downscale() * f.denoiser_downscale, f.size_multiple, 8});
+    const int denoiser_down = f.arch == sampling::DenoiserArch::UNet ? 8 : 1;
+    const int m = std::max({f.vae->downscale() * denoiser_down, f.size_multiple, 8});
     if (w % m || ht % m) {
         const int aw = align_up(w, m), ah = align_up(ht, m);
         GGDIFF_LOG_WARN("hires target %dx%d rounded up to %dx%d (a multiple of %d)", w, ht, aw, ah,

@@ -45,7 +45,7 @@ class HiresPlanTest : public ::testing::Test {
   protected:
     void SetUp() override {
         family_.name = "Fake UNet";
-        family_.denoiser_downscale = 8;
+        family_.arch = sampling::DenoiserArch::UNet;
         family_.text = std::make_unique<FakeText>();
         family_.vae = std::make_unique<FakeVae>(true);
         o_.width = 64;
@@ -104,7 +104,7 @@ TEST_F(HiresPlanTest, TargetFromScaleSideOrBothRoundedUpToTheUNetMultiple) {
     EXPECT_EQ((*p)->plan.height, 64);
 
     // A DiT-like family rounds to the VAE's factor only.
-    family_.denoiser_downscale = 1;
+    family_.arch = sampling::DenoiserArch::DiT;
     o_.hires.width = 0;
     o_.hires.height = 0;
     o_.hires.scale = 1.5f;

@@ -76,11 +76,11 @@ Result<Family> load(const FamilyContext& ctx) {
     auto pred = family_prediction(ctx, ctx.recipe->display);
     if (!pred.ok()) return pred.status();
     f.param = sampling::Parameterization::discrete(*pred);
+    f.arch = sampling::DenoiserArch::UNet;
     f.defaults.sampler = "euler_a";
     f.defaults.clip_skip = sd2 ? 2 : 1;
     read_default_size(ctx.index, f.defaults);
     f.latent_channels = unet->out_channels;
-    f.denoiser_downscale = 8;  // as stable-diffusion.cpp counts every UNet
     // An inpainting UNet also takes the mask and the masked image's latent.
     if (unet->in_channels == 2 * unet->out_channels + 1) {
         f.inpaint_inputs = true;

@@ -82,11 +82,11 @@ Result<Family> load(const FamilyContext& ctx) {
     auto pred = family_prediction(ctx, ctx.recipe->display);
     if (!pred.ok()) return pred.status();
     f.param = sampling::Parameterization::discrete(*pred);
+    f.arch = sampling::DenoiserArch::UNet;
     f.defaults.sampler = "euler_a";
     f.defaults.width = f.defaults.height = 1024;
     f.defaults.clip_skip = 2;
     f.latent_channels = unet->out_channels;
-    f.denoiser_downscale = 8;  // as stable-diffusion.cpp counts every UNet
 
     auto tokenizer = load_clip_tokenizer(ctx);
     if (!tokenizer.ok()) return tokenizer.status();
