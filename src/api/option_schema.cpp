@@ -150,6 +150,7 @@ const std::vector<OptionSpec>& build_schema() {
         add_device_options(out);
         add_generation_options(out);
         add_output_options(out);
+        add_preview_options(out);
         add_planned_options(out);
         return out;
     }();

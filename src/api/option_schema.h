@@ -108,6 +108,7 @@ void add_device_options(std::vector<OptionSpec>& out);
 void add_generation_options(std::vector<OptionSpec>& out);
 void add_frontend_options(std::vector<OptionSpec>& out);
 void add_output_options(std::vector<OptionSpec>& out);
+void add_preview_options(std::vector<OptionSpec>& out);
 void add_planned_options(std::vector<OptionSpec>& out);
 
 }  // namespace ggdiff::api

@@ -108,19 +108,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "circular", OptType::Bool, "Seamless tiling in both directions");
     later(g, "circularx", OptType::Bool, "Seamless tiling horizontally");
     later(g, "circulary", OptType::Bool, "Seamless tiling vertically");
-
-    g = "Preview";
-    opt(out, g, "preview", OptType::Enum, kGenerate)
-        .values({"none", "proj", "tae", "vae"})
-        .unsupported_values("!none")
-        .def("none")
-        .help("Preview method during sampling; only none is supported yet");
-    later(g, "preview-path", OptType::Path, "Preview image file");
-    later(g, "preview-interval", OptType::Int, "Steps between preview updates");
-    later(g, "preview-noisy", OptType::Bool,
-          "Preview the noisy latent instead of the denoised one");
-    later(g, "taesd-preview-only", OptType::Bool,
-          "Use TAESD for previews only, not for the final image");
 }
 
 }  // namespace ggdiff::api

@@ -18,6 +18,7 @@
 #include "pipeline/phase_decode.h"
 #include "pipeline/phase_denoise.h"
 #include "pipeline/phase_inputs.h"
+#include "pipeline/phase_preview.h"
 #include "pipeline/phase_text.h"
 #include "placement/data_parallel.h"
 #include "runtime/graph_runner.h"
@@ -83,6 +84,7 @@ struct ReplicaJob {
     bool alone = true;       // no other replica computes meanwhile
     bool auto_fit = false;
     std::string model_name;
+    const PreviewFn* preview = nullptr;  // live previews (o.preview), or null
 };
 
 // Runs `job` on `replica`: its LoRAs, text conditioning, init and reference images, then
@@ -135,7 +137,16 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
     prepare_lock.reset();
 
     const DenoiseContext dc{f, p, o, *text, in};
-    const sampling::DenoiseFn denoise = guided_denoiser(dc);
+    const sampling::DenoiseFn guided = guided_denoiser(dc);
+    // Decoded previews while other replicas compute would share their devices unlocked:
+    // data-parallel batches preview by projection.
+    PreviewMode preview_mode = job.preview ? o.preview.mode : PreviewMode::None;
+    if (!job.alone && (preview_mode == PreviewMode::Tae || preview_mode == PreviewMode::Vae)) {
+        if (job.index == 0) {
+            GGDIFF_LOG_WARN("--preview: data-parallel replicas preview by projection (proj)");
+        }
+        preview_mode = PreviewMode::Proj;
+    }
     const GenerationInfo info = generation_info(f, p, o, job.model_name, replica.lora->hashes());
     for (const int b : job.items) {
         if (run.stopped()) return Status::Error("cancelled");
@@ -144,6 +155,13 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
         rngs.reseed(seed);
         std::vector<float> x = starting_latent(dc, *rngs.noise);
         const int total = static_cast<int>(in.init.sigmas.size()) - 1;
+        sampling::DenoiseFn denoise = guided;
+        if (preview_mode != PreviewMode::None) {
+            denoise = previewing_denoiser(dc, guided, preview_mode,
+                                          [&job, seed, total](const Image& img, int step) {
+                                              (*job.preview)(img, seed, step, total);
+                                          });
+        }
         {
             LockSet sampling_lock(replica.sampling_locks);
             auto ts = Clock::now();
@@ -183,7 +201,8 @@ int Engine::image_count(const GenerateOptions& o) const {
 
 Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
                                                      const ProgressFn& progress,
-                                                     const ImageFn& on_image) {
+                                                     const ImageFn& on_image,
+                                                     const PreviewFn& on_preview) {
     // Everything is validated before any compute.
     auto planned = plan_request(o, replicas_.front()->family);
     if (!planned.ok()) return planned.status();
@@ -203,10 +222,17 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
     BatchRun run(progress, on_image, o.batch, active > 1);
     std::vector<PhaseTimings> t(active);
     std::vector<double> step_secs(static_cast<size_t>(o.batch), 0.0);
+    // Previews reach the caller one at a time, whichever replica makes them.
+    std::mutex preview_mutex;
+    const PreviewFn preview = [&](const Image& img, int64_t seed, int step, int total) {
+        std::lock_guard<std::mutex> lock(preview_mutex);
+        if (!run.stopped()) on_preview(img, seed, step, total);
+    };
+    const bool previews = on_preview && o.preview.mode != PreviewMode::None;
     std::vector<ReplicaJob> jobs;
     for (size_t k = 0; k < active; ++k) {
         jobs.push_back({*planned, o, *prompt, loras, k, placement::replica_items(o.batch, n, k),
-                        active == 1, auto_fit_, model_name_});
+                        active == 1, auto_fit_, model_name_, previews ? &preview : nullptr});
     }
     if (active == 1) {
         GGDIFF_TRY(run_replica(*replicas_.front(), jobs.front(), run, t.front(), step_secs));

@@ -24,8 +24,11 @@ struct ModelOptions {
     std::string diffusion_model;  // --diffusion-model
     std::string vae;              // --vae
     std::string clip_l, clip_g, t5xxl, llm;
-    std::string llm_vision;       // --llm_vision: the LLM's vision tower in its own file
-    std::string taesd;            // --taesd
+    std::string llm_vision;  // --llm_vision: the LLM's vision tower in its own file
+    std::string taesd;       // --taesd
+    // --taesd-preview-only: with --taesd, TAESD decodes the previews only; the final images
+    // (and img2img encodes) use the full VAE.
+    bool taesd_preview_only = false;
     std::string control_net;      // --control-net: a ControlNet for the model
     std::string tokenizer;        // --tokenizer: CLIP merges.txt / folder
     std::string llm_tokenizer;    // --llm-tokenizer: Qwen2 BPE vocab folder / tokenizer.json
@@ -69,6 +72,21 @@ struct TilingOptions {
     bool enabled = false;
     int tile_w = 32, tile_h = 32;  // latent units
     float overlap = 0.5f;
+};
+
+// Live previews during sampling (--preview, --preview-interval, --preview-noisy): what the
+// caller's PreviewFn gets.
+enum class PreviewMode {
+    None,
+    Proj,  // the family's latent-to-RGB projection (cheap, latent-sized)
+    Tae,   // decoded by TAESD (needs --taesd)
+    Vae,   // decoded by the VAE that previews use (TAESD with --taesd-preview-only)
+};
+
+struct PreviewOptions {
+    PreviewMode mode = PreviewMode::None;
+    int interval = 1;    // every interval-th sampling step (1-based step % interval == 0)
+    bool noisy = false;  // the sampler's noisy input (times c_in) instead of the denoised one
 };
 
 struct GenerateOptions {
@@ -116,6 +134,7 @@ struct GenerateOptions {
     // process's high-water mark is reset at each phase start, so readers of the peak at exit
     // see only the last phase's); off, each gets the process's peak so far.
     bool phase_peaks = false;
+    PreviewOptions preview;
 };
 
 struct GeneratedImage {
@@ -131,5 +150,9 @@ using ProgressFn = std::function<bool(const std::string& phase, int step, int to
 // Called with each image as soon as it is finished (so a later failure or a cancel
 // loses nothing that was done).
 using ImageFn = std::function<void(const GeneratedImage& image)>;
+
+// Called with a live preview of the batch item being sampled (its seed) at step `step`
+// (1-based) of `total`, as GenerateOptions::preview asks; one call at a time.
+using PreviewFn = std::function<void(const Image& preview, int64_t seed, int step, int total)>;
 
 }  // namespace ggdiff
