@@ -1,6 +1,10 @@
 // Schema entries of live previews during sampling: how they are made (--preview), how often
 // (--preview-interval), of which latent (--preview-noisy), with which decoder
 // (--taesd-preview-only) and, for the CLI, where they go (--preview-path).
+#include <cctype>
+#include <string>
+#include <utility>
+
 #include "api/option_decl.h"
 
 namespace ggdiff::api {
@@ -15,12 +19,21 @@ void add_preview_options(std::vector<OptionSpec>& out) {
             "image side), tae (decoded by TAESD, needs --taesd), vae (decoded by the VAE, or "
             "by TAESD with --taesd-preview-only); none: off")
         .bind([](ApiOptions& o, OptionValue& v) -> Status {
-            const std::string& t = v.text;
-            o.gen.preview.mode = t == "proj"  ? PreviewMode::Proj
-                                 : t == "tae" ? PreviewMode::Tae
-                                 : t == "vae" ? PreviewMode::Vae
-                                              : PreviewMode::None;
-            return Status::Ok();
+            // The binder parses (the schema then names the accepted values on an error).
+            static const std::pair<const char*, PreviewMode> kModes[] = {
+                {"none", PreviewMode::None},
+                {"proj", PreviewMode::Proj},
+                {"tae", PreviewMode::Tae},
+                {"vae", PreviewMode::Vae}};
+            std::string t = v.text;
+            for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+            for (const auto& [name, mode] : kModes) {
+                if (t != name) continue;
+                o.gen.preview.mode = mode;
+                v.text = name;
+                return Status::Ok();
+            }
+            return Status::Error("unknown preview method");
         });
     opt(out, g, "preview-path", OptType::Path, kFrontend)
         .def("preview.png")

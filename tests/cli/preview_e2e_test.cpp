@@ -83,7 +83,8 @@ TEST(Preview, ProjWritesLatentSizedPreviewsAtTheInterval) {
     ASSERT_TRUE(same.ok) << same.error;
     EXPECT_EQ(same.max_abs, 0);
 
-    // Every second step; the noisy latent looks otherwise than the denoised one.
+    // Every second step. The noisy latent (x times c_in) of step 4 is close to its denoised
+    // estimate, but not the same: were the flag ignored, this preview would be the one above.
     const std::string noisy = dir + "/noisy.png";
     RunResult second =
         run_ggdiff(with(request(dir, "second.png"), {"--preview", "proj", "--preview-interval", "2",
@@ -93,7 +94,7 @@ TEST(Preview, ProjWritesLatentSizedPreviewsAtTheInterval) {
     EXPECT_EQ(preview_steps(second.err), (std::vector<int>{2, 4})) << second.err;
     const ImageDiff differs = compare_images(noisy, path);
     ASSERT_TRUE(differs.ok) << differs.error;
-    EXPECT_GT(differs.mean_abs, 1.0);
+    EXPECT_GT(differs.mean_abs, 0.0);
 }
 
 TEST(Preview, VaeDecodesImageSizedPreviewsAndTheLastIsTheImage) {

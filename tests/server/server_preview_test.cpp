@@ -23,7 +23,7 @@ json progress_with_image(httplib::Client& c, const std::string& query = "") {
 
 TEST(ServerPreview, A1111ProgressShowsTheCurrentImage) {
     if (!e2e::prerequisites_ok()) return;
-    ServerProcess server;
+    ServerProcess server({});
     auto c = server.client();
     // Nothing runs: no image.
     EXPECT_TRUE(body_json(c.Get("/sdapi/v1/progress"))["current_image"].is_null());
