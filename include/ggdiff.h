@@ -210,6 +210,21 @@ int ggdiff_upscale(ggdiff_upscaler* upscaler, const ggdiff_options* options,
 /* A bilinear resize of `image` to width x height (channels, seed and parameters kept);
  * free with ggdiff_images_free(image, 1). */
 int ggdiff_image_resize(const ggdiff_image* image, int width, int height, ggdiff_image** out_image);
+/* Live previews during sampling, as the "preview" option asks (proj: the latent projected to
+ * RGB, latent-sized, 1/8 of the image side for most models; tae: decoded by TAESD, needs
+ * "taesd"; vae: decoded by the VAE, or by TAESD with "taesd-preview-only"), every
+ * "preview-interval" steps, of the denoised estimate or with "preview-noisy" of the noisy
+ * latent: `preview` is an RGB (or RGBA) image of the batch item being sampled (its seed in
+ * preview->seed, parameters NULL) at sampling step `step` (1-based) of `total`. Two-evaluation
+ * samplers (heun, dpm2, ...) preview at both evaluations of a step. Only valid during the call
+ * (copy what you keep); one call at a time. */
+typedef void (*ggdiff_preview_fn)(const ggdiff_image* preview, int step, int total, void* user);
+
+/* Like ggdiff_generate_each, and `on_preview` (may be null) gets the live previews the
+ * "preview" option asks for (ggdiff_generate and ggdiff_generate_each make none). */
+int ggdiff_generate_each_preview(ggdiff_model* model, const ggdiff_options* options,
+                                 ggdiff_progress_fn progress, ggdiff_image_fn on_image,
+                                 ggdiff_preview_fn on_preview, void* user);
 
 /* ---- Model files and images ------------------------------------------------------- */
 

@@ -46,6 +46,8 @@ struct SaveState {
     int64_t begin_idx;
     bool metadata;
     int failures;
+    std::string preview_path;  // --preview-path
+    bool preview_failed = false;
 };
 
 void save_each(const ggdiff_image* image, int index, void* user) {
@@ -58,6 +60,14 @@ void save_each(const ggdiff_image* image, int index, void* user) {
     }
     std::fprintf(stderr, "saved %s (seed %lld)\n", ggdiff::cli::escape_controls(path).c_str(),
                  static_cast<long long>(image->seed));
+}
+
+// Each live preview replaces --preview-path (as sd-cli: no metadata); a failure is said once.
+void save_preview(const ggdiff_image* image, int, int, void* user) {
+    auto* st = static_cast<SaveState*>(user);
+    if (ggdiff_image_save(image, st->preview_path.c_str(), 0) == 0 || st->preview_failed) return;
+    ggdiff::cli::print_error(std::string("--preview-path: ") + ggdiff_last_error());
+    st->preview_failed = true;
 }
 
 int generate(const CliRun& cli) {
@@ -76,6 +86,12 @@ int generate(const CliRun& cli) {
     }
     const std::string output = cli.text("output");
     if (!outputs_ok(output, cli.integer("batch-count"), cli.integer("output-begin-idx"))) return 1;
+    const bool previews = cli.text("preview") != "none";
+    const std::string preview_path = cli.text("preview-path");
+    if (previews && ggdiff_image_check_path(preview_path.c_str()) != 0) {
+        ggdiff::cli::print_error(std::string("--preview-path: ") + ggdiff_last_error());
+        return 1;
+    }
     ggdiff_model* model = nullptr;
     if (ggdiff_model_load(o, &model) != 0) {
         ggdiff::cli::print_error(ggdiff_last_error());
@@ -91,9 +107,10 @@ int generate(const CliRun& cli) {
         return 1;
     }
     // Each image is written as soon as it is finished: a later failure keeps the rest.
-    SaveState state{output, cli.integer("output-begin-idx"), !cli.flag("disable-image-metadata"),
-                    0};
-    if (ggdiff_generate_each(model, o, progress_bar, save_each, &state) != 0) {
+    SaveState state{output, cli.integer("output-begin-idx"), !cli.flag("disable-image-metadata"), 0,
+                    preview_path};
+    if (ggdiff_generate_each_preview(model, o, progress_bar, save_each,
+                                     previews ? save_preview : nullptr, &state) != 0) {
         ggdiff::cli::print_error(ggdiff_last_error());
         state.failures++;
     }

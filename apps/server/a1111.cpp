@@ -1,6 +1,7 @@
 #include "a1111.h"
 
 #include <cstdlib>
+#include <optional>
 
 #include "json_fields.h"
 #include "request_error.h"
@@ -39,6 +40,14 @@ bool checked_bool(const nlohmann::json& v, const std::string& key) {
     return v.get<bool>();
 }
 
+// show_progress_every_n_steps: -1 .. 32 as A1111's slider (-1: only when a batch is done).
+int checked_every(const nlohmann::json& v, const std::string& key) {
+    if (!v.is_number_integer() || v.get<int64_t>() < -1 || v.get<int64_t>() > 32) {
+        throw bad_field(key, "expected an integer in -1..32");
+    }
+    return v.get<int>();
+}
+
 // A1111's random sources: GPU (torch on CUDA) and NV (its Philox copy) draw what our "cuda"
 // RNG draws; CPU is torch's CPU generator.
 std::string rng_of(const std::string& randn_source) {
@@ -59,6 +68,8 @@ nlohmann::json A1111Settings::get() const {
         {"CLIP_stop_at_last_layers", clip_skip_},
         {"randn_source", randn_source_},
         {"enable_pnginfo", pnginfo_},
+        {"live_previews_enable", live_previews_},
+        {"show_progress_every_n_steps", preview_every_},
         {"eta_noise_seed_delta", 0}};
 }
 
@@ -67,6 +78,8 @@ void A1111Settings::set(const nlohmann::json& body) {
     int clip = -1;
     std::string randn;
     int pnginfo = -1;
+    int live = -1;
+    std::optional<int> every;
     const nlohmann::json info = host_.model_info();
     for (const auto& [key, v] : body.items()) {
         if (key == "samples_format") {
@@ -77,6 +90,10 @@ void A1111Settings::set(const nlohmann::json& body) {
             randn = checked_randn(v, key);
         } else if (key == "enable_pnginfo") {
             pnginfo = checked_bool(v, key) ? 1 : 0;
+        } else if (key == "live_previews_enable") {
+            live = checked_bool(v, key) ? 1 : 0;
+        } else if (key == "show_progress_every_n_steps") {
+            every = checked_every(v, key);
         } else if (key == "sd_model_checkpoint") {
             // One model per server: naming the loaded one is fine, another one is not.
             const std::string want = v.is_string() ? v.get<std::string>() : "";
@@ -93,6 +110,7 @@ void A1111Settings::set(const nlohmann::json& body) {
             throw bad_field(key,
                             "unknown or unsupported setting (supported: samples_format, "
                             "CLIP_stop_at_last_layers, randn_source, enable_pnginfo, "
+                            "live_previews_enable, show_progress_every_n_steps, "
                             "sd_model_checkpoint, eta_noise_seed_delta)");
         }
     }
@@ -101,6 +119,13 @@ void A1111Settings::set(const nlohmann::json& body) {
     if (clip > 0) clip_skip_ = clip;
     if (!randn.empty()) randn_source_ = randn;
     if (pnginfo >= 0) pnginfo_ = pnginfo == 1;
+    if (live >= 0) live_previews_ = live == 1;
+    if (every) preview_every_ = *every;
+}
+
+int A1111Settings::preview_interval() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return live_previews_ && preview_every_ > 0 ? preview_every_ : 0;
 }
 
 std::string A1111Settings::samples_format() const {
@@ -124,7 +149,15 @@ bool A1111Settings::enable_pnginfo() const {
 }
 
 void A1111Settings::apply_overrides(const nlohmann::json& overrides, GenRequest& r,
-                                    std::string* samples_format, bool* pnginfo) const {
+                                    std::string* samples_format, bool* pnginfo,
+                                    int* preview_interval) const {
+    bool live = true, live_set = false;
+    int every = 10;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        live = live_previews_;
+        every = preview_every_;
+    }
     if (!overrides.is_object()) {
         throw bad_field("override_settings",
                         "expected an object, got " + json_type_phrase(overrides));
@@ -140,6 +173,12 @@ void A1111Settings::apply_overrides(const nlohmann::json& overrides, GenRequest&
             r.set("rng", rng_of(checked_randn(v, path)), path);
         } else if (key == "enable_pnginfo") {
             *pnginfo = checked_bool(v, path);
+        } else if (key == "live_previews_enable") {
+            live = checked_bool(v, path);
+            live_set = true;
+        } else if (key == "show_progress_every_n_steps") {
+            every = checked_every(v, path);
+            live_set = true;
         } else if (key == "sd_model_checkpoint" || key == "eta_noise_seed_delta") {
             A1111Settings probe(host_, true);
             probe.set({{key, v}});
@@ -147,6 +186,7 @@ void A1111Settings::apply_overrides(const nlohmann::json& overrides, GenRequest&
             throw bad_field(path, "unknown or unsupported setting");
         }
     }
+    if (live_set) *preview_interval = live && every > 0 ? every : 0;
 }
 
 std::string a1111_info(const JobView& job, const GenRequest& request,

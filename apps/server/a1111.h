@@ -29,10 +29,14 @@ class A1111Settings {
     int clip_skip() const;
     std::string rng() const;
     bool enable_pnginfo() const;
+    // Live previews (/progress current_image): on (live_previews_enable) every N sampling
+    // steps (show_progress_every_n_steps; -1 or 0: none while sampling). 0 when off.
+    int preview_interval() const;
 
-    // Applies an override_settings object to one request only (same keys and checks).
+    // Applies an override_settings object to one request only (same keys and checks);
+    // `preview_interval` as preview_interval() says it for this request.
     void apply_overrides(const nlohmann::json& overrides, GenRequest& request,
-                         std::string* samples_format, bool* pnginfo) const;
+                         std::string* samples_format, bool* pnginfo, int* preview_interval) const;
 
   private:
     const ModelHost& host_;
@@ -41,6 +45,8 @@ class A1111Settings {
     int clip_skip_ = 1;
     std::string randn_source_ = "GPU";
     bool pnginfo_;
+    bool live_previews_ = true;  // A1111's defaults
+    int preview_every_ = 10;
 };
 
 // The `info` JSON string (MISSION.md): prompt, negative_prompt (if any), seed, cfg_scale,

@@ -138,6 +138,7 @@ JobView JobManager::view_locked(const Job& job, bool with_images) const {
         v.queue_position = pos;
     }
     if (with_images) v.images = job.images;
+    v.preview = job.preview;
     v.error_code = job.error_code;
     v.error_message = job.error_message;
     v.version = job.version;
@@ -147,6 +148,7 @@ JobView JobManager::view_locked(const Job& job, bool with_images) const {
 
 void JobManager::finish_locked(Job& job, JobStatus status) {
     job.status = status;
+    job.preview.image.reset();
     job.finished = unix_now();
     job.expires = Clock::now() + std::chrono::seconds(ttl_s_);
     job.version++;
@@ -369,14 +371,34 @@ int run_upscale(Job& job, RunContext& ctx) {
     return 0;
 }
 
+// Keeps the newest preview as PNG (no metadata: a preview has no parameters).
+void on_preview(const ggdiff_image* image, int step, int total, void* user) {
+    auto* c = static_cast<RunContext*>(user);
+    std::shared_ptr<const EncodedImage> encoded;
+    try {
+        encoded = std::make_shared<const EncodedImage>(encode_result(*image, "png", 100, false));
+    } catch (const std::exception&) {
+        return;  // a preview that cannot be encoded is skipped; the job goes on
+    }
+    std::lock_guard<std::mutex> lock(*c->mutex);
+    LivePreview& p = c->job->preview;
+    p.image = std::move(encoded);
+    p.step = step;
+    p.total = total;
+    p.count++;
+    c->job->version++;
+    c->cv->notify_all();
+}
+
 }  // namespace
 
 void JobManager::run(const std::shared_ptr<Job>& job) {
     RunContext ctx{this, job.get(), &mutex_, &cv_, ""};
     const auto t0 = Clock::now();
-    const int rc = job->kind == "upscale" ? run_upscale(*job, ctx)
-                                          : ggdiff_generate_each(host_.model(), job->options.get(),
-                                                                 on_progress, on_image, &ctx);
+    const int rc = job->kind == "upscale"
+                       ? run_upscale(*job, ctx)
+                       : ggdiff_generate_each_preview(host_.model(), job->options.get(),
+                                                      on_progress, on_image, on_preview, &ctx);
     const std::string error = rc != 0 ? ggdiff_last_error() : "";
     OptionsPtr release;
     std::lock_guard<std::mutex> lock(mutex_);

@@ -38,6 +38,14 @@ struct JobProgress {
     double eta_s = -1.0;    // seconds left; < 0 unknown
 };
 
+// The latest live preview of a running job (the "preview" option: PNG), for A1111's
+// /progress current_image and the native job status and events.
+struct LivePreview {
+    std::shared_ptr<const EncodedImage> image;  // null before the first
+    int step = 0, total = 0;                    // the sampling step it shows
+    uint64_t count = 0;                         // previews so far (each new one counts)
+};
+
 struct Job {
     std::string id;
     std::string kind = "img_gen";
@@ -58,6 +66,7 @@ struct Job {
     std::chrono::steady_clock::time_point started_at;
     JobProgress progress;
     std::vector<EncodedImage> images;
+    LivePreview preview;  // dropped when the job ends
     std::string error_code, error_message;
     uint64_t version = 0;  // increases with every change (event streams wait on it)
     std::chrono::steady_clock::time_point expires;
@@ -72,6 +81,7 @@ struct JobView {
     int queue_position = 0;  // 1-based among waiting jobs; 0 when not waiting
     JobProgress progress;
     std::vector<EncodedImage> images;  // only when asked for
+    LivePreview preview;
     std::string error_code, error_message;
     uint64_t version = 0;
     std::string output_format;

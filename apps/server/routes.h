@@ -31,8 +31,12 @@ struct ServerContext {
 // is full.
 std::shared_ptr<Job> submit_request(ServerContext& ctx, GenRequest request, const std::string& api);
 
-// The job as sd-server's API shows it; `images` adds result.images (base64).
+// The job as sd-server's API shows it; `images` adds result.images (base64) and the latest
+// live preview ("preview", else null).
 nlohmann::json job_json(const JobView& view, bool images);
+// The job's latest live preview: {step, total, count, width, height, seed, output_format
+// ("png"), b64_json}, or null before the first.
+nlohmann::json preview_json(const JobView& view);
 
 void register_health_routes(httplib::Server& server, ServerContext& ctx);
 void register_openai_routes(httplib::Server& server, ServerContext& ctx);

@@ -31,6 +31,14 @@ std::shared_ptr<Job> submit_request(ServerContext& ctx, GenRequest request,
     return job;
 }
 
+nlohmann::json preview_json(const JobView& v) {
+    if (!v.preview.image) return nullptr;
+    const EncodedImage& img = *v.preview.image;
+    return {{"step", v.preview.step},      {"total", v.preview.total},  {"count", v.preview.count},
+            {"width", img.width},          {"height", img.height},      {"seed", img.seed},
+            {"output_format", img.format}, {"b64_json", to_base64(img)}};
+}
+
 nlohmann::json job_json(const JobView& v, bool images) {
     auto time_or_null = [](int64_t t) { return t ? nlohmann::json(t) : nlohmann::json(nullptr); };
     nlohmann::json j;
@@ -65,6 +73,8 @@ nlohmann::json job_json(const JobView& v, bool images) {
     } else {
         j["result"] = nullptr;
     }
+    // The latest live preview while the job samples (the "preview" option).
+    j["preview"] = images && v.preview.image ? preview_json(v) : nlohmann::json(nullptr);
     if (v.error_code.empty()) {
         j["error"] = nullptr;
     } else {

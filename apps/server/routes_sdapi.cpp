@@ -153,11 +153,20 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
         r.set("clip-skip", std::to_string(ctx.settings.clip_skip()), "CLIP_stop_at_last_layers");
     }
     r.set("rng", ctx.settings.rng(), "randn_source");
+    int preview_every = ctx.settings.preview_interval();
     if (f.has("override_settings")) {
-        ctx.settings.apply_overrides(body["override_settings"], r, &format, &pnginfo);
+        ctx.settings.apply_overrides(body["override_settings"], r, &format, &pnginfo,
+                                     &preview_every);
     }
     r.output_format = format;
     r.embed_metadata = pnginfo;
+    // Live previews for /progress current_image: the server's --preview method (proj, the
+    // cheap one, when it has none) every show_progress_every_n_steps steps.
+    if (preview_every > 0) {
+        const std::string method = ctx.host.option_value("preview");
+        r.set("preview", method == "none" ? "proj" : method, "live_previews_enable");
+        r.set("preview-interval", std::to_string(preview_every), "show_progress_every_n_steps");
+    }
 
     // A model that attends to reference images (FLUX.1 Kontext, FLUX.2, Qwen Image Edit) takes
     // them from init_images (the first is the init image too, as our OpenAI edits do) and from
@@ -460,7 +469,7 @@ void register_sdapi_routes(httplib::Server& server, ServerContext& ctx) {
                    // Hires fix is not built yet, so there are no latent upscale modes.
                    send_json(res, 200, nlohmann::json::array());
                });
-    server.Get("/sdapi/v1/progress", [&ctx](const httplib::Request&, httplib::Response& res) {
+    server.Get("/sdapi/v1/progress", [&ctx](const httplib::Request& req, httplib::Response& res) {
         const auto running = ctx.jobs.running();
         const int queued = ctx.jobs.queued_count();
         // A1111 counts sampling steps only; the other phases show in textinfo.
@@ -474,13 +483,19 @@ void register_sdapi_routes(httplib::Server& server, ServerContext& ctx) {
                                 {"job_no", running ? running->progress.images_done : 0},
                                 {"sampling_step", sampling ? running->progress.step : 0},
                                 {"sampling_steps", sampling ? running->progress.total : 0}};
+        // The running job's latest live preview, as base64 PNG, unless the client skips it.
+        const std::string skip = req.get_param_value("skip_current_image");
+        nlohmann::json current_image = nullptr;
+        if (running && running->preview.image && skip != "true" && skip != "True" && skip != "1") {
+            current_image = to_base64(*running->preview.image);
+        }
         send_json(
             res, 200,
             {{"progress", running ? running->progress.fraction : 0.0},
              {"eta_relative",
               running && running->progress.eta_s >= 0 ? running->progress.eta_s : 0.0},
              {"state", state},
-             {"current_image", nullptr},
+             {"current_image", current_image},
              {"textinfo",
               running ? nlohmann::json(running->progress.phase) : nlohmann::json(nullptr)},
              {"current_task", running ? nlohmann::json(running->id) : nlohmann::json(nullptr)}});

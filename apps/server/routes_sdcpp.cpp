@@ -120,7 +120,7 @@ nlohmann::json capabilities(ServerContext& ctx) {
         {"cache", option_supported("cache-mode")},
         {"cancel_queued", true},
         {"cancel_generating", true},
-        {"preview", false},
+        {"preview", true},
         {"skip_layer_guidance", info.value("skip_layers", false)},
         {"events", true}};
     const nlohmann::json formats = {"png", "jpeg", "webp"};
@@ -335,6 +335,26 @@ GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
         if (vt->boolean("temporal_tiling").value_or(false))
             r.set("temporal-tiling", "true", vt->path("temporal_tiling"));
     }
+    // Live previews: true (the server's --preview method, proj when it has none), false, or a
+    // method; the job status and events then carry the latest one.
+    if (f.has("preview") && !body["preview"].is_null()) {
+        const nlohmann::json& pv = body["preview"];
+        if (pv.is_boolean()) {
+            const std::string method = ctx.host.option_value("preview");
+            r.set("preview",
+                  !pv.get<bool>()    ? "none"
+                  : method == "none" ? "proj"
+                                     : method,
+                  "preview");
+        } else if (pv.is_string()) {
+            r.set("preview", pv.get<std::string>(), "preview");
+        } else {
+            throw bad_field("preview", "expected true, false or one of none, proj, tae, vae; got " +
+                                           json_type_phrase(pv));
+        }
+    }
+    r.set_int("preview-interval", f.integer("preview_interval", 1, 100000), "preview_interval");
+    r.set_bool("preview-noisy", f.boolean("preview_noisy"), "preview_noisy");
     const std::string cache = f.string("cache_mode", 64).value_or("disabled");
     if (!cache.empty() && cache != "disabled") {
         r.set("cache-mode", cache, "cache_mode");
@@ -436,6 +456,7 @@ void register_sdcpp_routes(httplib::Server& server, ServerContext& ctx) {
         }
         struct Stream {
             uint64_t seen = UINT64_MAX;
+            uint64_t previews = 0;  // live previews sent
             bool done = false;
         };
         auto stream = std::make_shared<Stream>();
@@ -458,7 +479,14 @@ void register_sdcpp_routes(httplib::Server& server, ServerContext& ctx) {
                                     job_json(ctx.jobs.view(*job, true), true));
                     stream->done = true;
                 } else if (v.version != stream->seen) {
-                    out = sse_event("progress", job_json(v, false));
+                    // Each new live preview once, as its own event, before the progress.
+                    if (v.preview.image && v.preview.count != stream->previews) {
+                        nlohmann::json p = preview_json(v);
+                        p["id"] = v.id;
+                        out = sse_event("preview", p);
+                        stream->previews = v.preview.count;
+                    }
+                    out += sse_event("progress", job_json(v, false));
                 } else {
                     out = ": keep-alive\n\n";
                 }

@@ -213,6 +213,9 @@ int ggdiff_model_load(const ggdiff_options* options, ggdiff_model** out_model) {
     try {
         ggdiff::Status pairs = ggdiff::check_option_pairs(options->opts);
         if (!pairs.ok()) return fail(pairs);
+        if (options->opts.model.taesd_preview_only && options->opts.model.taesd.empty()) {
+            GGDIFF_LOG_WARN("--taesd-preview-only has no effect without --taesd");
+        }
         if (!options->opts.rpc_servers.empty()) {
             ggdiff::Status st = ggdiff::add_rpc_servers(options->opts.rpc_servers);
             if (!st.ok()) return fail(st);
@@ -281,6 +284,15 @@ int ggdiff_image_count(const ggdiff_model* model, const ggdiff_options* options,
 int ggdiff_generate_each(ggdiff_model* model, const ggdiff_options* options,
                          ggdiff_progress_fn progress, ggdiff_image_fn on_image, void* user) {
     if (!model || !options || !on_image) return fail("ggdiff_generate_each: null argument");
+    return ggdiff_generate_each_preview(model, options, progress, on_image, nullptr, user);
+}
+
+int ggdiff_generate_each_preview(ggdiff_model* model, const ggdiff_options* options,
+                                 ggdiff_progress_fn progress, ggdiff_image_fn on_image,
+                                 ggdiff_preview_fn on_preview, void* user) {
+    if (!model || !options || !on_image) {
+        return fail("ggdiff_generate_each_preview: null argument");
+    }
     try {
         ggdiff::ApiOptions opts = options->opts;
         ggdiff::Status st = ggdiff::resolve_api_inputs(opts);
@@ -302,7 +314,19 @@ int ggdiff_generate_each(ggdiff_model* model, const ggdiff_options* options,
             img.parameters = const_cast<char*>(g.infotext.c_str());
             on_image(&img, index++, user);
         };
-        auto images = model->engine->generate(opts.gen, fn, each);
+        ggdiff::PreviewFn preview;
+        if (on_preview) {
+            preview = [&](const ggdiff::Image& p, int64_t seed, int step, int total) {
+                ggdiff_image img{};
+                img.width = p.width;
+                img.height = p.height;
+                img.channels = p.channels;
+                img.seed = seed;
+                img.data = const_cast<unsigned char*>(p.pixels.data());
+                on_preview(&img, step, total, user);
+            };
+        }
+        auto images = model->engine->generate(opts.gen, fn, each, preview);
         if (!images.ok()) return fail(images.status());
         return 0;
     } catch (const std::exception& e) {

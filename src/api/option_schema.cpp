@@ -153,6 +153,7 @@ const std::vector<OptionSpec>& build_schema() {
         add_upscale_options(out);
         add_output_options(out);
         add_cache_options(out);
+        add_preview_options(out);
         add_planned_options(out);
         return out;
     }();

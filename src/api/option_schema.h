@@ -110,6 +110,7 @@ void add_hires_options(std::vector<OptionSpec>& out);
 void add_frontend_options(std::vector<OptionSpec>& out);
 void add_output_options(std::vector<OptionSpec>& out);
 void add_cache_options(std::vector<OptionSpec>& out);
+void add_preview_options(std::vector<OptionSpec>& out);
 void add_planned_options(std::vector<OptionSpec>& out);
 void add_upscale_options(std::vector<OptionSpec>& out);
 

@@ -80,19 +80,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
             "embedding (needed for 2511 files without ComfyUI's __index_timestep_zero__ marker "
             "tensor; with the marker it is on by itself)")
         .bind(to_bool(GGDIFF_FIELD(model.qwen_image_zero_cond_t)));
-
-    g = "Preview";
-    opt(out, g, "preview", OptType::Enum, kGenerate)
-        .values({"none", "proj", "tae", "vae"})
-        .unsupported_values("!none")
-        .def("none")
-        .help("Preview method during sampling; only none is supported yet");
-    later(g, "preview-path", OptType::Path, "Preview image file");
-    later(g, "preview-interval", OptType::Int, "Steps between preview updates");
-    later(g, "preview-noisy", OptType::Bool,
-          "Preview the noisy latent instead of the denoised one");
-    later(g, "taesd-preview-only", OptType::Bool,
-          "Use TAESD for previews only, not for the final image");
 }
 
 }  // namespace ggdiff::api

@@ -57,9 +57,11 @@ class Engine {
                                                                    const TensorIndex& index,
                                                                    GenerateOptions request);
 
+    // `on_preview` (may be null) gets the live previews options.preview asks for.
     Result<std::vector<GeneratedImage>> generate(const GenerateOptions& options,
                                                  const ProgressFn& progress,
-                                                 const ImageFn& on_image = nullptr);
+                                                 const ImageFn& on_image = nullptr,
+                                                 const PreviewFn& on_preview = nullptr);
 
     // How many images generate() makes for these options: one per batch item, times the
     // frames each latent decodes to (Qwen Image Layered: one per layer).

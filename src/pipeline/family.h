@@ -25,6 +25,7 @@
 #include "io/lora_names.h"
 #include "io/model_layout.h"
 #include "io/tensor_index.h"
+#include "pipeline/latent_rgb.h"
 #include "pipeline/options.h"
 #include "pipeline/placement_setup.h"
 #include "sampling/parameterization.h"
@@ -115,6 +116,11 @@ class Autoencoder {
     // the posterior where the VAE has one.
     virtual Result<HostTensor> encode(const HostTensor& image, sampling::Rng& rng) = 0;
     virtual void end_phase() = 0;
+    // Live previews (--preview tae|vae): the latent decoded as decode() does, or by the TAESD
+    // loaded for previews only (--taesd-preview-only).
+    virtual Result<HostTensor> decode_preview(const HostTensor& latent) { return decode(latent); }
+    // Whether a TAESD decodes (the images, or the previews): --preview tae needs one.
+    virtual bool has_taesd() const { return false; }
 };
 
 // What the family does when the request leaves something unset.
@@ -152,6 +158,8 @@ struct Family {
     sampling::Parameterization param = sampling::Parameterization::discrete();
     FamilyDefaults defaults;
     int latent_channels = 4;
+    // The latent format's linear latent-to-RGB map for --preview proj (None: refused).
+    LatentRgb latent_rgb = LatentRgb::None;
     // Width and height must be multiples of this (the VAE's factor; families that patch or
     // pad inside the denoiser still take any multiple of 8).
     int size_multiple = 8;

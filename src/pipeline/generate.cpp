@@ -20,6 +20,7 @@
 #include "pipeline/phase_denoise.h"
 #include "pipeline/phase_hires.h"
 #include "pipeline/phase_inputs.h"
+#include "pipeline/phase_preview.h"
 #include "pipeline/phase_text.h"
 #include "pipeline/upscale.h"
 #include "placement/data_parallel.h"
@@ -91,6 +92,7 @@ struct ReplicaJob {
     // --upscale-model: every image goes through it (replicas take turns on it).
     models::EsrganUpscaler* upscaler = nullptr;
     std::mutex* upscaler_mutex = nullptr;
+    const PreviewFn* preview = nullptr;  // live previews (o.preview), or null
 };
 
 // --upscale-model on a batch item's images (phase "upscale": one step per pass); each
@@ -120,7 +122,8 @@ Status upscale_images(const ReplicaJob& job, BatchRun& run, std::vector<Generate
 // restarted at the item's seed first) and sampled again at the target size from the hires
 // schedule; `x` gets the result.
 Status hires_pass(Engine::Replica& replica, const ReplicaJob& job, const DenoiseContext& first,
-                  int b, std::vector<float>& x, BatchRun& run, PhaseTimings& t) {
+                  int b, PreviewMode preview_mode, std::vector<float>& x, BatchRun& run,
+                  PhaseTimings& t) {
     Family& f = replica.family;
     const HiresPlan& hp = *job.hires;
     const GenerateOptions& o = job.o;
@@ -140,9 +143,16 @@ Status hires_pass(Engine::Replica& replica, const ReplicaJob& job, const Denoise
     in.control = control_condition(f, hp.plan, o, false);
     // The pass is cached too (as the reference caches it); denoise_item restarts the cache.
     const DenoiseContext dc{f, hp.plan, o, first.text, in, first.cache};
-    const sampling::DenoiseFn denoise = guided_denoiser(dc);
+    const sampling::DenoiseFn guided = guided_denoiser(dc);
     x = starting_latent(dc, *rngs.noise);
     const int total = static_cast<int>(hp.plan.sigmas.size()) - 1;
+    sampling::DenoiseFn denoise = guided;
+    if (preview_mode != PreviewMode::None) {
+        denoise = previewing_denoiser(dc, guided, preview_mode,
+                                      [&job, seed, total](const Image& img, int step) {
+                                          (*job.preview)(img, seed, step, total);
+                                      });
+    }
     const std::string phase =
         o.batch > 1 ? string_format("hires %d/%d", b + 1, o.batch) : std::string("hires");
     LockSet sampling_lock(replica.sampling_locks);
@@ -210,7 +220,16 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
     if (p.cache.mode != sampling::CacheMode::None)
         cache.emplace(p.cache, f.arch, p.param, p.sampler);
     const DenoiseContext dc{f, p, o, *text, in, cache ? &*cache : nullptr};
-    const sampling::DenoiseFn denoise = guided_denoiser(dc);
+    const sampling::DenoiseFn guided = guided_denoiser(dc);
+    // Decoded previews while other replicas compute would share their devices unlocked:
+    // data-parallel batches preview by projection.
+    PreviewMode preview_mode = job.preview ? o.preview.mode : PreviewMode::None;
+    if (!job.alone && (preview_mode == PreviewMode::Tae || preview_mode == PreviewMode::Vae)) {
+        if (job.index == 0) {
+            GGDIFF_LOG_WARN("--preview: data-parallel replicas preview by projection (proj)");
+        }
+        preview_mode = PreviewMode::Proj;
+    }
     GenerationInfo info = generation_info(f, p, o, job.model_name, replica.lora->hashes());
     if (job.hires) {
         // A1111 writes the hires strength as the "Denoising strength" of a txt2img image.
@@ -226,6 +245,13 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
         rngs.reseed(seed);
         std::vector<float> x = starting_latent(dc, *rngs.noise);
         const int total = static_cast<int>(in.init.sigmas.size()) - 1;
+        sampling::DenoiseFn denoise = guided;
+        if (preview_mode != PreviewMode::None) {
+            denoise = previewing_denoiser(dc, guided, preview_mode,
+                                          [&job, seed, total](const Image& img, int step) {
+                                              (*job.preview)(img, seed, step, total);
+                                          });
+        }
         {
             LockSet sampling_lock(replica.sampling_locks);
             auto ts = Clock::now();
@@ -242,7 +268,7 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
 
         const GeneratePlan* decode_plan = &p;
         if (job.hires) {
-            GGDIFF_TRY(hires_pass(replica, job, dc, b, x, run, t));
+            GGDIFF_TRY(hires_pass(replica, job, dc, b, preview_mode, x, run, t));
             if (last) f.denoiser->end_phase();
             decode_plan = &job.hires->plan;
             meter.close(t.sampling_figures);
@@ -275,7 +301,8 @@ int Engine::image_count(const GenerateOptions& o) const {
 
 Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
                                                      const ProgressFn& progress,
-                                                     const ImageFn& on_image) {
+                                                     const ImageFn& on_image,
+                                                     const PreviewFn& on_preview) {
     // Everything is validated before any compute.
     auto planned = plan_request(o, replicas_.front()->family);
     if (!planned.ok()) return planned.status();
@@ -303,11 +330,19 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
     BatchRun run(progress, on_image, o.batch, active > 1);
     std::vector<PhaseTimings> t(active);
     std::vector<double> step_secs(static_cast<size_t>(o.batch), 0.0);
+    // Previews reach the caller one at a time, whichever replica makes them.
+    std::mutex preview_mutex;
+    const PreviewFn preview = [&](const Image& img, int64_t seed, int step, int total) {
+        std::lock_guard<std::mutex> lock(preview_mutex);
+        if (!run.stopped()) on_preview(img, seed, step, total);
+    };
+    const bool previews = on_preview && o.preview.mode != PreviewMode::None;
     std::vector<ReplicaJob> jobs;
     for (size_t k = 0; k < active; ++k) {
         jobs.push_back({*planned, o, *prompt, loras, k, placement::replica_items(o.batch, n, k),
                         active == 1, auto_fit_, model_name_, *hires ? &**hires : nullptr,
-                        hires_model, upscaler_.get(), &upscaler_mutex_});
+                        hires_model, upscaler_.get(), &upscaler_mutex_,
+                        previews ? &preview : nullptr});
     }
     if (active == 1) {
         GGDIFF_TRY(run_replica(*replicas_.front(), jobs.front(), run, t.front(), step_secs));

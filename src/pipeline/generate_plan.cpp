@@ -73,6 +73,22 @@ Status check_slg(const sampling::SlgParams& slg, const Family& f) {
     return Status::Ok();
 }
 
+// --preview for this family: the projection or the TAESD it asks for must exist.
+Status check_preview(const PreviewOptions& pv, const Family& f) {
+    if (pv.interval < 1) return Status::Error("--preview-interval must be at least 1");
+    if (pv.mode == PreviewMode::Proj && (f.latent_rgb == LatentRgb::None ||
+                                         latent_rgb_channels(f.latent_rgb) != f.latent_channels)) {
+        return Status::Error("--preview proj: no latent-to-RGB projection is known for " + f.name +
+                             " models (--preview vae decodes the previews)");
+    }
+    if (pv.mode == PreviewMode::Tae && !f.vae->has_taesd()) {
+        return Status::Error(
+            "--preview tae needs a TAESD file (--taesd) for this model (--preview vae decodes "
+            "with its VAE, --preview proj needs no decoder)");
+    }
+    return Status::Ok();
+}
+
 }  // namespace
 
 Status check_slg_window(const sampling::SlgParams& slg) {
@@ -137,6 +153,7 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     auto cache = plan_cache(o);
     if (!cache.ok()) return cache.status();
     p.cache = std::move(*cache);
+    GGDIFF_TRY(check_preview(o.preview, f));
     if (f.check_request) GGDIFF_TRY(f.check_request(o));
     GGDIFF_TRY(check_prompt_bytes(o.prompt.size(), "the prompt"));
     GGDIFF_TRY(check_prompt_bytes(o.negative_prompt.size(), "the negative prompt"));

@@ -25,8 +25,11 @@ struct ModelOptions {
     std::string diffusion_model;  // --diffusion-model
     std::string vae;              // --vae
     std::string clip_l, clip_g, t5xxl, llm;
-    std::string llm_vision;       // --llm_vision: the LLM's vision tower in its own file
-    std::string taesd;            // --taesd
+    std::string llm_vision;  // --llm_vision: the LLM's vision tower in its own file
+    std::string taesd;       // --taesd
+    // --taesd-preview-only: with --taesd, TAESD decodes the previews only; the final images
+    // (and img2img encodes) use the full VAE.
+    bool taesd_preview_only = false;
     std::string control_net;      // --control-net: a ControlNet for the model
     std::string upscale_model;    // --upscale-model: an ESRGAN run on every output image
     std::string tokenizer;        // --tokenizer: CLIP merges.txt / folder
@@ -96,6 +99,21 @@ struct TilingOptions {
     float overlap = 0.5f;
 };
 
+// Live previews during sampling (--preview, --preview-interval, --preview-noisy): what the
+// caller's PreviewFn gets.
+enum class PreviewMode {
+    None,
+    Proj,  // the family's latent-to-RGB projection (cheap, latent-sized)
+    Tae,   // decoded by TAESD (needs --taesd)
+    Vae,   // decoded by the VAE that previews use (TAESD with --taesd-preview-only)
+};
+
+struct PreviewOptions {
+    PreviewMode mode = PreviewMode::None;
+    int interval = 1;    // every interval-th sampling step (1-based step % interval == 0)
+    bool noisy = false;  // the sampler's noisy input (times c_in) instead of the denoised one
+};
+
 struct GenerateOptions {
     std::string prompt;
     std::string negative_prompt;
@@ -151,6 +169,7 @@ struct GenerateOptions {
     // process's high-water mark is reset at each phase start, so readers of the peak at exit
     // see only the last phase's); off, each gets the process's peak so far.
     bool phase_peaks = false;
+    PreviewOptions preview;
 };
 
 struct GeneratedImage {
@@ -166,5 +185,9 @@ using ProgressFn = std::function<bool(const std::string& phase, int step, int to
 // Called with each image as soon as it is finished (so a later failure or a cancel
 // loses nothing that was done).
 using ImageFn = std::function<void(const GeneratedImage& image)>;
+
+// Called with a live preview of the batch item being sampled (its seed) at step `step`
+// (1-based) of `total`, as GenerateOptions::preview asks; one call at a time.
+using PreviewFn = std::function<void(const Image& preview, int64_t seed, int step, int total)>;
 
 }  // namespace ggdiff

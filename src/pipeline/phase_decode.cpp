@@ -12,10 +12,14 @@
 namespace ggdiff {
 namespace {
 
-// One decode as `tiling` says, every frame of the latent at once when untiled.
+// One decode as `tiling` says, every frame of the latent at once when untiled; `preview`
+// decodes with the autoencoder's preview decoder.
 Result<HostTensor> decode_once(Family& f, const GeneratePlan& p, const HostTensor& latent,
-                               const TilingOptions& tiling) {
-    if (!tiling.enabled) return f.vae->decode(latent);
+                               const TilingOptions& tiling, bool preview = false) {
+    auto decode = [&f, preview](const HostTensor& z) {
+        return preview ? f.vae->decode_preview(z) : f.vae->decode(z);
+    };
+    if (!tiling.enabled) return decode(latent);
     models::TileOptions to;
     to.tile_w = tiling.tile_w;
     to.tile_h = tiling.tile_h;
@@ -36,7 +40,7 @@ Result<HostTensor> decode_once(Family& f, const GeneratePlan& p, const HostTenso
     auto tiled = [&](const HostTensor& in_latent, HostTensor& img) -> Status {
         return models::run_tiled(in_latent, img, static_cast<float>(f.vae->downscale()), to,
                                  [&](const HostTensor& in, HostTensor& out) -> Status {
-                                     auto r = f.vae->decode(in);
+                                     auto r = decode(in);
                                      if (!r.ok()) return r.status();
                                      out = std::move(*r);
                                      return Status::Ok();
@@ -78,6 +82,14 @@ Result<HostTensor> decode_latent(Family& f, const GeneratePlan& p, std::vector<f
         img = decode_once(f, p, x, tiles);
     }
     return img;
+}
+
+Result<HostTensor> decode_preview_latent(Family& f, const GeneratePlan& p,
+                                         const std::vector<float>& latent,
+                                         const TilingOptions& tiling) {
+    HostTensor x({p.latent_w, p.latent_h, p.latent_c, 1});
+    x.data = latent;
+    return decode_once(f, p, x, tiling, true);
 }
 
 GenerationInfo generation_info(const Family& f, const GeneratePlan& p, const GenerateOptions& o,

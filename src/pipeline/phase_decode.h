@@ -23,6 +23,12 @@ namespace ggdiff {
 Result<HostTensor> decode_latent(Family& f, const GeneratePlan& p, std::vector<float> latent,
                                  const TilingOptions& tiling, bool auto_fit);
 
+// Decodes `latent` for a live preview (Autoencoder::decode_preview: TAESD with
+// --taesd-preview-only), whole or in tiles as `tiling` says; no retry.
+Result<HostTensor> decode_preview_latent(Family& f, const GeneratePlan& p,
+                                         const std::vector<float>& latent,
+                                         const TilingOptions& tiling);
+
 // The infotext fields every image of a generation shares (each image sets its seed).
 // `model_name`: the main model file's base name, unless o.output_model_name says otherwise;
 // `lora_hashes`: the LoraManager's, empty when no LoRA is applied.

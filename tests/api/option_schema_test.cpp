@@ -155,8 +155,9 @@ TEST(OptionSchema, EnumsCheckAndCanonicalize) {
     EXPECT_TRUE(contains(error(), "not supported yet")) << error();
     EXPECT_EQ(o.set("mode", "info"), 0) << error();
     EXPECT_EQ(o.set("preview", "none"), 0) << error();
-    EXPECT_NE(o.set("preview", "proj"), 0);
-    EXPECT_TRUE(contains(error(), "not supported yet")) << error();
+    EXPECT_EQ(o.set("preview", "proj"), 0) << error();
+    EXPECT_NE(o.set("preview", "png"), 0);
+    EXPECT_NE(o.set("preview-interval", "0"), 0);
     EXPECT_NE(o.set("split-mode", "diagonal"), 0);
     EXPECT_EQ(o.set("split-mode", "diffusion=row,te=layer"), 0) << error();
 }
@@ -252,7 +253,7 @@ TEST(OptionSchema, WorkingLibraryOptionsAreBound) {
     for (const ggdiff::api::OptionSpec& s : ggdiff::api::option_schema()) {
         if (s.support != ggdiff::api::Support::Works) continue;
         if (s.is(ggdiff::api::kFrontend)) continue;
-        if (s.name == "vae-format" || s.name == "preview") continue;  // only the default works
+        if (s.name == "vae-format") continue;  // only the default works
         EXPECT_TRUE(static_cast<bool>(s.bind)) << s.name << " is read by nothing";
     }
 }

@@ -407,7 +407,6 @@ TEST(FlagCoverage, UnsupportedValuesOfWorkingFlags) {
         {{"-M", "vid_gen"}, "--mode vid_gen is not supported yet"},
         {{"--scheduler", "kl_optimal"}, "--scheduler kl_optimal is not supported yet"},
         {{"--scheduler", "bong_tangent"}, "--scheduler bong_tangent is not supported yet"},
-        {{"--preview", "proj"}, "--preview proj is not supported yet"},
         {{"--vae-format", "diffusers"}, "--vae-format diffusers is not supported yet"},
     };
     for (const auto& [tail, message] : cases) {

@@ -129,6 +129,8 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.cfg_scale = 7.0f;
     f.defaults.schedule = sampling::ScheduleKind::Flux;
     f.latent_channels = static_cast<int>(dit->flux.latent_channels());
+    // Chroma1-Radiance samples the image itself; Chroma uses FLUX.1's VAE.
+    f.latent_rgb = dit->radiance ? LatentRgb::Pixels : LatentRgb::Flux;
     f.uses_cfg = true;
     f.uses_guidance = false;  // the approximator's guidance input is always 0
     // Not an edit model: -r is refused, and A1111 img2img stays img2img on the server (the

@@ -108,6 +108,7 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.cfg_scale = 1.0f;
     f.defaults.schedule = sampling::ScheduleKind::Flux;
     f.latent_channels = static_cast<int>(dit->latent_channels());
+    f.latent_rgb = LatentRgb::Flux;
     f.uses_cfg = true;  // --cfg-scale > 1 runs real CFG with the negative prompt
     f.uses_guidance = dit->guidance_embed;
     // Kontext: nothing in the file marks it; any FLUX.1 model takes -r reference images,

@@ -103,6 +103,7 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.width = f.defaults.height = 1024;
     f.defaults.schedule = sampling::ScheduleKind::Flux2;
     f.latent_channels = static_cast<int>(dit->in_channels);
+    f.latent_rgb = LatentRgb::Flux2;
     f.uses_cfg = true;
     f.uses_guidance = dit->guidance_embed;  // FLUX.2-dev's guidance_in
     f.ref_image_multiple = 16;

@@ -143,6 +143,7 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.cfg_scale = 2.5f;
     f.defaults.width = f.defaults.height = layered ? 640 : 1024;
     f.latent_channels = static_cast<int>(dit->latent_channels);
+    f.latent_rgb = LatentRgb::Wan21;
     f.ref_image_multiple = 32;
     if (layered) {
         f.check_request = check_layered;

@@ -81,6 +81,7 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.clip_skip = sd2 ? 2 : 1;
     read_default_size(ctx.index, f.defaults);
     f.latent_channels = unet->out_channels;
+    f.latent_rgb = LatentRgb::Sd;
     // An inpainting UNet also takes the mask and the masked image's latent.
     if (unet->in_channels == 2 * unet->out_channels + 1) {
         f.inpaint_inputs = true;

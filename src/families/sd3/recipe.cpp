@@ -110,6 +110,7 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.cfg_scale = 7.0f;
     f.defaults.clip_skip = 2;
     f.latent_channels = static_cast<int>(dit->in_channels);
+    f.latent_rgb = LatentRgb::Sd3;
     f.skips_layers = true;
     f.skip_layer_count = dit->depth;
     const char* qk = dit->qk_norm == models::Sd3Config::QkNorm::Rms     ? "RMS"

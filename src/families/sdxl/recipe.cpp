@@ -87,6 +87,7 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.width = f.defaults.height = 1024;
     f.defaults.clip_skip = 2;
     f.latent_channels = unet->out_channels;
+    f.latent_rgb = LatentRgb::Sdxl;
 
     auto tokenizer = load_clip_tokenizer(ctx);
     if (!tokenizer.ok()) return tokenizer.status();

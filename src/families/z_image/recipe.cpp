@@ -78,6 +78,7 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.cfg_scale = 1.0f;
     f.defaults.width = f.defaults.height = 1024;
     f.latent_channels = static_cast<int>(dit->latent_channels);
+    f.latent_rgb = LatentRgb::Flux;
     f.uses_cfg = true;  // --cfg-scale > 1 runs real CFG with the negative prompt
     const ChatTemplate tmpl = z_image_template(*llm);
     GGDIFF_LOG_INFO(

@@ -70,10 +70,14 @@ Result<HostTensor> KlAutoencoder::encode(const HostTensor& image, sampling::Rng&
 
 Result<std::unique_ptr<TaesdAutoencoder>> TaesdAutoencoder::create(
     const FamilyContext& ctx, const ModuleDevices& where, const models::TaesdConfig& cfg,
-    std::unique_ptr<Autoencoder> fallback_encoder) {
+    std::unique_ptr<Autoencoder> fallback_encoder, bool preview_only) {
+    if (preview_only && !fallback_encoder) {
+        return Status::Error("--taesd-preview-only needs the full VAE for the final images");
+    }
     auto a = std::unique_ptr<TaesdAutoencoder>(new TaesdAutoencoder());
     a->cfg_ = cfg;
     a->fallback_ = std::move(fallback_encoder);
+    a->preview_only_ = preview_only;
     auto runner = make_module(ctx, where, "TAESD", [&cfg](GraphBuilder& gb) {
         HostTensor z({8, 8, cfg.z_channels, 1});
         std::vector<ggml_tensor*> outs{models::build_taesd_decode(gb.nn(), cfg, gb.input(z))};
@@ -89,6 +93,11 @@ Result<std::unique_ptr<TaesdAutoencoder>> TaesdAutoencoder::create(
 }
 
 Result<HostTensor> TaesdAutoencoder::decode(const HostTensor& latent) {
+    if (preview_only_) return fallback_->decode(latent);
+    return decode_preview(latent);
+}
+
+Result<HostTensor> TaesdAutoencoder::decode_preview(const HostTensor& latent) {
     // TAESD takes the diffusion latent as it is.
     auto r = runner_->run([&](GraphBuilder& gb) {
         return std::vector<ggml_tensor*>{
@@ -104,7 +113,7 @@ void TaesdAutoencoder::end_phase() {
 }
 
 Result<HostTensor> TaesdAutoencoder::encode(const HostTensor& image, sampling::Rng& rng) {
-    if (!cfg_.has_encoder) {
+    if (!cfg_.has_encoder || preview_only_) {
         if (fallback_) return fallback_->encode(image, rng);
         return Status::Error("this TAESD file has no encoder weights: img2img needs one");
     }
@@ -128,7 +137,8 @@ Result<std::unique_ptr<Autoencoder>> make_sd_autoencoder(const FamilyContext& ct
     auto kl = KlAutoencoder::create(ctx, ctx.placement.vae, cfg);
     if (!kl.ok()) return kl.status();
     if (!taesd) return std::unique_ptr<Autoencoder>(std::move(*kl));
-    auto a = TaesdAutoencoder::create(ctx, ctx.placement.vae, *taesd, std::move(*kl));
+    auto a = TaesdAutoencoder::create(ctx, ctx.placement.vae, *taesd, std::move(*kl),
+                                      ctx.options.taesd_preview_only);
     if (!a.ok()) return a.status();
     return std::unique_ptr<Autoencoder>(std::move(*a));
 }

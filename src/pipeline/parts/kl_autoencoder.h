@@ -38,26 +38,32 @@ class KlAutoencoder : public Autoencoder {
 
 class TaesdAutoencoder : public Autoencoder {
   public:
-    // `fallback_encoder` (may be null) encodes when the TAESD file has no encoder.
+    // `fallback_encoder` (may be null) encodes when the TAESD file has no encoder. With
+    // `preview_only` (--taesd-preview-only) TAESD decodes the previews only and the fallback
+    // (then required) decodes and encodes everything else.
     static Result<std::unique_ptr<TaesdAutoencoder>> create(
         const FamilyContext& ctx, const ModuleDevices& where, const models::TaesdConfig& cfg,
-        std::unique_ptr<Autoencoder> fallback_encoder);
+        std::unique_ptr<Autoencoder> fallback_encoder, bool preview_only = false);
     int downscale() const override { return cfg_.downscale(); }
     Result<HostTensor> decode(const HostTensor& latent) override;
     bool can_encode() const override {
-        return cfg_.has_encoder || (fallback_ && fallback_->can_encode());
+        return (cfg_.has_encoder && !preview_only_) || (fallback_ && fallback_->can_encode());
     }
     Result<HostTensor> encode(const HostTensor& image, sampling::Rng& rng) override;
     void end_phase() override;
+    Result<HostTensor> decode_preview(const HostTensor& latent) override;
+    bool has_taesd() const override { return true; }
 
   private:
     models::TaesdConfig cfg_;
     std::unique_ptr<ModuleRunner> runner_;
     std::unique_ptr<Autoencoder> fallback_;
+    bool preview_only_ = false;
 };
 
 // The checkpoint's KL VAE with `cfg`; with --taesd, TAESD (weights under "taesd.") decodes
-// instead, and encodes too when its file has an encoder (else the KL VAE encodes).
+// instead, and encodes too when its file has an encoder (else the KL VAE encodes); with
+// --taesd-preview-only as well, TAESD decodes the live previews only.
 Result<std::unique_ptr<Autoencoder>> make_sd_autoencoder(const FamilyContext& ctx,
                                                          const models::VaeConfig& cfg);
 
