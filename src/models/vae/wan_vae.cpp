@@ -4,6 +4,7 @@
 
 #include "nn/layers.h"
 #include "runtime/cpu_kernels.h"
+#include "runtime/kernel_choices.h"
 
 namespace ggdiff::models {
 
@@ -64,8 +65,16 @@ Status read_blocks(const TensorIndex& index, WanVaeConfig& cfg, const std::strin
 
 // ---------------------------------------------------------------- graph pieces
 
+// With seamless tiling (KernelChoices::circular_x/y) x is padded by wrap-around first.
 ggml_tensor* conv_w(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* b, int stride,
                     int pad) {
+    if (pad > 0) {
+        const KernelChoices k = kernel_choices(ctx);
+        if (k.circular_x || k.circular_y) {
+            x = nn::pad_wrap(ctx, x, pad, pad, pad, pad, k.circular_x, k.circular_y);
+            pad = 0;
+        }
+    }
     if (cpu::enabled(ctx) && cpu::can_conv2d(w, x, b)) {
         return cpu::conv2d(ctx, w, x, b, stride, pad);
     }
@@ -235,7 +244,7 @@ ggml_tensor* build_wan_encode(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* 
         if (b.kind == WanBlock::Kind::Residual) {
             x = residual(c, cfg, x, b);
         } else {
-            x = ggml_pad(c.ctx, x, 1, 1, 0, 0);  // right and bottom
+            x = nn::pad_conv_input(c.ctx, x, 0, 1, 0, 1);  // right and bottom
             x = conv(c, cfg, x, b.prefix + "resample.1.", b.in, b.out, 3, 2, 0);
         }
     }
