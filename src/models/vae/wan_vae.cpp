@@ -83,7 +83,10 @@ ggml_tensor* conv_w(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tens
     return y;
 }
 
-// A (causal 3-D or 2-D) convolution on one frame: the last temporal tap of a 3-D kernel.
+// A (causal 3-D or 2-D) convolution on one frame: the last temporal tap of a 3-D kernel (the
+// causal padding before the frame is zeros). With seamless tiling on both axes
+// stable-diffusion.cpp wraps that temporal padding around as well, so every tap sees the one
+// frame: the kernel is then the sum of its taps (as there; with one axis it stays zeros).
 ggml_tensor* conv(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x, const std::string& p,
                   int64_t in, int64_t out, int k, int stride = 1, int pad = -1) {
     if (pad < 0) pad = k / 2;
@@ -95,7 +98,17 @@ ggml_tensor* conv(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x, const std
         w = c.W(name, {k, k, in, out});
     } else {
         w = c.W(name, {k, k, taps, in * out});
-        if (taps > 1) {
+        const KernelChoices kc = kernel_choices(c.ctx);
+        if (taps > 1 && kc.circular_x && kc.circular_y) {
+            ggml_tensor* wf = w->type == GGML_TYPE_F32 ? w : ggml_cast(c.ctx, w, GGML_TYPE_F32);
+            ggml_tensor* sum = nullptr;
+            for (int64_t t = 0; t < taps; ++t) {
+                ggml_tensor* tap = ggml_view_4d(c.ctx, wf, k, k, 1, in * out, wf->nb[1], wf->nb[2],
+                                                wf->nb[3], static_cast<size_t>(t) * wf->nb[2]);
+                sum = sum ? ggml_add(c.ctx, sum, tap) : ggml_cont(c.ctx, tap);
+            }
+            w = sum;
+        } else if (taps > 1) {
             w = ggml_view_4d(c.ctx, w, k, k, 1, in * out, w->nb[1], w->nb[2], w->nb[3],
                              static_cast<size_t>(taps - 1) * w->nb[2]);
             w = ggml_cont(c.ctx, w);
