@@ -115,8 +115,10 @@ void add_model_options(std::vector<OptionSpec>& out) {
     opt(out, g, "circular", OptType::Bool, kModel)
         .help(
             "Seamless tiling: the image wraps around in both directions (the UNet's, "
-            "ControlNet's and VAE's convolutions pad with the other side instead of zeros); "
-            "SD1, SD2 and SDXL, not supported yet for the DiT families")
+            "ControlNet's and VAE's convolutions pad with the other side instead of zeros; "
+            "the DiTs of FLUX.1, FLUX.2, Chroma, Z-Image and Qwen Image also wrap their RoPE "
+            "positions and patch padding; SD3's DiT is unchanged, only its VAE wraps); not "
+            "supported yet for Wan")
         .bind(to_bool(GGDIFF_FIELD(model.circular)));
     opt(out, g, "circularx", OptType::Bool, kModel)
         .help("Seamless tiling horizontally only (left and right edges continue each other)")

@@ -27,10 +27,12 @@ std::vector<ggml_tensor*> modulation(Ctx& c, ggml_tensor* vec, const std::string
     return out;
 }
 
-ggml_tensor* pad_to_patch(ggml_context* ctx, ggml_tensor* x, int p) {
+ggml_tensor* pad_to_patch(ggml_context* ctx, ggml_tensor* x, int p, bool wrap_x, bool wrap_y) {
     const int pad_w = static_cast<int>((p - x->ne[0] % p) % p);
     const int pad_h = static_cast<int>((p - x->ne[1] % p) % p);
-    return pad_w || pad_h ? ggml_pad(ctx, x, pad_w, pad_h, 0, 0) : x;
+    if (!pad_w && !pad_h) return x;
+    if (wrap_x || wrap_y) return pad_wrap(ctx, x, 0, pad_w, 0, pad_h, wrap_x, wrap_y);
+    return ggml_pad(ctx, x, pad_w, pad_h, 0, 0);
 }
 
 ggml_tensor* crop_latent(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h) {
@@ -93,7 +95,27 @@ ggml_tensor* rope_pairs(ggml_context* ctx, ggml_tensor* x, ggml_tensor* cos, ggm
     return ggml_reshape_3d(ctx, r, dim, t, n);
 }
 
-RopeTable rope_table(const std::vector<float>& ids, const std::vector<int>& axes_dim, float theta) {
+float rope_angle(float pos, float omega, int wrap) {
+    if (wrap <= 0) return pos * omega;
+    constexpr float kTwoPi = 6.28318530717958647692f;
+    const float turns = std::round(omega * static_cast<float>(wrap) / kTwoPi);
+    return pos * kTwoPi * turns / static_cast<float>(wrap);
+}
+
+void wrap_grid(std::vector<int>& lengths, size_t axes, int64_t first, int64_t h, int64_t w,
+               RopeWrap wrap, size_t axis_y, size_t axis_x) {
+    if (!wrap.any() || h <= 0 || w <= 0) return;
+    const size_t end = static_cast<size_t>(first + h * w) * axes;
+    if (lengths.size() < end) lengths.resize(end, 0);
+    for (int64_t t = first; t < first + h * w; ++t) {
+        int* row = lengths.data() + static_cast<size_t>(t) * axes;
+        if (wrap.y) row[axis_y] = static_cast<int>(h);
+        if (wrap.x) row[axis_x] = static_cast<int>(w);
+    }
+}
+
+RopeTable rope_table(const std::vector<float>& ids, const std::vector<int>& axes_dim, float theta,
+                     const std::vector<int>& wrap) {
     RopeTable tab;
     const size_t axes = axes_dim.size();
     for (int a : axes_dim) tab.pairs += a / 2;
@@ -115,9 +137,11 @@ RopeTable rope_table(const std::vector<float>& ids, const std::vector<int>& axes
                 static_cast<float>(1.0 / std::pow(static_cast<double>(theta), e));
         }
         for (int64_t tk = 0; tk < tab.tokens; ++tk) {
-            const float pos = ids[static_cast<size_t>(tk) * axes + a];
+            const size_t at = static_cast<size_t>(tk) * axes + a;
+            const float pos = ids[at];
+            const int wrap_len = at < wrap.size() ? wrap[at] : 0;
             for (int j = 0; j < half; ++j) {
-                const float angle = pos * omega[static_cast<size_t>(j)];
+                const float angle = rope_angle(pos, omega[static_cast<size_t>(j)], wrap_len);
                 const size_t i = static_cast<size_t>(tk * tab.pairs + offset + j);
                 tab.cos[i] = std::cos(angle);
                 tab.sin[i] = std::sin(angle);

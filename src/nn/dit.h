@@ -61,7 +61,10 @@ ggml_tensor* modulate(ggml_context* ctx, ggml_tensor* x, ggml_tensor* shift, ggm
 
 // Latent [W, H, C, N] zero-padded right and bottom to multiples of p (x itself when W and H
 // already are), and the inverse: the top-left W x H of a padded latent (x when it fits).
-ggml_tensor* pad_to_patch(ggml_context* ctx, ggml_tensor* x, int p);
+// With wrap_x / wrap_y (seamless tiling) the padding on that axis repeats the latent's
+// first columns / rows instead of zeros.
+ggml_tensor* pad_to_patch(ggml_context* ctx, ggml_tensor* x, int p, bool wrap_x = false,
+                          bool wrap_y = false);
 ggml_tensor* crop_latent(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h);
 
 // Latent [W, H, C, N] (W, H multiples of p) -> tokens [C*p*p, (W/p)*(H/p), N], tokens in
@@ -76,13 +79,36 @@ ggml_tensor* unpatchify(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h,
 ggml_tensor* rope_pairs(ggml_context* ctx, ggml_tensor* x, ggml_tensor* cos, ggml_tensor* sin,
                         int heads);
 
+// Seamless tiling of a DiT's RoPE: which image axes wrap around (x: columns, y: rows).
+struct RopeWrap {
+    bool x = false, y = false;
+    bool any() const { return x || y; }
+};
+
+// The RoPE angle of position `pos` at frequency `omega`. On an axis that wraps after `wrap`
+// positions (wrap > 0; 0: no wrap) the frequency is first moved to the nearest one that
+// turns a whole number of times over `wrap` positions (round(omega * wrap / 2pi) turns, as
+// stable-diffusion.cpp does), so that position wrap looks like position 0 and the image's
+// opposite edges are neighbours.
+float rope_angle(float pos, float omega, int wrap);
+
+// The wrap lengths (rope_table's `wrap`) of an h x w grid of image tokens starting at token
+// `first` of a sequence of `axes` position values per token: its row axis `axis_y` wraps
+// after h positions when wrap.y, its column axis `axis_x` after w when wrap.x. `lengths` is
+// grown (with zeros: no wrap) to cover the grid.
+void wrap_grid(std::vector<int>& lengths, size_t axes, int64_t first, int64_t h, int64_t w,
+               RopeWrap wrap, size_t axis_y = 1, size_t axis_x = 2);
+
 // Host side: the angles of multi-axis RoPE (FLUX's EmbedND). ids holds `axes` position
 // values per token (token-major); axis a covers axes_dim[a] head dimensions, pair j of it
-// turning at theta^(-2j / axes_dim[a]). Returns cos and sin, each [T][sum(axes_dim)/2].
+// turning at theta^(-2j / axes_dim[a]). `wrap` (empty: none; else laid out as ids, missing
+// tail entries 0) holds each token's wrap length on each axis (see rope_angle). Returns cos
+// and sin, each [T][sum(axes_dim)/2].
 struct RopeTable {
     std::vector<float> cos, sin;  // T * pairs, token-major
     int64_t pairs = 0, tokens = 0;
 };
-RopeTable rope_table(const std::vector<float>& ids, const std::vector<int>& axes_dim, float theta);
+RopeTable rope_table(const std::vector<float>& ids, const std::vector<int>& axes_dim, float theta,
+                     const std::vector<int>& wrap = {});
 
 }  // namespace ggdiff::nn

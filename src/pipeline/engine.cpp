@@ -47,7 +47,8 @@ Status check_family_options(const FamilyRecipe& recipe, const ModelOptions& o) {
     if ((o.circular_x() || o.circular_y()) && !recipe.circular) {
         const char* flag = o.circular ? "--circular" : o.circularx ? "--circularx" : "--circulary";
         return Status::Error(std::string(flag) + " is not supported yet for " + recipe.display +
-                             " (seamless tiling works with SD1, SD2 and SDXL)");
+                             " (seamless tiling works with SD1, SD2, SDXL, SD3, FLUX.1, FLUX.2, "
+                             "Chroma, Z-Image and Qwen Image)");
     }
     if (!o.embd_dir.empty() && !recipe.text_embeddings) {
         GGDIFF_LOG_WARN(

@@ -1,7 +1,7 @@
 // Seamless tiling end to end on the SD1 fixture: with --circularx the image's right and left
 // columns continue each other (their difference is that of neighbouring columns inside the
 // image) while top and bottom rows stay as unrelated as without it; --circulary the same
-// across the top/bottom edge; VAE tiling keeps the wrap; DiT families refuse the flag.
+// across the top/bottom edge; VAE tiling keeps the wrap. FLUX.1's DiT wraps too.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -109,13 +109,41 @@ TEST(Circular, EdgesContinueEachOtherOnTheWrappedAxis) {
     EXPECT_LT(d.mean_abs, 0.01) << "max " << d.max_abs;
 }
 
-TEST(Circular, DitFamiliesRefuseIt) {
-    const std::string dit = flux::dit();
-    if (!fs::is_regular_file(dit)) GTEST_SKIP() << "no FLUX fixture: " << dit;
+// FLUX.1 (RoPE positions and VAE wrap): --circularx changes the image and makes its
+// left/right seam as smooth as the inside while the top/bottom one stays rough; a latent that
+// is not whole patches (72 pixels: 9 latent columns) is padded by wrap-around and runs.
+TEST(Circular, FluxWrapsItsRopeAndVae) {
+    ASSERT_TRUE(flux::prerequisites_ok());
     const std::string dir = fresh_dir();
-    RunResult r = run_ggdiff({"--diffusion-model", dit, "--circularx", "-p", "x"}, dir, 300);
-    EXPECT_TRUE(r.failed_cleanly()) << r.describe();
-    EXPECT_TRUE(contains(r.err, "--circularx is not supported yet for FLUX.1")) << r.err;
+    auto run_flux = [&](const std::vector<std::string>& flags, const std::string& out) {
+        std::vector<std::string> a = flux::model_args();
+        for (const std::string& f : flux::case_args("flux_euler")) a.push_back(f);
+        a.insert(a.end(), flags.begin(), flags.end());
+        a.insert(a.end(), {"-o", out});
+        return run_ggdiff(a, dir, 600);
+    };
+    RunResult plain = run_flux({}, dir + "/plain.png");
+    ASSERT_TRUE(plain.succeeded()) << plain.describe();
+    RunResult rx = run_flux({"--circularx"}, dir + "/x.png");
+    ASSERT_TRUE(rx.succeeded()) << rx.describe();
+    RunResult odd = run_flux({"--circular", "-W", "72"}, dir + "/odd.png");
+    ASSERT_TRUE(odd.succeeded()) << odd.describe();
+
+    const Seams p = seams(dir + "/plain.png"), x = seams(dir + "/x.png");
+    const std::string numbers = "plain x " + std::to_string(p.x) + " y " + std::to_string(p.y) +
+                                " inner " + std::to_string(p.inner_x) + "/" +
+                                std::to_string(p.inner_y) + "; circularx x " + std::to_string(x.x) +
+                                " y " + std::to_string(x.y) + " inner " +
+                                std::to_string(x.inner_x) + "/" + std::to_string(x.inner_y);
+    const ImageDiff d = compare_images(dir + "/x.png", dir + "/plain.png");
+    ASSERT_TRUE(d.ok) << d.error;
+    EXPECT_GT(d.mean_abs, 1.0) << numbers;
+    EXPECT_LT(x.x, 1.1 * x.inner_x) << numbers;
+    EXPECT_LT(x.x, 0.75 * p.x) << numbers;
+    EXPECT_GT(x.y, 1.3 * x.inner_y) << numbers;
+    const Seams o = seams(dir + "/odd.png");
+    EXPECT_LT(o.x, 1.1 * o.inner_x) << "72x64: x " << o.x << " inner " << o.inner_x;
+    EXPECT_LT(o.y, 1.1 * o.inner_y) << "72x64: y " << o.y << " inner " << o.inner_y;
 }
 
 }  // namespace

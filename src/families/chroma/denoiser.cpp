@@ -12,6 +12,7 @@ Result<std::unique_ptr<ChromaDenoiser>> ChromaDenoiser::create(const FamilyConte
                                                                const models::ChromaConfig& cfg) {
     auto d = std::unique_ptr<ChromaDenoiser>(new ChromaDenoiser());
     d->cfg_ = cfg;
+    d->wrap_ = {ctx.options.circular_x(), ctx.options.circular_y()};
     d->mod_index_ = HostTensor({models::kChromaModRows});
     d->mod_index_.data = models::chroma_mod_index();
     if (cfg.radiance) {
@@ -89,7 +90,7 @@ Result<HostTensor> ChromaDenoiser::run(const DenoiseBatch& b) {
         // The patch grid of the padded input (Radiance's 16-pixel patches).
         const int64_t pw = (w + f.patch - 1) / f.patch * f.patch;
         const int64_t ph = (h + f.patch - 1) / f.patch * f.patch;
-        pe_ = models::flux_positions(f, pw, ph, l);
+        pe_ = models::flux_positions(f, pw, ph, l, {}, false, wrap_);
         pe_w_ = w;
         pe_h_ = h;
         pe_l_ = l;

@@ -30,6 +30,7 @@ class ChromaDenoiser : public Denoiser {
     HostTensor mod_index_;
     HostTensor dct_;  // Radiance: the pixels' position code
     int64_t pe_w_ = -1, pe_h_ = -1, pe_l_ = -1;
+    nn::RopeWrap wrap_;  // --circular*: image rows / columns wrap around
     models::FluxPositions pe_;
 };
 

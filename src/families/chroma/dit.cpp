@@ -3,6 +3,7 @@
 #include "io/tensor_probe.h"
 #include "nn/dit.h"
 #include "nn/layers.h"
+#include "runtime/kernel_choices.h"
 
 namespace ggdiff::models {
 namespace {
@@ -126,7 +127,8 @@ ggml_tensor* build_chroma(nn::Ctx& c, const ChromaConfig& cfg, ggml_tensor* x,
     ggml_tensor* txt = flux_text_tokens(c, f, context, N);
     if (cfg.radiance) {
         // Pixels patched by img_in_patch, decoded by the NeRF head from the raw block outputs.
-        ggml_tensor* pixels = nn::pad_to_patch(c.ctx, x, ps);
+        const KernelChoices k = kernel_choices(c.ctx);
+        ggml_tensor* pixels = nn::pad_to_patch(c.ctx, x, ps, k.circular_x, k.circular_y);
         ggml_tensor* img = radiance_patch_in(c, cfg.rad, f.prefix, f.hidden, pixels);
         img = flux_blocks(c, f, img, txt, mods, pe_cos, pe_sin, key_mask, skip);
         ggml_tensor* out = radiance_head(c, cfg.rad, f.prefix, f.hidden, img, pixels, dct,

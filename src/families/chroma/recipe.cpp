@@ -166,7 +166,8 @@ extern const FamilyRecipe kChromaRecipe = {
     load,
     "vae,t5xxl",
     &kChromaLayout,
-    {"double_blocks", "single_blocks"}};
+    {"double_blocks", "single_blocks"},
+    /*circular=*/true};
 
 extern const FamilyRecipe kChromaRadianceRecipe = {
     "chroma_radiance",
@@ -177,6 +178,7 @@ extern const FamilyRecipe kChromaRadianceRecipe = {
     load,
     "t5xxl",
     &kChromaLayout,
-    {"double_blocks", "single_blocks"}};
+    {"double_blocks", "single_blocks"},
+    /*circular=*/true};
 
 }  // namespace ggdiff

@@ -11,6 +11,7 @@ Result<std::unique_ptr<FluxDenoiser>> FluxDenoiser::create(const FamilyContext& 
                                                            const models::FluxConfig& cfg) {
     auto d = std::unique_ptr<FluxDenoiser>(new FluxDenoiser());
     d->cfg_ = cfg;
+    d->wrap_ = {ctx.options.circular_x(), ctx.options.circular_y()};
     // A representative graph (2x2 latent, 2 text tokens) declares every weight.
     const int64_t s = 2, l = 2;
     const models::FluxPositions pe = models::flux_positions(cfg, s, s, l);
@@ -80,7 +81,7 @@ Result<HostTensor> FluxDenoiser::run(const DenoiseBatch& b) {
     HostTensor g({n}, b.guidance);
     if (w != pe_w_ || h != pe_h_ || l != pe_l_ || ref_sizes != pe_refs_ ||
         b.increase_ref_index != pe_increase_) {
-        pe_ = models::flux_positions(cfg_, w, h, l, ref_sizes, b.increase_ref_index);
+        pe_ = models::flux_positions(cfg_, w, h, l, ref_sizes, b.increase_ref_index, wrap_);
         pe_w_ = w;
         pe_h_ = h;
         pe_l_ = l;

@@ -33,6 +33,7 @@ class FluxDenoiser : public Denoiser {
     int64_t pe_w_ = -1, pe_h_ = -1, pe_l_ = -1;
     std::vector<models::FluxRefSize> pe_refs_;
     bool pe_increase_ = false;
+    nn::RopeWrap wrap_;  // --circular*: image rows / columns wrap around
     models::FluxPositions pe_;
 };
 

@@ -5,6 +5,7 @@
 #include "io/tensor_probe.h"
 #include "nn/dit.h"
 #include "nn/layers.h"
+#include "runtime/kernel_choices.h"
 
 namespace ggdiff::models {
 namespace {
@@ -182,12 +183,14 @@ Result<FluxConfig> detect_flux(const TensorIndex& index, const std::string& pref
 
 FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t latent_h,
                              int64_t text_tokens, const std::vector<FluxRefSize>& refs,
-                             bool increase_ref_index) {
+                             bool increase_ref_index, nn::RopeWrap wrap) {
     const int64_t p = cfg.patch;
     std::vector<float> ids(static_cast<size_t>(text_tokens * 3), 0.0f);
+    std::vector<int> wrap_lengths;  // seamless tiling: each grid wraps on its own size
     // The patch grid of a w x h latent at (index, row0 + r, col0 + c).
     auto grid = [&](int64_t lw, int64_t lh, float index, int64_t row0, int64_t col0) {
         const int64_t h = (lh + p / 2) / p, w = (lw + p / 2) / p;
+        nn::wrap_grid(wrap_lengths, 3, static_cast<int64_t>(ids.size() / 3), h, w, wrap);
         for (int64_t r = 0; r < h; ++r) {
             for (int64_t col = 0; col < w; ++col) {
                 ids.push_back(index);
@@ -212,7 +215,7 @@ FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t la
         used_h = std::max(used_h, rh + row0);
         used_w = std::max(used_w, rw + col0);
     }
-    nn::RopeTable tab = nn::rope_table(ids, cfg.axes_dim, cfg.theta);
+    nn::RopeTable tab = nn::rope_table(ids, cfg.axes_dim, cfg.theta, wrap_lengths);
     FluxPositions pos;
     pos.cos = HostTensor({1, tab.pairs, 1, tab.tokens});
     pos.sin = HostTensor({1, tab.pairs, 1, tab.tokens});
@@ -225,10 +228,15 @@ ggml_tensor* flux_image_tokens(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x
                                const std::vector<ggml_tensor*>& refs) {
     const int ps = cfg.patch;
     const int64_t N = x->ne[3];
-    ggml_tensor* tokens = nn::patchify(c.ctx, nn::pad_to_patch(c.ctx, x, ps), ps);
+    // Seamless tiling pads a latent that is not whole patches by wrap-around.
+    const KernelChoices k = kernel_choices(c.ctx);
+    auto pad = [&](ggml_tensor* t) {
+        return nn::pad_to_patch(c.ctx, t, ps, k.circular_x, k.circular_y);
+    };
+    ggml_tensor* tokens = nn::patchify(c.ctx, pad(x), ps);
     // Reference latents (Kontext) follow the image tokens; one set serves the whole batch.
     for (ggml_tensor* r : refs) {
-        ggml_tensor* rt = nn::patchify(c.ctx, nn::pad_to_patch(c.ctx, r, ps), ps);
+        ggml_tensor* rt = nn::patchify(c.ctx, pad(r), ps);
         if (rt->ne[2] != N) {
             rt = ggml_repeat(c.ctx, rt,
                              ggml_new_tensor_3d(c.ctx, rt->type, rt->ne[0], rt->ne[1], N));

@@ -15,6 +15,7 @@
 #include "core/host_tensor.h"
 #include "core/status.h"
 #include "io/tensor_index.h"
+#include "nn/dit.h"
 #include "nn/weights.h"
 
 namespace ggdiff::models {
@@ -61,14 +62,16 @@ Result<FluxConfig> detect_flux(const TensorIndex& index,
 // them: by default every reference at index 1, the first at row/column 0 and each next one
 // below or to the right of those before it (whichever keeps the layout squarer; the offsets
 // are counted in latent pixels, not patches); with `increase_ref_index` reference k at index
-// k, all at row/column 0. cos and sin, each [1, head_dim/2, 1, tokens].
+// k, all at row/column 0. With `wrap` (seamless tiling) the image's and each reference's
+// rows / columns wrap around on the size of their own patch grid (text tokens never wrap).
+// cos and sin, each [1, head_dim/2, 1, tokens].
 struct FluxPositions {
     HostTensor cos, sin;
 };
 using FluxRefSize = std::pair<int64_t, int64_t>;  // (width, height) of a reference latent
 FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t latent_h,
                              int64_t text_tokens, const std::vector<FluxRefSize>& refs = {},
-                             bool increase_ref_index = false);
+                             bool increase_ref_index = false, nn::RopeWrap wrap = {});
 
 // x [W, H, C, N] (any W, H), timesteps [N] (sigma in [0, 1]), context [context_dim, L, N],
 // y [vec_in_dim, N] (pooled text), guidance [N] (dev; ignored without guidance_embed),

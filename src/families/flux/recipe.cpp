@@ -163,6 +163,7 @@ extern const FamilyRecipe kFluxRecipe = {
     load,
     nullptr,
     &kFluxLayout,
-    {"double_blocks", "single_blocks"}};
+    {"double_blocks", "single_blocks"},
+    /*circular=*/true};
 
 }  // namespace ggdiff

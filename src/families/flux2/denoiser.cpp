@@ -10,6 +10,7 @@ Result<std::unique_ptr<Flux2Denoiser>> Flux2Denoiser::create(const FamilyContext
                                                              const models::Flux2Config& cfg) {
     auto d = std::unique_ptr<Flux2Denoiser>(new Flux2Denoiser());
     d->cfg_ = cfg;
+    d->wrap_ = {ctx.options.circular_x(), ctx.options.circular_y()};
     // A representative graph (2x2 latent, 2 text tokens, no reference) declares every weight.
     const int64_t s = 2, l = 2;
     const models::Flux2Positions pe = models::flux2_positions(cfg, s, s, l);
@@ -72,7 +73,7 @@ Result<HostTensor> Flux2Denoiser::run(const DenoiseBatch& b) {
     ts.data = b.timesteps;
     HostTensor g({n}, b.guidance);
     if (w != pe_w_ || h != pe_h_ || l != pe_l_ || ref_sizes != pe_refs_) {
-        pe_ = models::flux2_positions(cfg_, w, h, l, ref_sizes);
+        pe_ = models::flux2_positions(cfg_, w, h, l, ref_sizes, wrap_);
         pe_w_ = w;
         pe_h_ = h;
         pe_l_ = l;

@@ -36,6 +36,7 @@ class Flux2Denoiser : public Denoiser {
     // RoPE tables of the last (latent width, height, text tokens, reference sizes).
     int64_t pe_w_ = -1, pe_h_ = -1, pe_l_ = -1;
     std::vector<models::Flux2RefSize> pe_refs_;
+    nn::RopeWrap wrap_;  // --circular*: image rows / columns wrap around
     models::Flux2Positions pe_;
 };
 

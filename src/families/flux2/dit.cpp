@@ -272,9 +272,20 @@ std::vector<float> flux2_position_ids(const Flux2Config& cfg, int64_t latent_w, 
 }
 
 Flux2Positions flux2_positions(const Flux2Config& cfg, int64_t latent_w, int64_t latent_h,
-                               int64_t text_tokens, const std::vector<Flux2RefSize>& refs) {
-    nn::RopeTable tab = nn::rope_table(
-        flux2_position_ids(cfg, latent_w, latent_h, text_tokens, refs), cfg.axes_dim, cfg.theta);
+                               int64_t text_tokens, const std::vector<Flux2RefSize>& refs,
+                               nn::RopeWrap wrap) {
+    constexpr size_t kAxes = 4;
+    std::vector<int> wrap_lengths;
+    int64_t first = text_tokens;
+    nn::wrap_grid(wrap_lengths, kAxes, first, latent_h, latent_w, wrap);
+    first += latent_w * latent_h;
+    for (const Flux2RefSize& r : refs) {
+        nn::wrap_grid(wrap_lengths, kAxes, first, r.second, r.first, wrap);
+        first += r.first * r.second;
+    }
+    nn::RopeTable tab =
+        nn::rope_table(flux2_position_ids(cfg, latent_w, latent_h, text_tokens, refs), cfg.axes_dim,
+                       cfg.theta, wrap_lengths);
     Flux2Positions pos;
     pos.cos = HostTensor({1, tab.pairs, 1, tab.tokens});
     pos.sin = HostTensor({1, tab.pairs, 1, tab.tokens});

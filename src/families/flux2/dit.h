@@ -17,6 +17,7 @@
 #include "core/host_tensor.h"
 #include "core/status.h"
 #include "io/tensor_index.h"
+#include "nn/dit.h"
 #include "nn/weights.h"
 
 namespace ggdiff::models {
@@ -56,12 +57,15 @@ using Flux2RefSize = std::pair<int64_t, int64_t>;  // (width, height) of a refer
 std::vector<float> flux2_position_ids(const Flux2Config& cfg, int64_t latent_w, int64_t latent_h,
                                       int64_t text_tokens, const std::vector<Flux2RefSize>& refs);
 
-// The RoPE angles of those positions: cos and sin, each [1, head_dim/2, 1, tokens].
+// The RoPE angles of those positions: cos and sin, each [1, head_dim/2, 1, tokens]. With
+// `wrap` (seamless tiling) the rows / columns of the image and of each reference wrap around
+// on their own size; text tokens never wrap.
 struct Flux2Positions {
     HostTensor cos, sin;
 };
 Flux2Positions flux2_positions(const Flux2Config& cfg, int64_t latent_w, int64_t latent_h,
-                               int64_t text_tokens, const std::vector<Flux2RefSize>& refs = {});
+                               int64_t text_tokens, const std::vector<Flux2RefSize>& refs = {},
+                               nn::RopeWrap wrap = {});
 
 // x [W, H, in_channels, N] (any W, H), timesteps [N] (sigma in [0, 1]), context
 // [context_dim, L, N] (or [context_dim, L, 1] for the whole batch), refs: reference latents

@@ -149,6 +149,7 @@ extern const FamilyRecipe kFlux2Recipe = {
     load,
     "vae,llm",
     &kFlux2Layout,
-    {"double_blocks", "single_blocks"}};
+    {"double_blocks", "single_blocks"},
+    /*circular=*/true};
 
 }  // namespace ggdiff

@@ -26,6 +26,7 @@ Result<std::unique_ptr<QwenImageDenoiser>> QwenImageDenoiser::create(
     const FamilyContext& ctx, const ModuleDevices& where, const models::QwenImageConfig& cfg) {
     auto d = std::unique_ptr<QwenImageDenoiser>(new QwenImageDenoiser());
     d->cfg_ = cfg;
+    d->wrap_ = {ctx.options.circular_x(), ctx.options.circular_y()};
     auto runner = make_module(ctx, where, "DiT", [&cfg](GraphBuilder& gb) {
         const int64_t s = 2, text = 4;
         HostTensor x({s, s, cfg.latent_channels, 1});
@@ -83,7 +84,8 @@ Result<HostTensor> QwenImageDenoiser::run(const DenoiseBatch& b) {
         rope_inputs(models::qwen_image_rope(cfg_, frames, w, h, tokens, refs,
                                             cfg_.layered           ? models::QwenRefIndex::Decrease
                                             : b.increase_ref_index ? models::QwenRefIndex::Increase
-                                                                   : models::QwenRefIndex::Fixed));
+                                                                   : models::QwenRefIndex::Fixed,
+                                            wrap_));
     HostTensor ts({n});
     ts.data = b.timesteps;
     auto r = runner_->run([&](GraphBuilder& gb) {

@@ -27,6 +27,7 @@ class QwenImageDenoiser : public Denoiser {
 
   private:
     models::QwenImageConfig cfg_;
+    nn::RopeWrap wrap_;  // --circular*: image rows / columns wrap around
     std::unique_ptr<ModuleRunner> runner_;
 };
 

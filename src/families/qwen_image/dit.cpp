@@ -7,6 +7,7 @@
 #include "io/name_util.h"
 #include "nn/dit.h"
 #include "nn/layers.h"
+#include "runtime/kernel_choices.h"
 
 namespace ggdiff::models {
 
@@ -138,15 +139,16 @@ void block(nn::Ctx& c, const QwenImageConfig& cfg, const std::string& p, ggml_te
     txt = ggml_add(ctx, txt, ggml_mul(ctx, mlp(c, tb, p + "txt_mlp.", dim, cfg.mlp), tm[5]));
 }
 
-// sd.cpp's Rope::rope() angles for one axis: omega_j = 1 / theta^(j * ((D-2)/D) / (D/2-1)).
+// sd.cpp's Rope::rope() angles for one axis: omega_j = 1 / theta^(j * ((D-2)/D) / (D/2-1)),
+// moved to a whole number of turns over `wrap` positions when the axis wraps (wrap > 0).
 void axis_angles(std::vector<float>& cos_out, std::vector<float>& sin_out, int64_t pairs,
-                 int64_t token, int64_t offset, float pos, int dim, float theta) {
+                 int64_t token, int64_t offset, float pos, int dim, float theta, int wrap) {
     const int half = dim / 2;
     const float end = (static_cast<float>(dim) - 2.0f) / static_cast<float>(dim);
     const float step = half > 1 ? end / static_cast<float>(half - 1) : 0.0f;
     for (int j = 0; j < half; ++j) {
         const float omega = 1.0f / std::pow(theta, static_cast<float>(j) * step);
-        const float angle = pos * omega;
+        const float angle = nn::rope_angle(pos, omega, wrap);
         const size_t i = static_cast<size_t>(token * pairs + offset + j);
         cos_out[i] = std::cos(angle);
         sin_out[i] = std::sin(angle);
@@ -222,9 +224,10 @@ Result<QwenImageConfig> detect_qwen_image(const TensorIndex& index, const std::s
 
 QwenImageRope qwen_image_rope(const QwenImageConfig& cfg, int64_t frames, int64_t w, int64_t h,
                               int64_t text_tokens, const std::vector<QwenImageRef>& refs,
-                              QwenRefIndex ref_index) {
+                              QwenRefIndex ref_index, nn::RopeWrap wrap) {
     struct Id {
         float t, y, x;
+        int wrap_y = 0, wrap_x = 0;  // seamless tiling: the grid's rows / columns
     };
     std::vector<Id> ids;
     const int64_t hl = (h + 1) / 2, wl = (w + 1) / 2;
@@ -240,9 +243,12 @@ QwenImageRope qwen_image_rope(const QwenImageConfig& cfg, int64_t frames, int64_
             y0 -= f_h / 2;
             x0 -= f_w / 2;
         }
+        const int wy = wrap.y ? static_cast<int>(f_h) : 0;
+        const int wx = wrap.x ? static_cast<int>(f_w) : 0;
         for (int64_t y = 0; y < f_h; ++y) {
             for (int64_t x = 0; x < f_w; ++x) {
-                ids.push_back({frame, static_cast<float>(y0 + y), static_cast<float>(x0 + x)});
+                ids.push_back(
+                    {frame, static_cast<float>(y0 + y), static_cast<float>(x0 + x), wy, wx});
             }
         }
     };
@@ -273,10 +279,11 @@ QwenImageRope qwen_image_rope(const QwenImageConfig& cfg, int64_t frames, int64_
     out.sin.resize(out.cos.size());
     for (int64_t tk = 0; tk < out.tokens; ++tk) {
         const float pos[3] = {ids[tk].t, ids[tk].y, ids[tk].x};
+        const int wraps[3] = {0, ids[tk].wrap_y, ids[tk].wrap_x};
         int64_t offset = 0;
         for (size_t a = 0; a < cfg.axes_dim.size() && a < 3; ++a) {
-            axis_angles(out.cos, out.sin, out.pairs, tk, offset, pos[a], cfg.axes_dim[a],
-                        cfg.theta);
+            axis_angles(out.cos, out.sin, out.pairs, tk, offset, pos[a], cfg.axes_dim[a], cfg.theta,
+                        wraps[a]);
             offset += cfg.axes_dim[a] / 2;
         }
     }
@@ -291,9 +298,10 @@ ggml_tensor* build_qwen_image(nn::Ctx& c, const QwenImageConfig& cfg, ggml_tenso
     const std::string& p = cfg.prefix;
     const int64_t W = x->ne[0], H = x->ne[1], N = x->ne[3], dim = cfg.width;
     const int64_t pw = W % 2, ph = H % 2;
+    // Seamless tiling pads a latent that is not whole patches by wrap-around.
+    const KernelChoices k = kernel_choices(ctx);
     auto pad = [&](ggml_tensor* t) {
-        const int rw = static_cast<int>(t->ne[0] % 2), rh = static_cast<int>(t->ne[1] % 2);
-        return rw || rh ? ggml_pad(ctx, t, rw, rh, 0, 0) : t;
+        return nn::pad_to_patch(ctx, t, 2, k.circular_x, k.circular_y);
     };
     ggml_tensor* tokens = patchify(ctx, pad(x), frames);
     const int64_t n_img = tokens->ne[1];

@@ -14,6 +14,7 @@
 
 #include "core/status.h"
 #include "io/tensor_index.h"
+#include "nn/dit.h"
 #include "nn/weights.h"
 
 namespace ggdiff::models {
@@ -54,14 +55,15 @@ enum class QwenRefIndex { Fixed, Increase, Decrease };
 
 // The RoPE angles of one call, host side: cos and sin [pairs, tokens] for the text tokens,
 // then the T x h x w image tokens (h, w after padding to the patch size), then each
-// reference's tokens.
+// reference's tokens. With `wrap` (seamless tiling) the rows / columns of the image and of
+// each reference wrap around on their own patch grid (nn::rope_angle); text never does.
 struct QwenImageRope {
     std::vector<float> cos, sin;
     int64_t pairs = 0, tokens = 0;
 };
 QwenImageRope qwen_image_rope(const QwenImageConfig& cfg, int64_t frames, int64_t w, int64_t h,
                               int64_t text_tokens, const std::vector<QwenImageRef>& refs,
-                              QwenRefIndex ref_index);
+                              QwenRefIndex ref_index, nn::RopeWrap wrap = {});
 
 // x [w, h, frames * C, N] (channel index c * frames + f), timesteps [N], context
 // [text_width, L, N], cos/sin [1, pairs, 1, tokens] -> velocity of x's shape. refs: each

@@ -221,7 +221,8 @@ extern const FamilyRecipe kQwenImageLayeredRecipe = {
     load,
     "diffusion-model,llm,vae",
     &kQwenImageLayout,
-    {"transformer_blocks"}};
+    {"transformer_blocks"},
+    /*circular=*/true};
 extern const FamilyRecipe kQwenImageRecipe = {
     "qwen_image",
     "Qwen Image",
@@ -231,6 +232,7 @@ extern const FamilyRecipe kQwenImageRecipe = {
     load,
     "diffusion-model,llm,llm_vision,vae",
     &kQwenImageLayout,
-    {"transformer_blocks"}};
+    {"transformer_blocks"},
+    /*circular=*/true};
 
 }  // namespace ggdiff

@@ -177,6 +177,7 @@ extern const FamilyRecipe kSd3Recipe = {
     load,
     "vae,clip_l,clip_g,t5xxl",
     &kSd3Layout,
-    {"joint_blocks"}};
+    {"joint_blocks"},
+    /*circular=*/true};
 
 }  // namespace ggdiff

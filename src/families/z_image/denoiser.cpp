@@ -13,8 +13,9 @@ struct RopeInputs {
     HostTensor cos, sin;
 };
 
-RopeInputs rope_inputs(const models::ZImageConfig& cfg, int64_t w, int64_t h, int64_t text) {
-    const models::ZImageRope r = z_image_rope(cfg, z_image_tokens(cfg, w, h, text));
+RopeInputs rope_inputs(const models::ZImageConfig& cfg, int64_t w, int64_t h, int64_t text,
+                       nn::RopeWrap wrap = {}) {
+    const models::ZImageRope r = z_image_rope(cfg, z_image_tokens(cfg, w, h, text), wrap);
     RopeInputs in{HostTensor({1, r.pairs, 1, r.tokens}), HostTensor({1, r.pairs, 1, r.tokens})};
     in.cos.data = r.cos;
     in.sin.data = r.sin;
@@ -28,6 +29,7 @@ Result<std::unique_ptr<ZImageDenoiser>> ZImageDenoiser::create(const FamilyConte
                                                                const models::ZImageConfig& cfg) {
     auto d = std::unique_ptr<ZImageDenoiser>(new ZImageDenoiser());
     d->cfg_ = cfg;
+    d->wrap_ = {ctx.options.circular_x(), ctx.options.circular_y()};
     auto runner = make_module(ctx, where, "DiT", [&cfg](GraphBuilder& gb) {
         const int64_t s = 2, text = 4;
         HostTensor x({s, s, cfg.latent_channels, 1});
@@ -69,7 +71,7 @@ Result<HostTensor> ZImageDenoiser::run(const DenoiseBatch& b) {
     // The model's time runs from noise (0) to clean (1000).
     HostTensor ts({n});
     for (int64_t i = 0; i < n; ++i) ts.data[i] = 1000.0f - b.timesteps[static_cast<size_t>(i)];
-    const RopeInputs rope = rope_inputs(cfg_, w, h, tokens);
+    const RopeInputs rope = rope_inputs(cfg_, w, h, tokens, wrap_);
     auto r = runner_->run([&](GraphBuilder& gb) {
         return std::vector<ggml_tensor*>{
             models::build_z_image(gb.nn(), cfg_, gb.input(b.x), gb.input(ts), gb.input(context),

@@ -26,6 +26,7 @@ class ZImageDenoiser : public Denoiser {
 
   private:
     models::ZImageConfig cfg_;
+    nn::RopeWrap wrap_;  // --circular*: image rows / columns wrap around
     std::unique_ptr<ModuleRunner> runner_;
 };
 

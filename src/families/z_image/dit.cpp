@@ -6,6 +6,7 @@
 
 #include "nn/dit.h"
 #include "nn/layers.h"
+#include "runtime/kernel_choices.h"
 
 namespace ggdiff::models {
 
@@ -256,8 +257,10 @@ std::vector<float> z_image_position_ids(const ZImageTokens& t) {
     return ids;  // image padding stays (0, 0, 0)
 }
 
-ZImageRope z_image_rope(const ZImageConfig& cfg, const ZImageTokens& t) {
+ZImageRope z_image_rope(const ZImageConfig& cfg, const ZImageTokens& t, nn::RopeWrap wrap) {
     const std::vector<float> ids = z_image_position_ids(t);
+    std::vector<int> wrap_lengths;
+    nn::wrap_grid(wrap_lengths, 3, t.text_padded, t.grid_h, t.grid_w, wrap);
     ZImageRope r;
     for (int a : cfg.axes_dim) r.pairs += a / 2;
     r.tokens = t.total();
@@ -267,12 +270,15 @@ ZImageRope z_image_rope(const ZImageConfig& cfg, const ZImageTokens& t) {
         int64_t offset = 0;
         for (size_t a = 0; a < cfg.axes_dim.size(); ++a) {
             const int dim = cfg.axes_dim[a];
-            const float pos = ids[3 * tk + a];
+            const size_t at = static_cast<size_t>(3 * tk) + a;
+            const float pos = ids[at];
+            const int wrap_len = at < wrap_lengths.size() ? wrap_lengths[at] : 0;
             for (int j = 0; j < dim / 2; ++j) {
                 const float omega = 1.0f / std::pow(cfg.theta, 2.0f * j / dim);
+                const float angle = nn::rope_angle(pos, omega, wrap_len);
                 const size_t i = static_cast<size_t>(tk * r.pairs + offset + j);
-                r.cos[i] = std::cos(pos * omega);
-                r.sin[i] = std::sin(pos * omega);
+                r.cos[i] = std::cos(angle);
+                r.sin[i] = std::sin(angle);
             }
             offset += dim / 2;
         }
@@ -305,7 +311,10 @@ ggml_tensor* build_z_image(nn::Ctx& c, const ZImageConfig& cfg, ggml_tensor* x,
 
     const int pw = static_cast<int>(t.grid_w * cfg.patch - W);
     const int ph = static_cast<int>(t.grid_h * cfg.patch - H);
-    ggml_tensor* img = patchify(ctx, pw || ph ? ggml_pad(ctx, x, pw, ph, 0, 0) : x);
+    // Seamless tiling pads a latent that is not whole patches by wrap-around.
+    const KernelChoices k = kernel_choices(ctx);
+    ggml_tensor* img = patchify(
+        ctx, pw || ph ? nn::pad_wrap(ctx, x, 0, pw, 0, ph, k.circular_x, k.circular_y) : x);
     img = nn::linear(c, img, p + "x_embedder", img->ne[0], cfg.width);
     img = pad_tokens(c, img, p + "x_pad_token", t.image_padded);
 

@@ -26,6 +26,7 @@
 
 #include "core/status.h"
 #include "io/tensor_index.h"
+#include "nn/dit.h"
 #include "nn/weights.h"
 
 namespace ggdiff::models {
@@ -73,12 +74,14 @@ ZImageTokens z_image_tokens(const ZImageConfig& cfg, int64_t latent_w, int64_t l
 std::vector<float> z_image_position_ids(const ZImageTokens& tokens);
 
 // The RoPE angles of those ids, host side: cos and sin [pairs][tokens] (pair j of axis a
-// turns at theta^(-2j / axes_dim[a])).
+// turns at theta^(-2j / axes_dim[a])). With `wrap` (seamless tiling) the image patches'
+// rows / columns wrap around on the patch grid (nn::rope_angle); text and padding never do.
 struct ZImageRope {
     std::vector<float> cos, sin;
     int64_t pairs = 0, tokens = 0;
 };
-ZImageRope z_image_rope(const ZImageConfig& cfg, const ZImageTokens& tokens);
+ZImageRope z_image_rope(const ZImageConfig& cfg, const ZImageTokens& tokens,
+                        nn::RopeWrap wrap = {});
 
 // x [w, h, C, N] latent, timesteps [N] in the model's own time ((1 - sigma) * 1000),
 // context [cap_width, L, N], cos/sin [1, pairs, 1, tokens] -> flow velocity [w, h, C, N].

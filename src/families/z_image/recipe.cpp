@@ -107,8 +107,14 @@ Result<Family> load(const FamilyContext& ctx) {
 }  // namespace
 
 extern const FamilyRecipe kZImageRecipe = {
-    "z_image",      "Z-Image", "model.diffusion_model.cap_embedder.0.weight and x_embedder.weight",
-    detect,         load,      nullptr,
-    &kZImageLayout, {"layers"}};
+    "z_image",
+    "Z-Image",
+    "model.diffusion_model.cap_embedder.0.weight and x_embedder.weight",
+    detect,
+    load,
+    nullptr,
+    &kZImageLayout,
+    {"layers"},
+    /*circular=*/true};
 
 }  // namespace ggdiff

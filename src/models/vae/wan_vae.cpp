@@ -4,6 +4,7 @@
 
 #include "nn/layers.h"
 #include "runtime/cpu_kernels.h"
+#include "runtime/kernel_choices.h"
 
 namespace ggdiff::models {
 
@@ -64,8 +65,16 @@ Status read_blocks(const TensorIndex& index, WanVaeConfig& cfg, const std::strin
 
 // ---------------------------------------------------------------- graph pieces
 
+// With seamless tiling (KernelChoices::circular_x/y) x is padded by wrap-around first.
 ggml_tensor* conv_w(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tensor* b, int stride,
                     int pad) {
+    if (pad > 0) {
+        const KernelChoices k = kernel_choices(ctx);
+        if (k.circular_x || k.circular_y) {
+            x = nn::pad_wrap(ctx, x, pad, pad, pad, pad, k.circular_x, k.circular_y);
+            pad = 0;
+        }
+    }
     if (cpu::enabled(ctx) && cpu::can_conv2d(w, x, b)) {
         return cpu::conv2d(ctx, w, x, b, stride, pad);
     }
@@ -74,7 +83,10 @@ ggml_tensor* conv_w(ggml_context* ctx, ggml_tensor* x, ggml_tensor* w, ggml_tens
     return y;
 }
 
-// A (causal 3-D or 2-D) convolution on one frame: the last temporal tap of a 3-D kernel.
+// A (causal 3-D or 2-D) convolution on one frame: the last temporal tap of a 3-D kernel (the
+// causal padding before the frame is zeros). With seamless tiling on both axes
+// stable-diffusion.cpp wraps that temporal padding around as well, so every tap sees the one
+// frame: the kernel is then the sum of its taps (as there; with one axis it stays zeros).
 ggml_tensor* conv(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x, const std::string& p,
                   int64_t in, int64_t out, int k, int stride = 1, int pad = -1) {
     if (pad < 0) pad = k / 2;
@@ -86,7 +98,17 @@ ggml_tensor* conv(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x, const std
         w = c.W(name, {k, k, in, out});
     } else {
         w = c.W(name, {k, k, taps, in * out});
-        if (taps > 1) {
+        const KernelChoices kc = kernel_choices(c.ctx);
+        if (taps > 1 && kc.circular_x && kc.circular_y) {
+            ggml_tensor* wf = w->type == GGML_TYPE_F32 ? w : ggml_cast(c.ctx, w, GGML_TYPE_F32);
+            ggml_tensor* sum = nullptr;
+            for (int64_t t = 0; t < taps; ++t) {
+                ggml_tensor* tap = ggml_view_4d(c.ctx, wf, k, k, 1, in * out, wf->nb[1], wf->nb[2],
+                                                wf->nb[3], static_cast<size_t>(t) * wf->nb[2]);
+                sum = sum ? ggml_add(c.ctx, sum, tap) : ggml_cont(c.ctx, tap);
+            }
+            w = sum;
+        } else if (taps > 1) {
             w = ggml_view_4d(c.ctx, w, k, k, 1, in * out, w->nb[1], w->nb[2], w->nb[3],
                              static_cast<size_t>(taps - 1) * w->nb[2]);
             w = ggml_cont(c.ctx, w);
@@ -235,7 +257,7 @@ ggml_tensor* build_wan_encode(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* 
         if (b.kind == WanBlock::Kind::Residual) {
             x = residual(c, cfg, x, b);
         } else {
-            x = ggml_pad(c.ctx, x, 1, 1, 0, 0);  // right and bottom
+            x = nn::pad_conv_input(c.ctx, x, 0, 1, 0, 1);  // right and bottom
             x = conv(c, cfg, x, b.prefix + "resample.1.", b.in, b.out, 3, 2, 0);
         }
     }
