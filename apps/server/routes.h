@@ -30,6 +30,8 @@ struct ServerContext {
 // model loads) and queues it: 503 while the model loads, 429 with Retry-After when the queue
 // is full.
 std::shared_ptr<Job> submit_request(ServerContext& ctx, GenRequest request, const std::string& api);
+// Queues `job`; a full queue is a 429 with the seconds to wait.
+void submit_or_refuse(ServerContext& ctx, const std::shared_ptr<Job>& job);
 
 // The job as sd-server's API shows it; `images` adds result.images (base64) and the latest
 // live preview ("preview", else null).

@@ -7,6 +7,17 @@
 
 namespace ggdiff::server {
 
+void submit_or_refuse(ServerContext& ctx, const std::shared_ptr<Job>& job) {
+    auto submitted = ctx.jobs.submit(job);
+    if (!submitted.job) {
+        RequestError e(429, "",
+                       "the queue is full (" + std::to_string(ctx.jobs.max_queue()) +
+                           " jobs wait); retry later");
+        e.retry_after_s = submitted.retry_after_s;
+        throw e;
+    }
+}
+
 std::shared_ptr<Job> submit_request(ServerContext& ctx, GenRequest request,
                                     const std::string& api) {
     auto job = std::make_shared<Job>();
@@ -20,14 +31,7 @@ std::shared_ptr<Job> submit_request(ServerContext& ctx, GenRequest request,
     job->request = std::move(request);
     job->id = new_job_id();
     job->api = api;
-    auto submitted = ctx.jobs.submit(job);
-    if (!submitted.job) {
-        RequestError e(429, "",
-                       "the queue is full (" + std::to_string(ctx.jobs.max_queue()) +
-                           " jobs wait); retry later");
-        e.retry_after_s = submitted.retry_after_s;
-        throw e;
-    }
+    submit_or_refuse(ctx, job);
     return job;
 }
 

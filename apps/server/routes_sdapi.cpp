@@ -363,14 +363,7 @@ void extra_single_image(const httplib::Request& req, httplib::Response& res, Ser
         job->upscale_input = std::move(image);
         job->upscale_width = static_cast<int>(want_w);
         job->upscale_height = static_cast<int>(want_h);
-        auto submitted = ctx.jobs.submit(job);
-        if (!submitted.job) {
-            RequestError e(429, "",
-                           "the queue is full (" + std::to_string(ctx.jobs.max_queue()) +
-                               " jobs wait); retry later");
-            e.retry_after_s = submitted.retry_after_s;
-            throw e;
-        }
+        submit_or_refuse(ctx, job);
         const JobView done = ctx.jobs.wait_done(*job);
         if (done.status != JobStatus::completed || done.images.empty()) {
             throw RequestError(

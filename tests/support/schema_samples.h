@@ -30,6 +30,8 @@ inline std::string sample_value(const ggdiff_option_desc& d) {
     if (name == "split-mode") return "layer";
     if (name == "max-vram") return "8";
     if (name == "rpc-servers") return "127.0.0.1:50052";
+    if (name == "cache-option") return "threshold=0.5";
+    if (name == "scm-mask") return "1,0,1";
     if (d.default_value[0] && d.type != GGDIFF_OPTION_BOOL) return d.default_value;
     const bool has_min = d.min > -1e299;
     switch (d.type) {
