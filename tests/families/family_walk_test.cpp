@@ -62,6 +62,12 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"flow_sde/Q", "qwen_image"},
     {"flux_slg", "flux"},              // tests/golden
     {"qwen_edit_2511", "qwen_image"},  // tests/golden
+    {"dit_circular/F", "flux"},        // tests/golden
+    {"dit_circular/Z", "z_image"},
+    {"dit_circular/Q", "qwen_image"},
+    {"dit_circular/C", "chroma"},
+    {"dit_circular/K", "flux2"},
+    {"dit_circular/S", "sd3"},
 };
 
 // The part flags -M info and -M convert read (others, e.g. --upscale-model, are left out).
