@@ -275,6 +275,28 @@ int ggdiff_image_save(const ggdiff_image* image, const char* path, int with_para
  * socket (or a link to one, or a dangling link) is refused. Nothing is written. */
 int ggdiff_image_check_path(const char* path);
 
+/* ---- Video files (-M vid_gen) ------------------------------------------------------ */
+
+/* Writes `count` frames (all of one size; 1-4 channels, stored as RGB, animated WebP keeps
+ * alpha) as one video at `fps` (1..240) frames per second, the format by the file
+ * extension: ".avi" (MJPEG AVI, JPEG quality 90, the frames' parameters text in a LIST INFO
+ * ICMT chunk) or ".webp" (animated WebP, looping, each frame round(1000 / fps) ms, quality 90,
+ * the parameters as EXIF UserComment). The first frame's parameters text is embedded unless
+ * `with_parameters` is 0. The file is replaced atomically; nothing is left on failure. */
+int ggdiff_video_save(const ggdiff_image* frames, int count, int fps, const char* path,
+                      int with_parameters);
+
+/* The in-memory counterpart of ggdiff_video_save: `format` "avi" or "webp" ("webm" is an
+ * error: no WebM encoder in this build); quality 1..100 (AVI: JPEG quality of the frames;
+ * WebP: 100 is lossless); the first frame's parameters text, when non-empty, is embedded.
+ * *out_bytes is malloc'd (free()). */
+int ggdiff_video_encode(const ggdiff_image* frames, int count, int fps, const char* format,
+                        int quality, unsigned char** out_bytes, size_t* out_size);
+
+/* 0 when ggdiff_video_save could write `path`: a .avi or .webp name, with the rules of
+ * ggdiff_image_check_path for the target. Nothing is written. */
+int ggdiff_video_check_path(const char* path);
+
 /* ---- For front ends that keep images in memory (the HTTP server, bindings) ---- */
 
 /* Copies an option set (e.g. a server's defaults, before one request's values). */

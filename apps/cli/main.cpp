@@ -147,6 +147,7 @@ int main(int argc, char** argv) {
     if (mode == "metadata") return ggdiff::cli::run_metadata(cli);
     if (mode == "upscale") return ggdiff::cli::run_upscale(cli);
     if (mode == "img_gen") return generate(cli);
+    if (mode == "vid_gen") return ggdiff::cli::run_vid_gen(cli);
     // The schema refuses the modes that are not built yet; this is only reached if a mode
     // is added there before here.
     ggdiff::cli::print_error("-M " + mode + " is not supported yet");

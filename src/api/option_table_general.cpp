@@ -1,6 +1,7 @@
 // Schema entries of the front ends: run modes, logging, output files, -M convert and
 // -M metadata. The library checks and keeps these; the front end acts on them.
 #include "api/option_decl.h"
+#include "image/video_io.h"
 
 namespace ggdiff::api {
 
@@ -9,10 +10,10 @@ void add_frontend_options(std::vector<OptionSpec>& out) {
     opt(out, g, "mode", OptType::Enum, kFrontend)
         .short_name("M")
         .values({"img_gen", "vid_gen", "convert", "upscale", "metadata", "info"})
-        .unsupported_values("vid_gen")
         .def("img_gen")
         .help(
-            "Run mode: img_gen (text/image to image), upscale (upscale -i IMAGE with "
+            "Run mode: img_gen (text/image to image), vid_gen (video: a model's frames go to one "
+            "video file per batch item, see -o), upscale (upscale -i IMAGE with "
             "--upscale-model, no diffusion model), convert (write GGUF), metadata (print an "
             "image's generation settings), info (summarize model files)");
     opt(out, g, "verbose", OptType::Bool, kFrontend)
@@ -30,13 +31,19 @@ void add_output_options(std::vector<OptionSpec>& out) {
         .def("output.png")
         .help(
             "Output file (PNG, JPEG or WebP by extension); image i of a batch goes to NAME_i.EXT "
-            "(-M convert: the GGUF file, default output.gguf)");
+            "(-M convert: the GGUF file, default output.gguf; -M vid_gen: a video of several "
+            "frames goes to NAME.avi or NAME.webp (animated), a printf pattern such as "
+            "frame_%03d.png writes one image per frame)");
     opt(out, g, "output-begin-idx", OptType::Int, kFrontend)
         .range(-1)
         .def("-1")
         .help("Number of the first image file of a batch; -1 = the first is NAME.EXT, then _1");
     opt(out, g, "disable-image-metadata", OptType::Bool, kFrontend)
         .help("Do not write the generation settings into image files");
+    opt(out, g, "fps", OptType::Int, kFrontend)
+        .range(kMinVideoFps, kMaxVideoFps)
+        .def("16")
+        .help("-M vid_gen: frames per second of the video files written (1 to 240)");
 
     g = "Convert (-M convert)";
     opt(out, g, "convert-name", OptType::Bool, kFrontend)

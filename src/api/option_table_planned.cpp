@@ -40,7 +40,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
 
     g = "Video";
     later(g, "video-frames", OptType::Int, "Number of video frames");
-    later(g, "fps", OptType::Int, "Frames per second of the video");
     later(g, "vace-strength", OptType::Float, "Wan VACE strength");
 
     g = "ControlNet, PhotoMaker, PuLID";
@@ -49,7 +48,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "pm-style-strength", OptType::Float, "PhotoMaker style strength");
     later(g, "pulid-id-embedding", OptType::Path, "PuLID identity embedding");
     later(g, "pulid-id-weight", OptType::Float, "PuLID identity weight");
-
 
     g = "Model family switches";
     opt(out, g, "chroma-disable-dit-mask", OptType::Bool, kModel)

@@ -1,0 +1,102 @@
+// C API: video files from frames (MJPEG AVI, animated WebP), written or encoded in memory.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "api/c_api_internal.h"
+#include "core/safe_text.h"
+#include "ggdiff.h"
+#include "image/video_io.h"
+
+using ggdiff::api::fail;
+
+namespace {
+
+// Copies the C frames into images; an error names the first bad frame.
+ggdiff::Status to_frames(const ggdiff_image* frames, int count, std::vector<ggdiff::Image>& out) {
+    if (count < 1) return ggdiff::Status::Error("a video needs at least one frame");
+    if (count > ggdiff::kMaxVideoFrames) {
+        return ggdiff::Status::Error(std::to_string(count) + " frames exceed the limit of " +
+                                     std::to_string(ggdiff::kMaxVideoFrames) + " per video");
+    }
+    out.resize(static_cast<size_t>(count));
+    for (int i = 0; i < count; ++i) {
+        const ggdiff_image& f = frames[i];
+        const std::string name = "frame " + std::to_string(i);
+        if (!f.data) return ggdiff::Status::Error(name + " has no pixel data");
+        if (f.channels < 1 || f.channels > 4) {
+            return ggdiff::Status::Error(name + " has " + std::to_string(f.channels) +
+                                         " channels (1 to 4 are supported)");
+        }
+        GGDIFF_TRY(ggdiff::check_image_dimensions(f.width, f.height).with_context(name));
+        ggdiff::Image& img = out[static_cast<size_t>(i)];
+        img.width = f.width;
+        img.height = f.height;
+        img.channels = f.channels;
+        img.pixels.assign(f.data, f.data + img.byte_size());
+    }
+    return ggdiff::Status::Ok();
+}
+
+}  // namespace
+
+extern "C" {
+
+int ggdiff_video_save(const ggdiff_image* frames, int count, int fps, const char* path,
+                      int with_parameters) {
+    if (!frames || !path) return fail("ggdiff_video_save: null argument");
+    try {
+        std::vector<ggdiff::Image> images;
+        ggdiff::Status st = to_frames(frames, count, images);
+        if (!st.ok())
+            return fail(st.with_context("cannot write video " + ggdiff::quote_name(path)));
+        ggdiff::VideoWriteOptions wo;
+        wo.fps = fps;
+        if (with_parameters && frames[0].parameters) wo.parameters = frames[0].parameters;
+        st = ggdiff::write_video(path, images, wo);
+        if (!st.ok()) return fail(st);
+        return 0;
+    } catch (const std::exception& e) {
+        return fail(std::string("writing the video failed: ") + e.what());
+    }
+}
+
+int ggdiff_video_encode(const ggdiff_image* frames, int count, int fps, const char* format,
+                        int quality, unsigned char** out_bytes, size_t* out_size) {
+    if (!frames || !format || !out_bytes || !out_size) {
+        return fail("ggdiff_video_encode: null argument");
+    }
+    *out_bytes = nullptr;
+    *out_size = 0;
+    try {
+        auto fmt = ggdiff::parse_video_format(format);
+        if (!fmt.ok()) return fail(fmt.status());
+        std::vector<ggdiff::Image> images;
+        ggdiff::Status st = to_frames(frames, count, images);
+        if (!st.ok()) return fail(st.with_context("cannot encode video"));
+        ggdiff::VideoWriteOptions wo;
+        wo.fps = fps;
+        wo.quality = quality;
+        if (frames[0].parameters) wo.parameters = frames[0].parameters;
+        auto bytes = ggdiff::encode_video(images, *fmt, wo);
+        if (!bytes.ok()) return fail(bytes.status());
+        auto* out = static_cast<unsigned char*>(std::malloc(bytes->empty() ? 1 : bytes->size()));
+        if (!out) return fail("out of memory");
+        std::memcpy(out, bytes->data(), bytes->size());
+        *out_bytes = out;
+        *out_size = bytes->size();
+        return 0;
+    } catch (const std::exception& e) {
+        return fail(std::string("encoding the video failed: ") + e.what());
+    }
+}
+
+int ggdiff_video_check_path(const char* path) {
+    if (!path) return fail("ggdiff_video_check_path: null argument");
+    ggdiff::Status st = ggdiff::check_video_output_path(path);
+    if (!st.ok()) return fail(st);
+    return 0;
+}
+
+}  // extern "C"
