@@ -49,6 +49,7 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "pulid-id-embedding", OptType::Path, "PuLID identity embedding");
     later(g, "pulid-id-weight", OptType::Float, "PuLID identity weight");
 
+
     g = "Model family switches";
     opt(out, g, "chroma-disable-dit-mask", OptType::Bool, kModel)
         .help(
