@@ -47,7 +47,9 @@ struct GenRequest {
     std::vector<LoraUse> loras;
     bool strip_prompt_loras = false;  // remove <lora:...> tags from the prompts, unapplied
 
-    // Output encoding.
+    // Output encoding (a video: webp or avi, its frames in one container at `fps`).
+    bool video = false;
+    int fps = 16;
     std::string output_format = "png";
     int quality = 90;
     bool embed_metadata = true;

@@ -64,6 +64,7 @@ std::string to_base64(const EncodedImage& image) {
 const char* mime_type(const std::string& format) {
     if (format == "jpeg") return "image/jpeg";
     if (format == "webp") return "image/webp";
+    if (format == "avi") return "video/x-msvideo";
     return "image/png";
 }
 

@@ -32,6 +32,8 @@ struct EncodedImage {
     int height = 0;
     int64_t seed = 0;
     std::string parameters;  // A1111 infotext (also embedded unless metadata is off)
+    int frame_count = 0;     // a video container (format webp or avi): its frames
+    int fps = 0;             // and their rate
 };
 
 // Encodes with `quality` (JPEG/WebP, 1..100). Throws std::runtime_error on failure.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 
 namespace ggdiff::server {
@@ -305,6 +306,10 @@ struct RunContext {
     std::mutex* mutex;
     std::condition_variable* cv;
     std::string encode_error;
+    // A vid_gen job's frames (copied: the library's are valid only during the call).
+    std::vector<std::vector<unsigned char>> frame_pixels;
+    std::vector<ggdiff_image> frames;
+    std::string frame_parameters;
 };
 
 int on_progress(const char* phase, int step, int total, double, void* user) {
@@ -328,9 +333,57 @@ int on_progress(const char* phase, int step, int total, double, void* user) {
     return j.cancel_requested ? 0 : 1;
 }
 
+// A video's frame is kept until the last one; the progress counts it as an image.
+void keep_frame(const ggdiff_image* image, RunContext* c) {
+    const size_t bytes = static_cast<size_t>(image->width) * image->height * image->channels;
+    c->frame_pixels.emplace_back(image->data, image->data + bytes);
+    ggdiff_image frame = *image;
+    frame.parameters = nullptr;
+    c->frames.push_back(frame);
+    if (c->frames.size() == 1 && image->parameters) c->frame_parameters = image->parameters;
+    std::lock_guard<std::mutex> lock(*c->mutex);
+    Job& j = *c->job;
+    j.progress.images_done = static_cast<int>(c->frames.size());
+    j.version++;
+    c->cv->notify_all();
+}
+
+// The kept frames as one container (webp or avi) at the request's fps.
+void encode_video_result(RunContext& c) {
+    const GenRequest& r = c.job->request;
+    if (c.frames.empty()) return;
+    for (size_t i = 0; i < c.frames.size(); ++i) c.frames[i].data = c.frame_pixels[i].data();
+    c.frames[0].parameters =
+        r.embed_metadata && !c.frame_parameters.empty() ? c.frame_parameters.data() : nullptr;
+    unsigned char* bytes = nullptr;
+    size_t size = 0;
+    if (ggdiff_video_encode(c.frames.data(), static_cast<int>(c.frames.size()), r.fps,
+                            r.output_format.c_str(), r.quality, &bytes, &size) != 0) {
+        c.encode_error = ggdiff_last_error();
+        return;
+    }
+    EncodedImage video;
+    video.bytes.assign(bytes, bytes + size);
+    std::free(bytes);
+    video.format = r.output_format;
+    video.width = c.frames[0].width;
+    video.height = c.frames[0].height;
+    video.seed = c.frames[0].seed;
+    video.parameters = c.frame_parameters;
+    video.frame_count = static_cast<int>(c.frames.size());
+    video.fps = r.fps;
+    c.frame_pixels.clear();
+    c.frames.clear();
+    std::lock_guard<std::mutex> lock(*c.mutex);
+    c.job->images.push_back(std::move(video));
+    c.job->version++;
+    c.cv->notify_all();
+}
+
 void on_image(const ggdiff_image* image, int, void* user) {
     auto* c = static_cast<RunContext*>(user);
     const GenRequest& r = c->job->request;
+    if (r.video) return keep_frame(image, c);
     EncodedImage encoded;
     try {
         encoded = encode_result(*image, r.output_format, r.quality, r.embed_metadata);
@@ -393,12 +446,13 @@ void on_preview(const ggdiff_image* image, int step, int total, void* user) {
 }  // namespace
 
 void JobManager::run(const std::shared_ptr<Job>& job) {
-    RunContext ctx{this, job.get(), &mutex_, &cv_, ""};
+    RunContext ctx{this, job.get(), &mutex_, &cv_, "", {}, {}, ""};
     const auto t0 = Clock::now();
     const int rc = job->kind == "upscale"
                        ? run_upscale(*job, ctx)
                        : ggdiff_generate_each_preview(host_.model(), job->options.get(),
                                                       on_progress, on_image, on_preview, &ctx);
+    if (rc == 0 && job->request.video) encode_video_result(ctx);
     const std::string error = rc != 0 ? ggdiff_last_error() : "";
     OptionsPtr release;
     std::lock_guard<std::mutex> lock(mutex_);

@@ -28,6 +28,7 @@ std::shared_ptr<Job> submit_request(ServerContext& ctx, GenRequest request,
         e.retry_after_s = 5;
         throw e;
     }
+    if (request.video) job->kind = "vid_gen";
     job->request = std::move(request);
     job->id = new_job_id();
     job->api = api;
@@ -62,7 +63,15 @@ nlohmann::json job_json(const JobView& v, bool images) {
                      {"fraction", v.progress.fraction},
                      {"eta_seconds", v.progress.eta_s >= 0 ? nlohmann::json(v.progress.eta_s)
                                                            : nlohmann::json(nullptr)}};
-    if (images && !v.images.empty()) {
+    if (images && v.kind == "vid_gen" && !v.images.empty()) {
+        // sd-server's video result: the whole container, not a list of frames.
+        const EncodedImage& video = v.images.front();
+        j["result"] = {{"b64_json", to_base64(video)},     {"mime_type", mime_type(video.format)},
+                       {"output_format", video.format},    {"fps", video.fps},
+                       {"frame_count", video.frame_count}, {"width", video.width},
+                       {"height", video.height},           {"seed", video.seed},
+                       {"parameters", video.parameters}};
+    } else if (images && !v.images.empty()) {
         nlohmann::json list = nlohmann::json::array();
         for (size_t i = 0; i < v.images.size(); ++i) {
             const EncodedImage& img = v.images[i];

@@ -3,6 +3,7 @@
 // it: cancel of a running job (it stops at its next step), progress with phase/step/ETA,
 // server-sent events per job, and a list of recent jobs (a client that lost its connection
 // finds its result there).
+#include <cstdlib>
 #include <sstream>
 #include "http_util.h"
 
@@ -95,6 +96,32 @@ nlohmann::json defaults_json(const ServerContext& ctx) {
     };
 }
 
+// sd-server's vid_gen request schema filled with what requests start from here: the shared
+// fields of img_gen, the video ones, no batch or image-only fields.
+nlohmann::json vid_gen_defaults_json(const ServerContext& ctx) {
+    const ModelHost& h = ctx.host;
+    nlohmann::json d = defaults_json(ctx);
+    for (const char* key : {"batch_count", "qwen_image_layers", "auto_resize_ref_image",
+                            "increase_ref_index", "hires", "embed_image_metadata"}) {
+        d.erase(key);
+    }
+    const nlohmann::json frames = default_json(h, "video-frames");
+    d["video_frames"] = frames.is_number() ? frames : nlohmann::json(1);
+    d["fps"] = default_json(h, "fps");
+    d["moe_boundary"] = 0.875;
+    d["vace_strength"] = 1.0;
+    d["init_image"] = nullptr;
+    d["end_image"] = nullptr;
+    d["control_frames"] = nlohmann::json::array();
+    nlohmann::json high = d["sample_params"];
+    high.erase("custom_sigmas");
+    high["sample_steps"] = -1;
+    d["high_noise_sample_params"] = high;
+    d["output_format"] = "webp";
+    d["output_compression"] = 90;
+    return d;
+}
+
 // A control image acts only with the ControlNet given on the server's command line.
 bool control_net_loaded(const ServerContext& ctx) {
     return option_supported("control-image") && !ctx.host.default_value("control-net").empty();
@@ -125,6 +152,21 @@ nlohmann::json capabilities(ServerContext& ctx) {
         {"events", true}};
     const nlohmann::json formats = {"png", "jpeg", "webp"};
     const nlohmann::json defaults = defaults_json(ctx);
+    // Every model takes vid_gen: an image model makes one frame per video (a video model's
+    // family decides its frames). webm is sd-server's default; this build has no encoder.
+    const nlohmann::json video_features = {
+        {"init_image", true},
+        {"end_image", option_supported("end-img")},
+        {"control_frames", option_supported("control-video")},
+        {"high_noise_sample_params", option_supported("high-noise-steps")},
+        {"lora", ctx.host.lora_supported()},
+        {"vae_tiling", true},
+        {"cache", option_supported("cache-mode")},
+        {"cancel_queued", true},
+        {"cancel_generating", true},
+        {"preview", true},
+        {"events", true}};
+    const nlohmann::json video_formats = {"webp", "avi"};
     const auto width = engine_option("width", false);
     const int min_side = width && width->min > 8 ? static_cast<int>(width->min) : 8;
     return {
@@ -140,13 +182,13 @@ nlohmann::json capabilities(ServerContext& ctx) {
         {"version", std::string("ggdiff ") + ggdiff_version()},
         {"families", ctx.host.families()},
         {"current_mode", "img_gen"},
-        {"supported_modes", {"img_gen"}},
+        {"supported_modes", {"img_gen", "vid_gen"}},
         {"defaults", defaults},
-        {"defaults_by_mode", {{"img_gen", defaults}}},
+        {"defaults_by_mode", {{"img_gen", defaults}, {"vid_gen", vid_gen_defaults_json(ctx)}}},
         {"output_formats", formats},
-        {"output_formats_by_mode", {{"img_gen", formats}}},
+        {"output_formats_by_mode", {{"img_gen", formats}, {"vid_gen", video_formats}}},
         {"features", features},
-        {"features_by_mode", {{"img_gen", features}}},
+        {"features_by_mode", {{"img_gen", features}, {"vid_gen", video_features}}},
         {"samplers", samplers},
         {"options", request_options_json(ctx.host.defaults())},
         {"schedulers", schedulers},
@@ -253,10 +295,8 @@ void read_hires(const Fields& h, GenRequest& r) {
     }
 }
 
-GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
-    Fields f(body);
-    GenRequest r;
-    r.kind = "img_gen";
+// The fields img_gen and vid_gen share at the top of the request.
+void read_common_head(const Fields& f, GenRequest& r, ServerContext& ctx) {
     r.set_text("prompt", f.string("prompt"), "prompt");
     r.set_text("negative-prompt", f.string("negative_prompt"), "negative_prompt");
     r.set_int("clip-skip", f.integer("clip_skip", -1, 12), "clip_skip");
@@ -264,9 +304,19 @@ GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
     r.set_int("height", f.integer("height", -(1 << 20), 1 << 20), "height");
     r.set_number("strength", f.number("strength", -1e9, 1e9), "strength");
     r.set_int("seed", f.integer("seed", INT64_MIN, kMaxSeed), "seed");
+    read_image(f, "init_image", "init-img", r, ctx.config);
+}
+
+void read_common_tail(const Fields& f, const nlohmann::json& body, GenRequest& r,
+                      ServerContext& ctx);
+
+GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
+    Fields f(body);
+    GenRequest r;
+    r.kind = "img_gen";
+    read_common_head(f, r, ctx);
     r.set_int("batch-count", f.integer("batch_count", -(1 << 20), 1 << 20), "batch_count");
     r.embed_metadata = f.boolean("embed_image_metadata").value_or(ctx.config.embed_metadata);
-    read_image(f, "init_image", "init-img", r, ctx.config);
     if (r.image("init-img")) r.kind = "img2img";
     read_image(f, "mask_image", "mask", r, ctx.config);
     if (f.has("control_image") && !control_net_loaded(ctx)) {
@@ -297,7 +347,27 @@ GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
     if (f.has("control_image"))
         r.set_number("control-strength", f.number("control_strength", -100, 100),
                      "control_strength");
+    read_common_tail(f, body, r, ctx);
+    if (auto hires = f.object("hires")) read_hires(*hires, r);
+    if (auto of = f.string("output_format", 16)) {
+        if (*of == "png" || *of == "webp")
+            r.output_format = *of;
+        else if (*of == "jpeg" || *of == "jpg")
+            r.output_format = "jpeg";
+        else
+            throw bad_field("output_format", "'" + *of + "' is not one of png, jpeg, webp");
+    }
+    r.quality =
+        std::max<int>(1, static_cast<int>(f.integer("output_compression", 0, 100).value_or(100)));
+    // Any other per-request engine option, by its schema name.
+    read_engine_options(f, "ggdiff", r);
+    return r;
+}
 
+// The fields img_gen and vid_gen share after their own: sampling, LoRA, VAE tiling, previews,
+// the step cache.
+void read_common_tail(const Fields& f, const nlohmann::json& body, GenRequest& r,
+                      ServerContext& ctx) {
     if (auto sp = f.object("sample_params")) read_sample_params(*sp, r);
     for (const nlohmann::json& item : f.array("lora", 64)) {
         if (!item.is_object()) throw bad_field("lora", "expected objects {path, multiplier}");
@@ -313,7 +383,6 @@ GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
         use.field = "lora[].path";
         r.loras.push_back(use);
     }
-    if (auto hires = f.object("hires")) read_hires(*hires, r);
     if (auto vt = f.object("vae_tiling_params")) {
         r.set_bool("vae-tiling", vt->boolean("enabled"), vt->path("enabled"));
         const auto x = vt->integer("tile_size_x", 0, 4096).value_or(0);
@@ -368,17 +437,84 @@ GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
             r.set("scm-policy", *dynamic ? "dynamic" : "static", "scm_policy_dynamic");
         }
     }
-    if (auto of = f.string("output_format", 16)) {
-        if (*of == "png" || *of == "webp")
-            r.output_format = *of;
-        else if (*of == "jpeg" || *of == "jpg")
-            r.output_format = "jpeg";
-        else
-            throw bad_field("output_format", "'" + *of + "' is not one of png, jpeg, webp");
+}
+
+// sd-server's high_noise_sample_params as the engine's --high-noise-* options (Wan 2.2's
+// second expert). sample_steps -1 (sd-server's default: no high-noise stage of its own) or an
+// absent object leaves them unset; otherwise each field goes to its option, whose schema says
+// whether it works yet.
+void read_high_noise(const Fields& hp, GenRequest& r) {
+    const auto steps = hp.integer("sample_steps", -(1 << 20), 1 << 20);
+    if (!steps || *steps == -1) return;
+    r.set_int("high-noise-steps", steps, hp.path("sample_steps"));
+    r.set_text("high-noise-sampling-method", chosen(hp.string("sample_method", 256)),
+               hp.path("sample_method"));
+    r.set_number("high-noise-eta", hp.number("eta", 0, 100), hp.path("eta"));
+    if (auto g = hp.object("guidance")) {
+        r.set_number("high-noise-cfg-scale", g->number("txt_cfg", -1000, 1000), g->path("txt_cfg"));
+        r.set_number("high-noise-img-cfg-scale", g->number("img_cfg", -1000, 1000),
+                     g->path("img_cfg"));
+        r.set_number("high-noise-guidance", g->number("distilled_guidance", -1000, 1000),
+                     g->path("distilled_guidance"));
+        if (auto slg = g->object("slg")) {
+            if (auto scale = slg->number("scale", -1e9, 1e9); scale && *scale != 0.0) {
+                r.set_number("high-noise-slg-scale", scale, slg->path("scale"));
+                r.set_number("high-noise-skip-layer-start", slg->number("layer_start", -1e9, 1e9),
+                             slg->path("layer_start"));
+                r.set_number("high-noise-skip-layer-end", slg->number("layer_end", -1e9, 1e9),
+                             slg->path("layer_end"));
+            }
+        }
     }
+}
+
+// POST /sdcpp/v1/vid_gen: one video (no batch_count), its frames encoded into one container.
+GenRequest parse_vid_gen(const nlohmann::json& body, ServerContext& ctx) {
+    Fields f(body);
+    GenRequest r;
+    r.kind = "vid_gen";
+    r.video = true;
+    // Fields of img_gen that are not part of vid_gen's request schema.
+    for (const char* key : {"batch_count", "ref_images", "mask_image", "control_image",
+                            "control_strength", "embed_image_metadata", "hires"}) {
+        if (f.has(key) && !body[key].is_null()) {
+            throw bad_field(key, "not a vid_gen field (see /sdcpp/v1/img_gen)");
+        }
+    }
+    read_common_head(f, r, ctx);
+    r.set_int("video-frames", f.integer("video_frames", -(1 << 20), 1 << 20), "video_frames");
+    const int default_fps = std::atoi(ctx.host.option_value("fps").c_str());
+    r.fps =
+        static_cast<int>(f.integer("fps", 1, 240)
+                             .value_or(default_fps >= 1 && default_fps <= 240 ? default_fps : 16));
+    // sd-server sends its defaults (moe_boundary 0.875, vace_strength 1) with every request:
+    // they mean "not used"; other values go to the engine options.
+    if (auto moe = f.number("moe_boundary", -1e9, 1e9); moe && *moe != 0.875) {
+        r.set_number("moe-boundary", moe, "moe_boundary");
+    }
+    if (auto vace = f.number("vace_strength", -1e9, 1e9); vace && *vace != 1.0) {
+        r.set_number("vace-strength", vace, "vace_strength");
+    }
+    read_image(f, "end_image", "end-img", r, ctx.config);
+    const auto control = f.array("control_frames", 4096);
+    if (!control.empty()) {
+        require_supported("control-video", "control_frames");
+        throw not_supported("control_frames", "control frames in a request");
+    }
+    if (auto hp = f.object("high_noise_sample_params")) read_high_noise(*hp, r);
+    read_common_tail(f, body, r, ctx);
+    const std::string of = f.string("output_format", 16).value_or("webp");
+    if (of == "webm") {
+        throw bad_field("output_format",
+                        "webm is not supported yet (no WebM encoder in this build)");
+    }
+    if (of != "webp" && of != "avi") {
+        throw bad_field("output_format",
+                        "'" + of + "' is not one of webp, avi (webm: not supported yet)");
+    }
+    r.output_format = of;
     r.quality =
         std::max<int>(1, static_cast<int>(f.integer("output_compression", 0, 100).value_or(100)));
-    // Any other per-request engine option, by its schema name.
     read_engine_options(f, "ggdiff", r);
     return r;
 }
@@ -419,9 +555,20 @@ void register_sdcpp_routes(httplib::Server& server, ServerContext& ctx) {
                        {"events_url", "/sdcpp/v1/jobs/" + v.id + "/events"}});
         });
     });
-    server.Post("/sdcpp/v1/vid_gen", [](const httplib::Request&, httplib::Response& res) {
-        send_error(res, ApiStyle::sdcpp, 400, "",
-                   "video generation (vid_gen) is not supported yet");
+    server.Post("/sdcpp/v1/vid_gen", [&ctx](const httplib::Request& req, httplib::Response& res) {
+        guarded(res, ApiStyle::sdcpp, [&] {
+            auto job =
+                submit_request(ctx, parse_vid_gen(parse_json_object(req.body), ctx), "vid_gen");
+            const JobView v = ctx.jobs.view(*job, false);
+            res.set_header("Location", "/sdcpp/v1/jobs/" + v.id);
+            send_json(res, 202,
+                      {{"id", v.id},
+                       {"kind", v.kind},
+                       {"status", job_status_name(v.status)},
+                       {"created", v.created},
+                       {"poll_url", "/sdcpp/v1/jobs/" + v.id},
+                       {"events_url", "/sdcpp/v1/jobs/" + v.id + "/events"}});
+        });
     });
     server.Get("/sdcpp/v1/jobs", [&ctx](const httplib::Request&, httplib::Response& res) {
         nlohmann::json list = nlohmann::json::array();

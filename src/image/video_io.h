@@ -56,7 +56,8 @@ Status write_video(const std::string& path, const std::vector<Image>& frames,
 Status check_video_output_path(const std::string& path);
 
 // A decoded video (for tests and checks): RGB frames (RGBA for WebP with alpha), the frame
-// rate the container states (AVI: rate / scale; WebP: from the first frame's duration), each
+// rate the container states (AVI: rate / scale; WebP: from the first frame's duration, 0 for
+// a still WebP, which libwebp makes of a single frame when that is smaller), each
 // frame's duration in milliseconds and the embedded parameters text ("" when none).
 struct DecodedVideo {
     VideoFormat format = VideoFormat::Avi;

@@ -151,8 +151,10 @@ TEST(OptionSchema, EnumsCheckAndCanonicalize) {
     EXPECT_NE(o.set("prediction", "x"), 0);
     EXPECT_EQ(o.set("prediction", "v"), 0) << error();
     EXPECT_NE(o.set("mode", "dream"), 0);
-    EXPECT_NE(o.set("mode", "vid_gen"), 0);
-    EXPECT_TRUE(contains(error(), "not supported yet")) << error();
+    EXPECT_EQ(o.set("mode", "vid_gen"), 0) << error();
+    EXPECT_EQ(o.set("fps", "24"), 0) << error();
+    EXPECT_NE(o.set("fps", "0"), 0);
+    EXPECT_NE(o.set("fps", "241"), 0);
     EXPECT_EQ(o.set("mode", "info"), 0) << error();
     EXPECT_EQ(o.set("preview", "none"), 0) << error();
     EXPECT_EQ(o.set("preview", "proj"), 0) << error();

@@ -404,7 +404,6 @@ TEST(FlagCoverage, EveryDocumentedFlagIsWorkingNoEffectOrNotSupportedYet) {
 // Values of working flags that are not built yet fail the same way.
 TEST(FlagCoverage, UnsupportedValuesOfWorkingFlags) {
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-        {{"-M", "vid_gen"}, "--mode vid_gen is not supported yet"},
         {{"--scheduler", "kl_optimal"}, "--scheduler kl_optimal is not supported yet"},
         {{"--scheduler", "bong_tangent"}, "--scheduler bong_tangent is not supported yet"},
         {{"--vae-format", "diffusers"}, "--vae-format diffusers is not supported yet"},

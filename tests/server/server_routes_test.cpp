@@ -89,7 +89,7 @@ TEST(ServerRoutes, ListingRoutes) {
     EXPECT_EQ(caps["model"]["stem"], "sd1_mc32");
     EXPECT_EQ(caps["model"]["family"], "SD1");
     EXPECT_EQ(caps["current_mode"], "img_gen");
-    EXPECT_EQ(caps["supported_modes"], json::array({"img_gen"}));
+    EXPECT_EQ(caps["supported_modes"], json::array({"img_gen", "vid_gen"}));
     EXPECT_EQ(caps["features"]["cancel_generating"], true);
     // No --control-net: no control images, and a request with one is refused, naming it.
     EXPECT_EQ(caps["features"]["control_image"], false);
