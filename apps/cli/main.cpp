@@ -142,6 +142,11 @@ int main(int argc, char** argv) {
     }
     if (cli.flag("list-devices")) return ggdiff::cli::run_list_devices(cli);
     const std::string mode = cli.text("mode");
+    if (mode != "vid_gen" && cli.given("fps")) {
+        std::fprintf(stderr,
+                     "note: --fps has no effect here: it sets the frame rate of -M vid_gen's "
+                     "video files\n");
+    }
     if (mode == "info") return ggdiff::cli::run_info(cli);
     if (mode == "convert") return ggdiff::cli::run_convert(cli);
     if (mode == "metadata") return ggdiff::cli::run_metadata(cli);
