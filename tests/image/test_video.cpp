@@ -1,6 +1,7 @@
 // Video files: MJPEG AVI structure and round trips, animated WebP round trips, errors.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -256,6 +257,31 @@ TEST(VideoWriter, ErrorsSayWhatIsWrong) {
     EXPECT_FALSE(parse_video_format("mp4").ok());
     EXPECT_EQ(*parse_video_format("AVI"), VideoFormat::Avi);
     EXPECT_EQ(*parse_video_format("webp"), VideoFormat::WebP);
+}
+
+// ffmpeg (when installed) reads the AVI as an MJPEG stream: every frame decodes, at the rate
+// written, with the parameters as its comment.
+TEST(AviWriter, FfprobeReadsIt) {
+    if (!std::filesystem::exists("/usr/bin/ffprobe")) GTEST_SKIP() << "no /usr/bin/ffprobe";
+    const std::string dir = test::fresh_tmp_dir();
+    VideoWriteOptions o;
+    o.fps = 12;
+    o.parameters = "ffprobe check";
+    ASSERT_TRUE(write_video(dir + "/clip.avi", three_frames(), o).ok());
+    const std::string cmd = "/usr/bin/ffprobe -v error -count_frames -show_streams -show_format '" +
+                            dir + "/clip.avi' 2>&1";
+    std::string out;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+        pclose(p);
+    }
+    EXPECT_NE(out.find("codec_name=mjpeg"), std::string::npos) << out;
+    EXPECT_NE(out.find("nb_read_frames=3"), std::string::npos) << out;
+    EXPECT_NE(out.find("r_frame_rate=12/1"), std::string::npos) << out;
+    EXPECT_NE(out.find("width=48"), std::string::npos) << out;
+    EXPECT_NE(out.find("TAG:comment=ffprobe check"), std::string::npos) << out;
 }
 
 TEST(VideoReader, RefusesDamage) {
