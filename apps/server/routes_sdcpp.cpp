@@ -514,7 +514,7 @@ GenRequest parse_vid_gen(const nlohmann::json& body, ServerContext& ctx) {
     }
     r.output_format = of;
     r.quality =
-        std::max<int>(1, static_cast<int>(f.integer("output_compression", 0, 100).value_or(100)));
+        std::max<int>(1, static_cast<int>(f.integer("output_compression", 0, 100).value_or(90)));
     read_engine_options(f, "ggdiff", r);
     return r;
 }
