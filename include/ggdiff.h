@@ -259,7 +259,8 @@ int ggdiff_measure_sgemm(int threads, int size, double* out_gflops);
 int ggdiff_convert(const ggdiff_options* options, const char* path, ggdiff_progress_fn progress,
                    void* user);
 
-/* -M metadata: the generation parameters stored in a PNG, JPEG or WebP file, as `format`
+/* -M metadata: the generation parameters stored in a PNG, JPEG or WebP file (or a video of
+ * -M vid_gen: animated WebP, AVI), as `format`
  * "text" (as stored, with a final newline, control characters other than newline and tab
  * escaped so that printing it cannot drive a terminal), "json" (parsed, with A1111's keys) or
  * "raw" (exactly as stored). *out_text is malloc'd (free()). */

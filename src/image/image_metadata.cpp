@@ -12,6 +12,7 @@
 #include "image/image_format.h"
 #include "image/image_io.h"
 #include "image/text_encoding.h"
+#include "image/video_io.h"
 
 namespace ggdiff {
 
@@ -177,6 +178,8 @@ Result<MaybeText> webp_parameters(const uint8_t* data, size_t size) {
 }  // namespace
 
 Result<std::optional<std::string>> decode_image_parameters(const uint8_t* data, size_t size) {
+    // Videos -M vid_gen writes: an AVI's ICMT (animated WebP is a WebP here).
+    if (is_avi_data(data, size)) return decode_avi_parameters(data, size);
     const Result<ImageFormat> format = detect_image_format_or_error(data, size);
     if (!format.ok()) return format.status();
     switch (*format) {

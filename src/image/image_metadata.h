@@ -13,7 +13,8 @@ namespace ggdiff {
 // Finds the parameters text without decoding pixels, as UTF-8:
 //  PNG:  tEXt, zTXt or iTXt (compressed or not) chunk with keyword "parameters";
 //  JPEG: EXIF UserComment (APP1), else COM segments (concatenated);
-//  WebP: EXIF chunk UserComment.
+//  WebP: EXIF chunk UserComment (animated ones too);
+//  AVI (-M vid_gen's MJPEG videos): the LIST INFO ICMT chunk.
 // nullopt when the image carries none; an error for data that is not a PNG/JPEG/WebP or
 // whose structure is broken before the text is found.
 Result<std::optional<std::string>> decode_image_parameters(const uint8_t* data, size_t size);

@@ -506,6 +506,19 @@ Status check_video_output_path(const std::string& path) {
     return check_output_target(path).with_context("cannot write video " + quote_name(path));
 }
 
+bool is_avi_data(const uint8_t* data, size_t size) {
+    return data && size >= 12 && std::memcmp(data, "RIFF", 4) == 0 &&
+           std::memcmp(data + 8, "AVI ", 4) == 0;
+}
+
+Result<std::optional<std::string>> decode_avi_parameters(const uint8_t* data, size_t size) {
+    if (!is_avi_data(data, size)) return Status::Error("not an AVI file");
+    AviScan s;
+    GGDIFF_TRY(scan_avi(data, 12, std::min<size_t>(size, size_t{le32(data + 4)} + 8), s, 0));
+    if (s.comment.empty()) return std::optional<std::string>();
+    return std::optional<std::string>(s.comment);
+}
+
 Result<DecodedVideo> decode_video(const uint8_t* data, size_t size) {
     if (!data || size < 12 || std::memcmp(data, "RIFF", 4) != 0) {
         return Status::Error("not a video: no RIFF header");

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,11 @@ struct DecodedVideo {
     std::vector<int> durations_ms;
     std::string parameters;
 };
+
+// The parameters text (ICMT) of an MJPEG AVI without decoding its frames: nullopt when it has
+// none; an error when the data is no AVI or its structure is broken.
+Result<std::optional<std::string>> decode_avi_parameters(const uint8_t* data, size_t size);
+bool is_avi_data(const uint8_t* data, size_t size);  // RIFF....'AVI '
 
 // Reads what encode_video writes: an MJPEG AVI (by its RIFF 'AVI ' header) or a WebP
 // (animated or still, by RIFF 'WEBP'). Structural damage is an error naming what is wrong.

@@ -143,6 +143,25 @@ TEST(AviWriter, RoundTripKeepsFramesOrderFpsAndParameters) {
     }
 }
 
+TEST(AviWriter, ParametersReadAsAnImagesAre) {
+    VideoWriteOptions o;
+    o.parameters = "an avi\nSteps: 1";
+    auto avi = encode_video(three_frames(), VideoFormat::Avi, o);
+    ASSERT_TRUE(avi.ok());
+    auto text = decode_image_parameters(avi->data(), avi->size());
+    ASSERT_TRUE(text.ok()) << text.status().message();
+    ASSERT_TRUE(text->has_value());
+    EXPECT_EQ(**text, o.parameters);
+    auto none = encode_video(three_frames(), VideoFormat::Avi, {});
+    ASSERT_TRUE(none.ok());
+    text = decode_image_parameters(none->data(), none->size());
+    ASSERT_TRUE(text.ok()) << text.status().message();
+    EXPECT_FALSE(text->has_value());
+    std::vector<uint8_t> cut(avi->begin(), avi->begin() + 40);
+    cut[4] = 0xff;  // the RIFF size says more than there is; the hdrl list runs past the end
+    EXPECT_FALSE(decode_image_parameters(cut.data(), cut.size()).ok());
+}
+
 TEST(AviWriter, WithoutParametersHasNoComment) {
     auto avi = encode_video(three_frames(), VideoFormat::Avi, {});
     ASSERT_TRUE(avi.ok());
