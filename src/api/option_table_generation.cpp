@@ -299,6 +299,15 @@ void add_generation_options(std::vector<OptionSpec>& out) {
         .help("Qwen Image Layered: N gives N+1 RGBA layers (images) per batch item")
         .bind(to_int(GGDIFF_FIELD(gen.qwen_image_layers)));
 
+    g = "Video";
+    opt(out, g, "video-frames", OptType::Int, kGenerate)
+        .range(1, 4096)
+        .def("1")
+        .help(
+            "Frames of a video (-M vid_gen with a video model such as Wan); Wan makes 4n+1 "
+            "frames and aligns other counts down (10 -> 9); image models make 1")
+        .bind(to_int(GGDIFF_FIELD(gen.video_frames)));
+
     g = "Measurement";
     opt(out, g, "phase-peaks", OptType::Bool, kGenerate | kOptionalValue)
         .help(

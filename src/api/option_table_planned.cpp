@@ -39,7 +39,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
           "Timestep fraction where the low-noise expert takes over");
 
     g = "Video";
-    later(g, "video-frames", OptType::Int, "Number of video frames");
     later(g, "fps", OptType::Int, "Frames per second of the video");
     later(g, "vace-strength", OptType::Float, "Wan VACE strength");
 

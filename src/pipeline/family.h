@@ -197,6 +197,11 @@ struct Family {
     // latent of F frames is [w, h, latent_channels * F, 1] with channel c of frame f in plane
     // c * F + f, and decodes to F images.
     int (*latent_frames)(const GenerateOptions&) = nullptr;
+    // A video model: the frames its latent decodes to for a request (Wan: 1 + 4 (T - 1) from
+    // T latent frames); the latent's planes are then the frames of one video, which the VAE
+    // decodes together. nullptr: an image model, one image per latent frame, and
+    // --video-frames above 1 is an error.
+    int (*output_frames)(const GenerateOptions&) = nullptr;
     // Reference images (-r) the denoiser attends to: each is resized to about the output's
     // pixel count (at most 1024x1024) in multiples of this, then encoded by the VAE (through
     // image_input). 0: the family takes none.

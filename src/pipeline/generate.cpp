@@ -296,7 +296,9 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
 }  // namespace
 
 int Engine::image_count(const GenerateOptions& o) const {
-    return std::max(1, o.batch) * latent_frames(family_parts(), o);
+    const Family& f = family_parts();
+    return std::max(1, o.batch) * (f.output_frames ? std::max(1, f.output_frames(o))
+                                                   : latent_frames(f, o));
 }
 
 Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,

@@ -125,6 +125,14 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     // Images past the writers' limits could never be saved: refuse before computing.
     GGDIFF_TRY(check_image_dimensions(p.width, p.height));
     if (o.steps <= 0) return Status::Error("--steps must be at least 1");
+    if (!f.output_frames && o.video_frames > 1) {
+        return Status::Error("--video-frames " + std::to_string(o.video_frames) + ": " + f.name +
+                             " makes images, not videos (use a video model such as Wan)");
+    }
+    if (f.output_frames && o.vae_tiling.enabled) {
+        return Status::Error("--vae-tiling is not supported yet for video models (" + f.name +
+                             ")");
+    }
     if (o.batch <= 0) return Status::Error("--batch-count must be at least 1");
     if (o.init_image && (o.strength <= 0.0f || o.strength > 1.0f)) {
         return Status::Error("--strength must be in (0, 1]");

@@ -164,6 +164,9 @@ struct GenerateOptions {
     sampling::CacheParams cache;
     std::string cache_option;
     int qwen_image_layers = 3;      // Qwen Image Layered: N+1 RGBA layers per batch item
+    // --video-frames: frames of a video model's result (Wan: aligned down to 4n + 1); image
+    // models refuse more than 1.
+    int video_frames = 1;
     std::string output_model_name;  // for metadata (file base name)
     // --phase-peaks: each phase's figures get the phase's own peak resident set (the
     // process's high-water mark is reset at each phase start, so readers of the peak at exit

@@ -104,9 +104,10 @@ std::vector<std::string> model_args_for(const std::string& suite, const nlohmann
         const std::string first = entry.substr(0, entry.find(' '));
         return shared_dir() + "/" + first.substr(first.find('/') + 1);
     };
-    if (fx.contains("t5_tokenizer")) {
+    for (const char* key : {"t5_tokenizer", "umt5_tokenizer"}) {
+        if (!fx.contains(key)) continue;
         args.push_back("--t5xxl-tokenizer");
-        args.push_back(data_path(fx["t5_tokenizer"]));
+        args.push_back(data_path(fx[key]));
     }
     if (fx.contains("qwen2_tokenizer")) {
         args.push_back("--llm-tokenizer");
