@@ -188,6 +188,9 @@ struct Family {
     int skip_layer_count = 0;
     std::unique_ptr<TextConditioner> text;
     std::unique_ptr<Denoiser> denoiser;
+    // Wan 2.2 A14B's high-noise expert (--high-noise-diffusion-model), or null: it samples the
+    // plan's first high_noise_steps steps (GeneratePlan::high_noise).
+    std::unique_ptr<Denoiser> high_noise;
     std::unique_ptr<Autoencoder> vae;
     // Checks family-specific request fields before any compute.
     Status (*check_request)(const GenerateOptions&) = nullptr;
@@ -259,6 +262,9 @@ struct FamilyRecipe {
     // Whether its text encoders take --embd-dir textual-inversion embeddings (CLIP ones);
     // elsewhere the option only warns that it has no effect.
     bool text_embeddings = false;
+    // Whether it takes a high-noise expert (--high-noise-diffusion-model: Wan 2.2 A14B);
+    // elsewhere the option is an error.
+    bool high_noise_expert = false;
 };
 
 }  // namespace ggdiff

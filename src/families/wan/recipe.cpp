@@ -21,6 +21,7 @@ namespace ggdiff {
 namespace {
 
 constexpr const char* kDit = "model.diffusion_model.";
+constexpr const char* kHighNoise = "model.high_noise_diffusion_model.";
 constexpr const char* kT5 = "text_encoders.t5xxl.";
 constexpr const char* kVae = "first_stage_model.";
 constexpr int kWanT5Tokens = 512;
@@ -148,6 +149,26 @@ Result<Family> load(const FamilyContext& ctx) {
     f.lora_targets.push_back(wan_lora_target((*denoiser)->runner(), dit->prefix));
     f.denoiser = std::move(*denoiser);
 
+    // Wan 2.2 A14B: the high-noise expert, a second DiT of the same kind.
+    if (ctx.index.has_prefix(kHighNoise)) {
+        auto hn = models::detect_wan_dit(ctx.index, kHighNoise);
+        if (!hn.ok()) return hn.status().with_context("--high-noise-diffusion-model");
+        if (hn->in_channels != dit->in_channels || hn->out_channels != dit->out_channels ||
+            hn->text_width != dit->text_width || hn->image_embedding != dit->image_embedding) {
+            return Status::Error(
+                "--high-noise-diffusion-model: the expert is not the same kind of Wan DiT as "
+                "--diffusion-model (" +
+                std::to_string(hn->in_channels) + " vs " + std::to_string(dit->in_channels) +
+                " input channels, text " + std::to_string(hn->text_width) + " vs " +
+                std::to_string(dit->text_width) + ")");
+        }
+        auto expert = WanDenoiser::create(ctx, ctx.placement.diffusion, *hn);
+        if (!expert.ok()) return expert.status().with_context("high-noise expert");
+        GGDIFF_LOG_INFO("%s: high-noise expert %s, %lld blocks", name.c_str(),
+                        hn->size_name().c_str(), (long long)hn->layers);
+        f.high_noise = std::move(*expert);
+    }
+
     auto ae = WanAutoencoder::create(ctx, ctx.placement.vae, *vae);
     if (!ae.ok()) return ae.status();
     f.vae = std::move(*ae);
@@ -164,6 +185,9 @@ extern const FamilyRecipe kWanRecipe = {"wan",
                                         load,
                                         "diffusion-model,t5xxl,vae",
                                         &kWanLayout,
-                                        {"blocks"}};
+                                        {"blocks"},
+                                        /*circular=*/false,
+                                        /*text_embeddings=*/false,
+                                        /*high_noise_expert=*/true};
 
 }  // namespace ggdiff
