@@ -314,11 +314,12 @@ void add_generation_options(std::vector<OptionSpec>& out) {
     };
     high_noise("high-noise-steps", OptType::Int)
         .range(-1, 10000)
-        .def("-1")
+        .def("20")
         .help(
             "Steps the high-noise expert (--high-noise-diffusion-model) samples before the model "
             "takes over; the schedule has --steps + this many steps. -1: the steps whose sigma is "
-            "at least --moe-boundary, of a --steps schedule")
+            "at least --moe-boundary, of a --steps schedule. Default 20, as sd-cli really does "
+            "(its help says -1)")
         .bind([](ApiOptions& o, OptionValue& v) {
             o.gen.high_noise.steps = static_cast<int>(v.i);
             o.gen.high_noise.any_set = true;

@@ -119,9 +119,10 @@ struct PreviewOptions {
 
 // The high-noise expert's sampling (--high-noise-*; Wan 2.2 A14B with
 // --high-noise-diffusion-model): it runs the first `steps` steps (< 0: every step whose sigma is
-// at least --moe-boundary), the model the rest; the schedule covers both (steps + this).
+// at least --moe-boundary), the model the rest; the schedule covers both (steps + this). 20 by
+// default, as sd-cli (the library's own default, and its server's, is -1).
 struct HighNoiseOptions {
-    int steps = -1;
+    int steps = 20;
     float cfg_scale = NAN;                         // NAN: the family's default
     float eta = NAN;                               // NAN: the sampler's default
     std::optional<sampling::SamplerKind> sampler;  // nullopt: the family's default
