@@ -54,6 +54,18 @@ Status read_blocks(const TensorIndex& index, WanVaeConfig& cfg, const std::strin
             if (t->shape.size() != 4) return Status::Error(p + "resample.1.weight is not 2-D conv");
             b.out = t->shape[0];
             b.in = t->shape[1];
+            b.temporal = index.has(p + "time_conv.weight");
+            if (b.temporal) {
+                int64_t tin = 0, tout = 0;
+                GGDIFF_TRY(conv_shape(index, cfg, p + "time_conv.weight", &tin, &tout));
+                const int64_t want = decoder ? 2 * b.in : b.out;
+                if (tin != (decoder ? b.in : b.out) || tout != want ||
+                    cfg.taps[p + "time_conv.weight"] != 3) {
+                    return Status::Error(p + "time_conv.weight is not a 3x1x1 kernel of " +
+                                         std::to_string(decoder ? b.in : b.out) + " -> " +
+                                         std::to_string(want) + " channels");
+                }
+            }
         } else {
             return Status::Error("missing tensor " + p + "residual.2.weight");
         }
@@ -126,13 +138,65 @@ ggml_tensor* channel_rms(nn::Ctx& c, ggml_tensor* x, const std::string& name, in
     return nn::tokens_to_image(c.ctx, t, w, h);
 }
 
-ggml_tensor* residual(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x, const WanBlock& b) {
+int64_t taps_of(const WanVaeConfig& cfg, const std::string& weight) {
+    auto it = cfg.taps.find(weight);
+    return it == cfg.taps.end() ? 0 : it->second;
+}
+
+// Frames [first, first + n) of x [W, H, C, F] (a view).
+ggml_tensor* frames(ggml_context* ctx, ggml_tensor* x, int64_t first, int64_t n) {
+    return ggml_view_4d(ctx, x, x->ne[0], x->ne[1], x->ne[2], n, x->nb[1], x->nb[2], x->nb[3],
+                        static_cast<size_t>(first) * x->nb[3]);
+}
+
+// Temporal tap t of a 3-D kernel [k, k, taps, in * out] as a 2-D kernel [k, k, in, out].
+ggml_tensor* tap_weight(ggml_context* ctx, ggml_tensor* w, int64_t t, int k, int64_t in,
+                        int64_t out) {
+    w = ggml_view_4d(ctx, w, k, k, 1, in * out, w->nb[1], w->nb[2], w->nb[3],
+                     static_cast<size_t>(t) * w->nb[2]);
+    return ggml_reshape_4d(ctx, ggml_cont(ctx, w), k, k, in, out);
+}
+
+// A causal 3-D convolution over the frames of x [W, H, C, F] (dim 3), in cache slot `slot`:
+// the input sequence is the cached taps - 1 frames (zeros without a cache) then x; stride 1
+// in time, `pad` in space. Stores the last taps - 1 frames of that sequence as the new cache.
+ggml_tensor* causal_conv_in(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x,
+                            const std::string& p, int64_t in, int64_t out, int k,
+                            WanCausalCache& cache, size_t slot) {
+    const int64_t taps = taps_of(cfg, p + "weight");
+    ggml_tensor* w = c.W(p + "weight", {k, k, taps, in * out});
+    ggml_tensor* b = c.W(p + "bias", {out});
+    const int64_t keep = taps - 1, n = x->ne[3];
+    ggml_tensor* prev = cache.in[slot];
+    ggml_tensor* seq = prev ? ggml_concat(c.ctx, prev, x, 3)
+                            : ggml_pad_ext(c.ctx, x, 0, 0, 0, 0, 0, 0, static_cast<int>(keep), 0);
+    cache.out[slot] = ggml_cont(c.ctx, frames(c.ctx, seq, seq->ne[3] - keep, keep));
+    ggml_tensor* y = nullptr;
+    for (int64_t t = 0; t < taps; ++t) {
+        ggml_tensor* yt =
+            conv_w(c.ctx, frames(c.ctx, seq, t, n), tap_weight(c.ctx, w, t, k, in, out),
+                   t == 0 ? b : nullptr, 1, k / 2);
+        y = y ? ggml_add(c.ctx, y, yt) : yt;
+    }
+    return y;
+}
+
+// A convolution of the network: causal over the frames with a cache (video), else on each
+// frame alone (conv above). 1x1x1 kernels need no cache.
+ggml_tensor* conv3(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x, const std::string& p,
+                   int64_t in, int64_t out, int k, WanCausalCache* cache) {
+    if (!cache || taps_of(cfg, p + "weight") <= 1) return conv(c, cfg, x, p, in, out, k);
+    return causal_conv_in(c, cfg, x, p, in, out, k, *cache, cache->take());
+}
+
+ggml_tensor* residual(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x, const WanBlock& b,
+                      WanCausalCache* cache = nullptr) {
     const std::string& p = b.prefix;
     ggml_tensor* h = b.shortcut ? conv(c, cfg, x, p + "shortcut.", b.in, b.out, 1) : x;
     ggml_tensor* y = ggml_silu(c.ctx, channel_rms(c, x, p + "residual.0.gamma", b.in));
-    y = conv(c, cfg, y, p + "residual.2.", b.in, b.out, 3);
+    y = conv3(c, cfg, y, p + "residual.2.", b.in, b.out, 3, cache);
     y = ggml_silu(c.ctx, channel_rms(c, y, p + "residual.3.gamma", b.out));
-    y = conv(c, cfg, y, p + "residual.6.", b.out, b.out, 3);
+    y = conv3(c, cfg, y, p + "residual.6.", b.out, b.out, 3, cache);
     return ggml_add(c.ctx, y, h);
 }
 
@@ -151,14 +215,14 @@ ggml_tensor* attention_block(nn::Ctx& c, ggml_tensor* x, const std::string& p, i
 }
 
 ggml_tensor* middle(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x, const std::string& p,
-                    int64_t ch) {
+                    int64_t ch, WanCausalCache* cache = nullptr) {
     WanBlock b;
     b.in = b.out = ch;
     b.prefix = p + "middle.0.";
-    x = residual(c, cfg, x, b);
-    x = attention_block(c, x, p + "middle.1.", ch);
+    x = residual(c, cfg, x, b, cache);
+    x = attention_block(c, x, p + "middle.1.", ch);  // each frame alone
     b.prefix = p + "middle.2.";
-    return residual(c, cfg, x, b);
+    return residual(c, cfg, x, b, cache);
 }
 
 }  // namespace
@@ -268,6 +332,200 @@ ggml_tensor* build_wan_encode(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* 
     // The posterior mean: the first z_dim channels.
     return ggml_cont(c.ctx, ggml_view_4d(c.ctx, x, x->ne[0], x->ne[1], cfg.z_dim, 1, x->nb[1],
                                          x->nb[2], x->nb[3], 0));
+}
+
+// ---------------------------------------------------------------- video
+
+size_t WanCausalCache::take() {
+    const size_t slot = next++;
+    if (in.size() <= slot) in.resize(slot + 1, nullptr);
+    if (out.size() <= slot) out.resize(slot + 1, nullptr);
+    return slot;
+}
+
+int wan_video_frames(int latent_frames) {
+    return latent_frames <= 0 ? 0 : 1 + 4 * (latent_frames - 1);
+}
+
+int wan_latent_frames(int video_frames) {
+    return video_frames <= 0 || (video_frames - 1) % 4 != 0 ? 0 : 1 + (video_frames - 1) / 4;
+}
+
+ggml_tensor* build_wan_decode_chunk(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* z, int chunk,
+                                    WanCausalCache& cache) {
+    cache.next = 0;
+    const std::string d = cfg.prefix + "decoder.";
+    ggml_tensor* x = conv(c, cfg, z, cfg.prefix + "conv2.", cfg.z_dim, cfg.z_dim, 1);
+    x = conv3(c, cfg, x, d + "conv1.", cfg.z_dim, cfg.dec_width, 3, &cache);
+    x = middle(c, cfg, x, d, cfg.dec_width, &cache);
+    int64_t ch = cfg.dec_width;
+    for (const WanBlock& b : cfg.decoder) {
+        if (b.kind == WanBlock::Kind::Residual) {
+            x = residual(c, cfg, x, b, &cache);
+        } else {
+            if (b.temporal) {
+                // x2 frames: the time_conv makes two channel blocks per frame; block k of frame
+                // f becomes frame 2 f + k. Chunk 0 keeps its one frame; the convolution's
+                // sequence starts (with zeros) at chunk 1.
+                const size_t slot = cache.take();
+                if (chunk > 0) {
+                    const int64_t w = x->ne[0], h = x->ne[1], n = x->ne[3];
+                    x = causal_conv_in(c, cfg, x, b.prefix + "time_conv.", b.in, 2 * b.in, 1, cache,
+                                       slot);
+                    x = ggml_reshape_4d(c.ctx, x, w, h, b.in, 2 * n);
+                }
+            }
+            x = nn::upsample_nearest2x(c.ctx, x);
+            x = conv(c, cfg, x, b.prefix + "resample.1.", b.in, b.out, 3);
+        }
+        ch = b.out;
+    }
+    x = ggml_silu(c.ctx, channel_rms(c, x, d + "head.0.gamma", ch));
+    return conv3(c, cfg, x, d + "head.2.", ch, cfg.image_channels, 3, &cache);
+}
+
+ggml_tensor* build_wan_encode_chunk(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x, int chunk,
+                                    WanCausalCache& cache) {
+    cache.next = 0;
+    const std::string e = cfg.prefix + "encoder.";
+    const int64_t first = cfg.encoder.front().in;
+    x = conv3(c, cfg, x, e + "conv1.", cfg.encoder_channels, first, 3, &cache);
+    for (const WanBlock& b : cfg.encoder) {
+        if (b.kind == WanBlock::Kind::Residual) {
+            x = residual(c, cfg, x, b, &cache);
+            continue;
+        }
+        x = nn::pad_conv_input(c.ctx, x, 0, 1, 0, 1);  // right and bottom
+        x = conv(c, cfg, x, b.prefix + "resample.1.", b.in, b.out, 3, 2, 0);
+        if (!b.temporal) continue;
+        // /2 frames: chunk 0 passes through; later chunks convolve (3 taps, stride 2, no
+        // padding) over the previous chunk's last frame followed by their own frames.
+        const size_t slot = cache.take();
+        const int64_t n = x->ne[3];
+        cache.out[slot] = ggml_cont(c.ctx, frames(c.ctx, x, n - 1, 1));
+        if (chunk == 0) continue;
+        const std::string p = b.prefix + "time_conv.";
+        ggml_tensor* w = c.W(p + "weight", {1, 1, 3, b.out * b.out});
+        ggml_tensor* prev = cache.in[slot];
+        // (Without a previous frame, as when only declaring the weights: a zero frame.)
+        ggml_tensor* seq =
+            prev ? ggml_concat(c.ctx, prev, x, 3) : ggml_pad_ext(c.ctx, x, 0, 0, 0, 0, 0, 0, 1, 0);
+        const int64_t outs = (seq->ne[3] - 3) / 2 + 1;
+        ggml_tensor* y = nullptr;
+        for (int64_t t = 0; t < 3; ++t) {
+            ggml_tensor* in =
+                ggml_view_4d(c.ctx, seq, seq->ne[0], seq->ne[1], seq->ne[2], outs, seq->nb[1],
+                             seq->nb[2], 2 * seq->nb[3], static_cast<size_t>(t) * seq->nb[3]);
+            ggml_tensor* yt =
+                conv_w(c.ctx, ggml_cont(c.ctx, in), tap_weight(c.ctx, w, t, 1, b.out, b.out),
+                       t == 0 ? c.W(p + "bias", {b.out}) : nullptr, 1, 0);
+            y = y ? ggml_add(c.ctx, y, yt) : yt;
+        }
+        x = y;
+    }
+    x = middle(c, cfg, x, e, cfg.enc_width, &cache);
+    x = ggml_silu(c.ctx, channel_rms(c, x, e + "head.0.gamma", cfg.enc_width));
+    x = conv3(c, cfg, x, e + "head.2.", cfg.enc_width, 2 * cfg.z_dim, 3, &cache);
+    x = conv(c, cfg, x, cfg.prefix + "conv1.", 2 * cfg.z_dim, 2 * cfg.z_dim, 1);
+    return ggml_cont(c.ctx, ggml_view_4d(c.ctx, x, x->ne[0], x->ne[1], cfg.z_dim, x->ne[3],
+                                         x->nb[1], x->nb[2], x->nb[3], 0));
+}
+
+namespace {
+
+// Frames [first, first + n) of a host tensor [W, H, C, F].
+HostTensor host_frames(const HostTensor& t, int64_t first, int64_t n) {
+    HostTensor r({t.dim(0), t.dim(1), t.dim(2), n});
+    const int64_t per = t.dim(0) * t.dim(1) * t.dim(2);
+    std::copy(t.data.begin() + first * per, t.data.begin() + (first + n) * per, r.data.begin());
+    return r;
+}
+
+// Runs the chunks in order: `build_chunk(c, x, chunk, cache)` on input frames `inputs[chunk]`,
+// carrying the caches on the host; returns the outputs along dim 3.
+Result<HostTensor> run_chunks(
+    const std::vector<HostTensor>& inputs, const WanGraphRun& run,
+    const std::function<ggml_tensor*(nn::Ctx&, ggml_tensor*, int, WanCausalCache&)>& build_chunk) {
+    std::vector<HostTensor> caches;
+    std::vector<HostTensor> outs;
+    int64_t total = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        std::vector<size_t> produced;
+        auto r = run([&](nn::Ctx& c, const std::function<ggml_tensor*(const HostTensor&)>& input) {
+            WanCausalCache cache;
+            for (const HostTensor& h : caches) {
+                cache.in.push_back(h.numel() ? input(h) : nullptr);
+            }
+            cache.out.assign(cache.in.size(), nullptr);
+            std::vector<ggml_tensor*> list{
+                build_chunk(c, input(inputs[i]), static_cast<int>(i), cache)};
+            produced.clear();
+            for (size_t s = 0; s < cache.out.size(); ++s) {
+                if (!cache.out[s]) continue;
+                list.push_back(cache.out[s]);
+                produced.push_back(s);
+            }
+            return list;
+        });
+        if (!r.ok()) return r.status();
+        std::vector<HostTensor>& got = *r;
+        if (got.size() != produced.size() + 1) {
+            return Status::Error("Wan VAE: a chunk graph returned " + std::to_string(got.size()) +
+                                 " outputs, expected " + std::to_string(produced.size() + 1));
+        }
+        for (size_t k = 0; k < produced.size(); ++k) {
+            if (caches.size() <= produced[k]) caches.resize(produced[k] + 1);
+            caches[produced[k]] = std::move(got[k + 1]);
+        }
+        total += got[0].dim(3);
+        outs.push_back(std::move(got[0]));
+    }
+    const HostTensor& f = outs.front();
+    HostTensor all({f.dim(0), f.dim(1), f.dim(2), total});
+    size_t at = 0;
+    for (const HostTensor& o : outs) {
+        std::copy(o.data.begin(), o.data.end(), all.data.begin() + static_cast<ptrdiff_t>(at));
+        at += o.data.size();
+    }
+    return all;
+}
+
+}  // namespace
+
+Result<HostTensor> wan_decode_video(const WanVaeConfig& cfg, const HostTensor& z,
+                                    const WanGraphRun& run) {
+    if (z.dim(2) != cfg.z_dim || z.dim(3) < 1) {
+        return Status::Error("Wan VAE: a video latent needs " + std::to_string(cfg.z_dim) +
+                             " channels per frame, got " + std::to_string(z.dim(2)));
+    }
+    std::vector<HostTensor> chunks;
+    for (int64_t t = 0; t < z.dim(3); ++t) chunks.push_back(host_frames(z, t, 1));
+    return run_chunks(chunks, run,
+                      [&cfg](nn::Ctx& c, ggml_tensor* x, int chunk, WanCausalCache& cache) {
+                          return build_wan_decode_chunk(c, cfg, x, chunk, cache);
+                      });
+}
+
+Result<HostTensor> wan_encode_video(const WanVaeConfig& cfg, const HostTensor& video,
+                                    const WanGraphRun& run) {
+    if (!cfg.has_encoder) {
+        return Status::Error("this VAE has no encoder weights: encoding needs a full VAE");
+    }
+    if (video.dim(2) != cfg.encoder_channels) {
+        return Status::Error("Wan VAE: the encoder takes " + std::to_string(cfg.encoder_channels) +
+                             " image channels, got " + std::to_string(video.dim(2)));
+    }
+    const int64_t n = video.dim(3);
+    if (wan_latent_frames(static_cast<int>(n)) == 0) {
+        return Status::Error("Wan VAE: a video to encode has 1 + 4 n frames (1, 5, 9, ...), got " +
+                             std::to_string(n));
+    }
+    std::vector<HostTensor> chunks{host_frames(video, 0, 1)};
+    for (int64_t f = 1; f < n; f += 4) chunks.push_back(host_frames(video, f, 4));
+    return run_chunks(chunks, run,
+                      [&cfg](nn::Ctx& c, ggml_tensor* x, int chunk, WanCausalCache& cache) {
+                          return build_wan_encode_chunk(c, cfg, x, chunk, cache);
+                      });
 }
 
 }  // namespace ggdiff::models

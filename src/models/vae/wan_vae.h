@@ -7,16 +7,27 @@
 // downsampling after right/bottom zero padding, and one single-head attention block in the
 // middle.
 //
+// Video (the causal 3-D network): one graph per chunk of frames (decode: one latent frame per
+// chunk; encode: frame 0, then 4 frames per chunk). Frames lie along dim 3 inside a chunk.
+// Each causal convolution keeps the last two frames of its input sequence on the host between
+// chunks (zeros before the first chunk), so a chunk's 3-D convolutions see exactly the frames
+// a convolution over the whole sequence would; memory stays that of one chunk. The temporal
+// upsamplers of the decoder skip chunk 0 and start with zeros on chunk 1; the temporal
+// downsamplers of the encoder pass chunk 0 through and then convolve stride 2 over their
+// previous frame and the chunk's frames.
+//
 // Tensors under `prefix` ("first_stage_model."): conv1 (encoder output 2z -> 2z), conv2
 // (z -> z, before the decoder), {encoder,decoder}.conv1, .{downsamples,upsamples}.N with
 // residual.{0,2,3,6}[, shortcut] or resample.1, .middle.{0,1,2}, .head.{0,2}. The block list
 // is read from the weights.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "core/host_tensor.h"
 #include "core/status.h"
 #include "io/tensor_index.h"
 #include "nn/weights.h"
@@ -28,6 +39,7 @@ struct WanBlock {
     std::string prefix;  // "<prefix>decoder.upsamples.3."
     int64_t in = 0, out = 0;
     bool shortcut = false;
+    bool temporal = false;  // Up/Downsample with a time_conv (the x2 time resampling)
 };
 
 struct WanVaeConfig {
@@ -61,5 +73,46 @@ ggml_tensor* build_wan_decode(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* 
 // image [W, H, encoder_channels, 1] in [-1, 1] -> the posterior mean [W/8, H/8, z_dim, 1]
 // (VAE space).
 ggml_tensor* build_wan_encode(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x);
+
+// Video frames of a Wan 2.1 latent with `latent_frames` frames: 1 + 4 (T - 1) (0 for 0).
+int wan_video_frames(int latent_frames);
+// Latent frames for `video_frames` = 1 + 4 n frames: 1 + n (0 when not of that form).
+int wan_latent_frames(int video_frames);
+
+// The per-convolution caches of one chunk graph, by slot (the causal convolutions in graph
+// order). `in[s]`: the graph input holding the cache from the previous chunk (nullptr: none
+// yet, zeros); `out[s]`: the cache for the next chunk (nullptr: left as it was).
+struct WanCausalCache {
+    std::vector<ggml_tensor*> in, out;
+    size_t next = 0;
+    size_t take();  // the next slot (grows in/out)
+};
+
+// Chunk `chunk` of the causal decode: z [w, h, z_dim, 1] (VAE space, latent frame `chunk`)
+// -> frames [w*8, h*8, channels, 1 (chunk 0) or 4].
+ggml_tensor* build_wan_decode_chunk(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* z, int chunk,
+                                    WanCausalCache& cache);
+
+// Chunk `chunk` of the causal encode: x [W, H, encoder_channels, 1 (chunk 0) or 4] in [-1, 1]
+// -> the posterior mean of latent frame `chunk`, [W/8, H/8, z_dim, 1] (VAE space).
+ggml_tensor* build_wan_encode_chunk(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x, int chunk,
+                                    WanCausalCache& cache);
+
+// Builds one chunk graph: `input` declares a graph input holding a host tensor (which must
+// outlive the run); returns the outputs.
+using WanGraphBuild = std::function<std::vector<ggml_tensor*>(
+    nn::Ctx& c, const std::function<ggml_tensor*(const HostTensor&)>& input)>;
+// Computes the graph `build` makes and returns its outputs.
+using WanGraphRun = std::function<Result<std::vector<HostTensor>>(const WanGraphBuild& build)>;
+
+// The causal video decode, chunk by chunk through `run`: z [w, h, z_dim, T] (VAE space, latent
+// frame t at index t of dim 3) -> [w*8, h*8, channels, 1 + 4 (T - 1)], unclamped.
+Result<HostTensor> wan_decode_video(const WanVaeConfig& cfg, const HostTensor& z,
+                                    const WanGraphRun& run);
+
+// The causal video encode: video [W, H, encoder_channels, 1 + 4 n] in [-1, 1] -> the posterior
+// mean [W/8, H/8, z_dim, 1 + n] (VAE space, latent frame t at index t of dim 3).
+Result<HostTensor> wan_encode_video(const WanVaeConfig& cfg, const HostTensor& video,
+                                    const WanGraphRun& run);
 
 }  // namespace ggdiff::models

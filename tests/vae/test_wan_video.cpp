@@ -1,0 +1,295 @@
+// The Wan 2.1 VAE on video (causal 3-D decode and encode, chunk by chunk with host caches)
+// against an independent float64 numpy reference (tests/tools/wan_vae_reference.py) on a tiny
+// random-weight VAE in the real block layout (tests/fixtures/wan_vae_tiny.tensors).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "io/tensor_index.h"
+#include "models/vae/wan_vae.h"
+#include "vae_test_support.h"
+
+namespace {
+
+using ggdiff::HostTensor;
+using ggdiff::Result;
+using ggdiff::models::WanVaeConfig;
+namespace fs = std::filesystem;
+
+const std::string kPrefix = "first_stage_model.";
+
+// With the CPU kernels (f32 convolutions) the chunked graphs must match the float64
+// reference closely; plain ggml convolutions round their im2col input to F16.
+constexpr double kTolKernels = 1e-4;
+constexpr double kTolGgml = 5e-3;
+
+vae_test::Shapes tiny_shapes() {
+    vae_test::Shapes out;
+    std::ifstream f(std::string(GGDIFF_SOURCE_DIR) + "/tests/fixtures/wan_vae_tiny.tensors");
+    std::string line;
+    while (std::getline(f, line)) {
+        line = line.substr(0, line.find('#'));
+        std::istringstream ss(line);
+        std::string name, dims;
+        if (!(ss >> name >> dims)) continue;
+        std::vector<int64_t> shape;
+        std::istringstream ds(dims);
+        for (std::string d; std::getline(ds, d, ',');) shape.push_back(std::stoll(d));
+        out.push_back({kPrefix + name, shape});
+    }
+    return out;
+}
+
+// A safetensors file (F16) with these tensors; the data is a hole of zeros (for detection).
+fs::path write_safetensors(const std::string& file, const vae_test::Shapes& tensors) {
+    const fs::path dir = fs::path(GGDIFF_TEST_TMP);
+    fs::create_directories(dir);
+    const fs::path path = dir / file;
+    std::string header = "{";
+    uint64_t offset = 0;
+    for (const auto& [name, shape] : tensors) {
+        uint64_t n = 2;
+        std::string dims;
+        for (int64_t d : shape) {
+            n *= static_cast<uint64_t>(d);
+            dims += (dims.empty() ? "" : ",") + std::to_string(d);
+        }
+        if (header.size() > 1) header += ",";
+        header += "\"" + name + "\":{\"dtype\":\"F16\",\"shape\":[" + dims +
+                  "],\"data_offsets\":[" + std::to_string(offset) + "," +
+                  std::to_string(offset + n) + "]}";
+        offset += n;
+    }
+    header += "}";
+    header.append((8 - header.size() % 8) % 8, ' ');
+    {
+        std::ofstream f(path, std::ios::binary | std::ios::trunc);
+        const uint64_t len = header.size();
+        for (int i = 0; i < 8; ++i) f.put(static_cast<char>((len >> (8 * i)) & 0xff));
+        f << header;
+    }
+    fs::resize_file(path, 8 + header.size() + offset);
+    return path;
+}
+
+class WanVideo : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        shapes_ = new vae_test::Shapes(tiny_shapes());
+        weights_ =
+            new std::map<std::string, vae_test::HostWeight>(vae_test::random_weights(*shapes_, 30));
+        // Outputs of a useful size (as the shared qwen_vae fixture's gain on decoder.head.2):
+        // the random heads alone make images of about 0.02.
+        for (const char* head : {"decoder.head.2.weight", "encoder.head.2.weight"}) {
+            for (float& v : weights_->at(kPrefix + head).data) v *= 30.0f;
+        }
+        ggdiff::TensorIndex index;
+        ASSERT_TRUE(
+            index.add(write_safetensors("wan_vae_tiny.safetensors", *shapes_).string()).ok());
+        auto cfg = ggdiff::models::detect_wan_vae(index, kPrefix);
+        ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+        cfg_ = new WanVaeConfig(*cfg);
+    }
+    static void TearDownTestSuite() {
+        delete cfg_;
+        delete weights_;
+        delete shapes_;
+    }
+
+    void SetUp() override {
+        ASSERT_NE(cfg_, nullptr);
+        ASSERT_EQ(shapes_->size(), 194u);
+    }
+
+    // Runs chunk graphs on the CPU backend (optionally on the CPU kernels); counts the runs.
+    ggdiff::models::WanGraphRun runner(bool kernels, int* runs = nullptr) {
+        return [kernels, runs](const ggdiff::models::WanGraphBuild& build) {
+            if (runs) ++*runs;
+            // First pass: collect the host tensors the build declares as inputs.
+            std::vector<const HostTensor*> hosts;
+            auto collect = [&](ggml_context* ctx, ggdiff::nn::Weights* w,
+                               const std::vector<ggml_tensor*>& ins) {
+                ggdiff::nn::Ctx c{ctx, w};
+                size_t next = 0;
+                return build(c, [&](const HostTensor& t) -> ggml_tensor* {
+                    if (ins.empty()) {
+                        hosts.push_back(&t);
+                        int64_t d[4] = {t.dim(0), t.dim(1), t.dim(2), t.dim(3)};
+                        return ggml_new_tensor(ctx, GGML_TYPE_F32, 4, d);
+                    }
+                    return ins[next++];
+                });
+            };
+            {
+                // Dry build to learn the inputs (no compute).
+                ggml_init_params p = {ggml_tensor_overhead() * 40000, nullptr, true};
+                ggml_context* ctx = ggml_init(p);
+                vae_test::HostWeights w(*weights_);
+                collect(ctx, &w, {});
+                ggml_free(ctx);
+            }
+            return vae_test::run_graph_multi(*weights_, hosts, collect, kernels);
+        };
+    }
+
+    Result<std::vector<float>> reference(const std::string& name, const HostTensor& input,
+                                         const char* mode, size_t count) {
+        return vae_test::run_reference_script(
+            fs::path(GGDIFF_TEST_TMP) / name, *weights_, input,
+            std::string("{\"mode\": \"") + mode + "\", \"prefix\": \"" + kPrefix + "\"}", count,
+            "wan_vae_reference.py");
+    }
+
+    static vae_test::Shapes* shapes_;
+    static std::map<std::string, vae_test::HostWeight>* weights_;
+    static WanVaeConfig* cfg_;
+};
+
+vae_test::Shapes* WanVideo::shapes_ = nullptr;
+std::map<std::string, vae_test::HostWeight>* WanVideo::weights_ = nullptr;
+WanVaeConfig* WanVideo::cfg_ = nullptr;
+
+#define REQUIRE_PYTHON()                                                                   \
+    do {                                                                                   \
+        if (!vae_test::python_numpy_available()) GTEST_SKIP() << "python3 + numpy needed"; \
+    } while (0)
+
+TEST(WanVideoFrames, Counts) {
+    EXPECT_EQ(ggdiff::models::wan_video_frames(1), 1);
+    EXPECT_EQ(ggdiff::models::wan_video_frames(2), 5);
+    EXPECT_EQ(ggdiff::models::wan_video_frames(21), 81);
+    EXPECT_EQ(ggdiff::models::wan_video_frames(0), 0);
+    EXPECT_EQ(ggdiff::models::wan_latent_frames(1), 1);
+    EXPECT_EQ(ggdiff::models::wan_latent_frames(9), 3);
+    EXPECT_EQ(ggdiff::models::wan_latent_frames(81), 21);
+    EXPECT_EQ(ggdiff::models::wan_latent_frames(6), 0);
+    EXPECT_EQ(ggdiff::models::wan_latent_frames(0), 0);
+}
+
+TEST_F(WanVideo, DetectsTemporalResamplers) {
+    std::vector<std::string> up, down;
+    for (const auto& b : cfg_->decoder) {
+        if (b.temporal) up.push_back(b.prefix);
+    }
+    for (const auto& b : cfg_->encoder) {
+        if (b.temporal) down.push_back(b.prefix);
+    }
+    EXPECT_EQ(up, (std::vector<std::string>{kPrefix + "decoder.upsamples.3.",
+                                            kPrefix + "decoder.upsamples.7."}));
+    EXPECT_EQ(down, (std::vector<std::string>{kPrefix + "encoder.downsamples.5.",
+                                              kPrefix + "encoder.downsamples.8."}));
+    EXPECT_EQ(cfg_->downscale(), 8);
+}
+
+class WanVideoDecode : public WanVideo, public ::testing::WithParamInterface<int> {};
+
+TEST_P(WanVideoDecode, MatchesReference) {
+    REQUIRE_PYTHON();
+    const int t = GetParam();
+    // Non-square; VAE-space latent frames along dim 3.
+    const HostTensor z = vae_test::random_tensor({4, 3, 16, t}, 40 + t);
+    int runs = 0;
+    auto got = ggdiff::models::wan_decode_video(*cfg_, z, runner(true, &runs));
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(runs, t);  // one graph per latent frame
+    EXPECT_EQ(got->ne, (std::vector<int64_t>{32, 24, 3, ggdiff::models::wan_video_frames(t)}));
+    auto ref = reference("wan_decode_t" + std::to_string(t), z, "decode", got->data.size());
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    const vae_test::Diff d = vae_test::compare(got->data, *ref);
+    const double tol = ggdiff::cpu::kernels_available() ? kTolKernels : kTolGgml;
+    EXPECT_LT(d.rel(), tol) << "max abs " << d.max_abs << " of " << d.max_ref;
+    EXPECT_GT(d.max_ref, 0.1);
+
+    // The frames differ (the temporal layers act): the last frame is not the first.
+    if (t > 1) {
+        const int64_t per = 32 * 24 * 3;
+        double diff = 0;
+        for (int64_t i = 0; i < per; ++i) {
+            diff = std::max(diff, static_cast<double>(std::fabs(
+                                      got->data[i] - got->data[got->data.size() - per + i])));
+        }
+        EXPECT_GT(diff, 1e-2);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(LatentFrames, WanVideoDecode, ::testing::Values(1, 2, 3));
+
+// The same on plain ggml ops (concat, pad, views: what a GPU backend runs).
+TEST_F(WanVideo, DecodeOnGgmlOpsMatchesReference) {
+    REQUIRE_PYTHON();
+    const HostTensor z = vae_test::random_tensor({3, 4, 16, 3}, 50);
+    auto got = ggdiff::models::wan_decode_video(*cfg_, z, runner(false));
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    auto ref = reference("wan_decode_ggml", z, "decode", got->data.size());
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    const vae_test::Diff d = vae_test::compare(got->data, *ref);
+    EXPECT_LT(d.rel(), kTolGgml) << "max abs " << d.max_abs << " of " << d.max_ref;
+}
+
+class WanVideoEncode : public WanVideo, public ::testing::WithParamInterface<int> {};
+
+TEST_P(WanVideoEncode, MatchesReference) {
+    REQUIRE_PYTHON();
+    const int frames = GetParam();
+    const HostTensor x = vae_test::random_tensor({32, 24, 3, frames}, 60 + frames, 0.5f);
+    int runs = 0;
+    auto got = ggdiff::models::wan_encode_video(*cfg_, x, runner(true, &runs));
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    const int t = ggdiff::models::wan_latent_frames(frames);
+    EXPECT_EQ(runs, t);  // frame 0, then 4 frames per graph
+    EXPECT_EQ(got->ne, (std::vector<int64_t>{4, 3, 16, t}));
+    auto ref = reference("wan_encode_f" + std::to_string(frames), x, "encode", got->data.size());
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    const vae_test::Diff d = vae_test::compare(got->data, *ref);
+    const double tol = ggdiff::cpu::kernels_available() ? kTolKernels : kTolGgml;
+    EXPECT_LT(d.rel(), tol) << "max abs " << d.max_abs << " of " << d.max_ref;
+    EXPECT_GT(d.max_ref, 0.1);
+}
+
+INSTANTIATE_TEST_SUITE_P(VideoFrames, WanVideoEncode, ::testing::Values(1, 5, 9));
+
+TEST_F(WanVideo, EncodeRejectsFrameCounts) {
+    const HostTensor x = vae_test::random_tensor({32, 24, 3, 6}, 70);
+    auto got = ggdiff::models::wan_encode_video(*cfg_, x, runner(true));
+    ASSERT_FALSE(got.ok());
+    EXPECT_NE(got.status().message().find("1 + 4 n frames"), std::string::npos);
+}
+
+// The single-frame (image) graphs are unchanged: one frame through build_wan_decode /
+// build_wan_encode is the causal network on a one-frame video.
+TEST_F(WanVideo, SingleFrameGraphsMatchReference) {
+    REQUIRE_PYTHON();
+    const HostTensor z = vae_test::random_tensor({4, 3, 16, 1}, 80);
+    auto dec = vae_test::run_graph_multi(
+        *weights_, {&z},
+        [&](ggml_context* ctx, ggdiff::nn::Weights* w, const std::vector<ggml_tensor*>& in) {
+            ggdiff::nn::Ctx c{ctx, w};
+            return std::vector<ggml_tensor*>{ggdiff::models::build_wan_decode(c, *cfg_, in[0])};
+        },
+        true);
+    ASSERT_TRUE(dec.ok()) << dec.status().message();
+    auto ref = reference("wan_image_decode", z, "decode", (*dec)[0].data.size());
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    const double tol = ggdiff::cpu::kernels_available() ? kTolKernels : kTolGgml;
+    const vae_test::Diff d = vae_test::compare((*dec)[0].data, *ref);
+    EXPECT_LT(d.rel(), tol) << "max abs " << d.max_abs << " of " << d.max_ref;
+
+    const HostTensor x = vae_test::random_tensor({32, 24, 3, 1}, 81, 0.5f);
+    auto enc = vae_test::run_graph_multi(
+        *weights_, {&x},
+        [&](ggml_context* ctx, ggdiff::nn::Weights* w, const std::vector<ggml_tensor*>& in) {
+            ggdiff::nn::Ctx c{ctx, w};
+            return std::vector<ggml_tensor*>{ggdiff::models::build_wan_encode(c, *cfg_, in[0])};
+        },
+        true);
+    ASSERT_TRUE(enc.ok()) << enc.status().message();
+    auto eref = reference("wan_image_encode", x, "encode", (*enc)[0].data.size());
+    ASSERT_TRUE(eref.ok()) << eref.status().message();
+    const vae_test::Diff e = vae_test::compare((*enc)[0].data, *eref);
+    EXPECT_LT(e.rel(), tol) << "max abs " << e.max_abs << " of " << e.max_ref;
+}
+
+}  // namespace
