@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Independent float64 numpy reference of the Wan 2.1 video VAE (causal 3-D decode and encode).
+"""Independent float64 numpy reference of the Wan 2.1 and 2.2 video VAEs (causal 3-D decode and
+encode).
 
 Usage: wan_vae_reference.py DIR
 
@@ -11,10 +12,12 @@ DIR/output.bin as raw little-endian float32 in the same frame-major layout [F', 
 config.json: {"mode": "decode" | "encode", "prefix": "first_stage_model."}. The block list
 (residual blocks, spatial and temporal resamplers) is read from the weight names.
 
-Written from the model definition of Wan 2.1 (wan/modules/vae.py: CausalConv3d, RMS_norm,
-Resample, ResidualBlock, AttentionBlock, Encoder3d, Decoder3d, WanVAE_.encode/decode), in
-its chunked form with a feature cache per causal convolution (CACHE_T = 2 frames), not
-from the C++ code.
+Written from the model definitions of Wan 2.1 (wan/modules/vae.py: CausalConv3d, RMS_norm,
+Resample, ResidualBlock, AttentionBlock, Encoder3d, Decoder3d, WanVAE_.encode/decode) and
+Wan 2.2 (wan/modules/vae2_2.py: patchify, AvgDown3D, DupUp3D, Down_ResidualBlock,
+Up_ResidualBlock; weights nested as {en,de}coder.{down,up}samples.I.{down,up}samples.J), in
+their chunked form with a feature cache per causal convolution (CACHE_T = 2 frames), not
+from the C++ code. Wan 2.2 is recognised by its nested block names (patch size 2).
 """
 import json
 import os
@@ -88,6 +91,47 @@ def per_frame(x, fn):
     n, c, t, h, w = x.shape
     y = fn(x.transpose(0, 2, 1, 3, 4).reshape(n * t, c, h, w))
     return y.reshape(n, t, y.shape[1], y.shape[2], y.shape[3]).transpose(0, 2, 1, 3, 4)
+
+
+def patchify(x, p):
+    """b c f (h q) (w r) -> b (c r q) f h w"""
+    b, c, f, hh, ww = x.shape
+    x = x.reshape(b, c, f, hh // p, p, ww // p, p)
+    return x.transpose(0, 1, 6, 4, 2, 3, 5).reshape(b, c * p * p, f, hh // p, ww // p)
+
+
+def unpatchify(x, p):
+    """b (c r q) f h w -> b c f (h q) (w r)"""
+    b, crq, f, h, w = x.shape
+    c = crq // (p * p)
+    x = x.reshape(b, c, p, p, f, h, w)
+    return x.transpose(0, 1, 4, 5, 3, 6, 2).reshape(b, c, f, h * p, w * p)
+
+
+def avg_down(x, out_c, ft, fs):
+    """AvgDown3D: frames padded in front to a multiple of ft, (ft, fs, fs) blocks into
+    channels, then the mean over groups of channels."""
+    b, c, t, h, w = x.shape
+    pad_t = (ft - t % ft) % ft
+    x = np.pad(x, ((0, 0), (0, 0), (pad_t, 0), (0, 0), (0, 0)))
+    t = x.shape[2]
+    x = x.reshape(b, c, t // ft, ft, h // fs, fs, w // fs, fs)
+    x = x.transpose(0, 1, 3, 5, 7, 2, 4, 6)
+    x = x.reshape(b, c * ft * fs * fs, t // ft, h // fs, w // fs)
+    group = c * ft * fs * fs // out_c
+    return x.reshape(b, out_c, group, t // ft, h // fs, w // fs).mean(axis=2)
+
+
+def dup_up(x, out_c, ft, fs, first_chunk):
+    """DupUp3D: channels repeated (repeat_interleave), then channels into (ft, fs, fs)."""
+    b, c, t, h, w = x.shape
+    x = np.repeat(x, out_c * ft * fs * fs // c, axis=1)
+    x = x.reshape(b, out_c, ft, fs, fs, t, h, w)
+    x = x.transpose(0, 1, 5, 2, 6, 3, 7, 4)
+    x = x.reshape(b, out_c, t * ft, h * fs, w * fs)
+    if first_chunk:
+        x = x[:, :, ft - 1 :]
+    return x
 
 
 # --- blocks -------------------------------------------------------------------------
@@ -199,7 +243,35 @@ class Net:
                 self.idx += 1
         return x
 
+    def group(self, p, x, up):
+        """Wan 2.2 Up_ResidualBlock / Down_ResidualBlock."""
+        W = self.W
+        x_copy = x
+        sub = p + ("upsamples." if up else "downsamples.")
+        j = 0
+        while W.has(sub + "%d.residual.0.gamma" % j):
+            x = self.residual(sub + "%d." % j, x)
+            j += 1
+        q = sub + "%d." % j
+        resample = W.has(q + "resample.1.weight")
+        ft = 2 if W.has(q + "time_conv.weight") else 1
+        if up:
+            if resample:
+                x = self.upsample(q, x)
+                x = x + dup_up(x_copy, x.shape[1], ft, 2, self.chunk == 0)
+            return x
+        if resample:
+            x = self.downsample(q, x)
+        return x + avg_down(x_copy, x.shape[1], ft, 2 if resample else 1)
+
     def blocks(self, p, x, up):
+        nested = "%d." + ("upsamples" if up else "downsamples") + ".0.residual.0.gamma"
+        if self.W.has(p + nested % 0):
+            i = 0
+            while self.W.has(p + nested % i):
+                x = self.group(p + "%d." % i, x, up)
+                i += 1
+            return x
         i = 0
         while self.W.has(p + "%d.residual.0.gamma" % i) or self.W.has(
             p + "%d.resample.1.weight" % i
@@ -227,6 +299,10 @@ class Net:
         return self.head("encoder.", x)
 
 
+def patch_size(W):
+    return 2 if W.has("decoder.upsamples.0.upsamples.0.residual.0.gamma") else 1
+
+
 def decode(W, z):
     net = Net(W)
     net.cache = [None] * 64
@@ -234,17 +310,24 @@ def decode(W, z):
     out = []
     for i in range(z.shape[2]):
         net.idx = 0
+        net.chunk = i
         out.append(net.decoder(x[:, :, i : i + 1]))
-    return np.concatenate(out, axis=2)
+    out = np.concatenate(out, axis=2)
+    p = patch_size(W)
+    return unpatchify(out, p) if p > 1 else out
 
 
 def encode(W, x):
     net = Net(W)
     net.cache = [None] * 64
+    p = patch_size(W)
+    if p > 1:
+        x = patchify(x, p)
     t = x.shape[2]
     out = []
     for i in range(1 + (t - 1) // 4):
         net.idx = 0
+        net.chunk = i
         chunk = x[:, :, :1] if i == 0 else x[:, :, 1 + 4 * (i - 1) : 1 + 4 * i]
         out.append(net.encoder(chunk))
     out = causal_conv3d(W, "conv1", np.concatenate(out, axis=2))

@@ -26,9 +26,9 @@ const std::string kPrefix = "first_stage_model.";
 constexpr double kTolKernels = 1e-4;
 constexpr double kTolGgml = 5e-3;
 
-vae_test::Shapes tiny_shapes() {
+vae_test::Shapes tiny_shapes(const std::string& list) {
     vae_test::Shapes out;
-    std::ifstream f(std::string(GGDIFF_SOURCE_DIR) + "/tests/fixtures/wan_vae_tiny.tensors");
+    std::ifstream f(std::string(GGDIFF_SOURCE_DIR) + "/tests/fixtures/" + list);
     std::string line;
     while (std::getline(f, line)) {
         line = line.substr(0, line.find('#'));
@@ -75,82 +75,103 @@ fs::path write_safetensors(const std::string& file, const vae_test::Shapes& tens
     return path;
 }
 
-class WanVideo : public ::testing::Test {
-  protected:
-    static void SetUpTestSuite() {
-        shapes_ = new vae_test::Shapes(tiny_shapes());
-        weights_ =
-            new std::map<std::string, vae_test::HostWeight>(vae_test::random_weights(*shapes_, 30));
-        // Outputs of a useful size (as the shared qwen_vae fixture's gain on decoder.head.2):
-        // the random heads alone make images of about 0.02.
-        for (const char* head : {"decoder.head.2.weight", "encoder.head.2.weight"}) {
-            for (float& v : weights_->at(kPrefix + head).data) v *= 30.0f;
-        }
-        ggdiff::TensorIndex index;
-        ASSERT_TRUE(
-            index.add(write_safetensors("wan_vae_tiny.safetensors", *shapes_).string()).ok());
-        auto cfg = ggdiff::models::detect_wan_vae(index, kPrefix);
-        ASSERT_TRUE(cfg.ok()) << cfg.status().message();
-        cfg_ = new WanVaeConfig(*cfg);
-    }
-    static void TearDownTestSuite() {
-        delete cfg_;
-        delete weights_;
-        delete shapes_;
-    }
-
-    void SetUp() override {
-        ASSERT_NE(cfg_, nullptr);
-        ASSERT_EQ(shapes_->size(), 194u);
-    }
-
-    // Runs chunk graphs on the CPU backend (optionally on the CPU kernels); counts the runs.
-    ggdiff::models::WanGraphRun runner(bool kernels, int* runs = nullptr) {
-        return [kernels, runs](const ggdiff::models::WanGraphBuild& build) {
-            if (runs) ++*runs;
-            // First pass: collect the host tensors the build declares as inputs.
-            std::vector<const HostTensor*> hosts;
-            auto collect = [&](ggml_context* ctx, ggdiff::nn::Weights* w,
-                               const std::vector<ggml_tensor*>& ins) {
-                ggdiff::nn::Ctx c{ctx, w};
-                size_t next = 0;
-                return build(c, [&](const HostTensor& t) -> ggml_tensor* {
-                    if (ins.empty()) {
-                        hosts.push_back(&t);
-                        int64_t d[4] = {t.dim(0), t.dim(1), t.dim(2), t.dim(3)};
-                        return ggml_new_tensor(ctx, GGML_TYPE_F32, 4, d);
-                    }
-                    return ins[next++];
-                });
-            };
-            {
-                // Dry build to learn the inputs (no compute).
-                ggml_init_params p = {ggml_tensor_overhead() * 40000, nullptr, true};
-                ggml_context* ctx = ggml_init(p);
-                vae_test::HostWeights w(*weights_);
-                collect(ctx, &w, {});
-                ggml_free(ctx);
-            }
-            return vae_test::run_graph_multi(*weights_, hosts, collect, kernels);
-        };
-    }
-
-    Result<std::vector<float>> reference(const std::string& name, const HostTensor& input,
-                                         const char* mode, size_t count) {
-        return vae_test::run_reference_script(
-            fs::path(GGDIFF_TEST_TMP) / name, *weights_, input,
-            std::string("{\"mode\": \"") + mode + "\", \"prefix\": \"" + kPrefix + "\"}", count,
-            "wan_vae_reference.py");
-    }
-
-    static vae_test::Shapes* shapes_;
-    static std::map<std::string, vae_test::HostWeight>* weights_;
-    static WanVaeConfig* cfg_;
+// A tiny VAE of tests/fixtures: its tensor list, random weights and detected config.
+struct TinyVae {
+    vae_test::Shapes shapes;
+    std::map<std::string, vae_test::HostWeight> weights;
+    WanVaeConfig cfg;
+    std::string error;
 };
 
-vae_test::Shapes* WanVideo::shapes_ = nullptr;
-std::map<std::string, vae_test::HostWeight>* WanVideo::weights_ = nullptr;
-WanVaeConfig* WanVideo::cfg_ = nullptr;
+const TinyVae& tiny_vae(const std::string& list, uint64_t seed) {
+    static std::map<std::string, TinyVae> made;
+    auto it = made.find(list);
+    if (it != made.end()) return it->second;
+    TinyVae& m = made[list];
+    m.shapes = tiny_shapes(list);
+    m.weights = vae_test::random_weights(m.shapes, seed);
+    // Outputs of a useful size (as the shared qwen_vae fixture's gain on decoder.head.2):
+    // the random heads alone make images of about 0.02.
+    for (const char* head : {"decoder.head.2.weight", "encoder.head.2.weight"}) {
+        for (float& v : m.weights.at(kPrefix + head).data) v *= 30.0f;
+    }
+    ggdiff::TensorIndex index;
+    const ggdiff::Status st =
+        index.add(write_safetensors(list + ".safetensors", m.shapes).string());
+    if (!st.ok()) {
+        m.error = st.message();
+        return m;
+    }
+    auto cfg = ggdiff::models::detect_wan_vae(index, kPrefix);
+    if (cfg.ok()) {
+        m.cfg = *cfg;
+    } else {
+        m.error = cfg.status().message();
+    }
+    return m;
+}
+
+// Runs chunk graphs on the CPU backend (optionally on the CPU kernels); counts the runs.
+ggdiff::models::WanGraphRun chunk_runner(const TinyVae& m, bool kernels, int* runs = nullptr) {
+    const auto* weights = &m.weights;
+    return [weights, kernels, runs](const ggdiff::models::WanGraphBuild& build) {
+        if (runs) ++*runs;
+        std::vector<const HostTensor*> hosts;
+        auto make = [&](ggml_context* ctx, ggdiff::nn::Weights* w,
+                        const std::vector<ggml_tensor*>& ins) {
+            ggdiff::nn::Ctx c{ctx, w};
+            size_t next = 0;
+            return build(c, [&](const HostTensor& t) -> ggml_tensor* {
+                if (ins.empty()) {
+                    hosts.push_back(&t);
+                    int64_t d[4] = {t.dim(0), t.dim(1), t.dim(2), t.dim(3)};
+                    return ggml_new_tensor(ctx, GGML_TYPE_F32, 4, d);
+                }
+                return ins[next++];
+            });
+        };
+        {
+            // A dry build learns the inputs the graph declares.
+            ggml_init_params p = {ggml_tensor_overhead() * 40000, nullptr, true};
+            ggml_context* ctx = ggml_init(p);
+            vae_test::HostWeights w(*weights);
+            make(ctx, &w, {});
+            ggml_free(ctx);
+        }
+        return vae_test::run_graph_multi(*weights, hosts, make, kernels);
+    };
+}
+
+Result<std::vector<float>> run_wan_reference(const TinyVae& m, const std::string& name,
+                                             const HostTensor& input, const char* mode,
+                                             size_t count) {
+    return vae_test::run_reference_script(
+        fs::path(GGDIFF_TEST_TMP) / name, m.weights, input,
+        std::string("{\"mode\": \"") + mode + "\", \"prefix\": \"" + kPrefix + "\"}", count,
+        "wan_vae_reference.py");
+}
+
+double tolerance() {
+    return ggdiff::cpu::kernels_available() ? kTolKernels : kTolGgml;
+}
+
+class WanVideo : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        ASSERT_EQ(m_.error, "");
+        ASSERT_EQ(m_.shapes.size(), 194u);
+        cfg_ = &m_.cfg;
+    }
+    const TinyVae& m_ = tiny_vae("wan_vae_tiny.tensors", 30);
+    const WanVaeConfig* cfg_ = nullptr;
+    ggdiff::models::WanGraphRun runner(bool kernels, int* runs = nullptr) {
+        return chunk_runner(m_, kernels, runs);
+    }
+    Result<std::vector<float>> reference(const std::string& name, const HostTensor& input,
+                                         const char* mode, size_t count) {
+        return run_wan_reference(m_, name, input, mode, count);
+    }
+};
 
 #define REQUIRE_PYTHON()                                                                   \
     do {                                                                                   \
@@ -199,7 +220,7 @@ TEST_P(WanVideoDecode, MatchesReference) {
     auto ref = reference("wan_decode_t" + std::to_string(t), z, "decode", got->data.size());
     ASSERT_TRUE(ref.ok()) << ref.status().message();
     const vae_test::Diff d = vae_test::compare(got->data, *ref);
-    const double tol = ggdiff::cpu::kernels_available() ? kTolKernels : kTolGgml;
+    const double tol = tolerance();
     EXPECT_LT(d.rel(), tol) << "max abs " << d.max_abs << " of " << d.max_ref;
     EXPECT_GT(d.max_ref, 0.1);
 
@@ -244,7 +265,7 @@ TEST_P(WanVideoEncode, MatchesReference) {
     auto ref = reference("wan_encode_f" + std::to_string(frames), x, "encode", got->data.size());
     ASSERT_TRUE(ref.ok()) << ref.status().message();
     const vae_test::Diff d = vae_test::compare(got->data, *ref);
-    const double tol = ggdiff::cpu::kernels_available() ? kTolKernels : kTolGgml;
+    const double tol = tolerance();
     EXPECT_LT(d.rel(), tol) << "max abs " << d.max_abs << " of " << d.max_ref;
     EXPECT_GT(d.max_ref, 0.1);
 }
@@ -264,7 +285,7 @@ TEST_F(WanVideo, SingleFrameGraphsMatchReference) {
     REQUIRE_PYTHON();
     const HostTensor z = vae_test::random_tensor({4, 3, 16, 1}, 80);
     auto dec = vae_test::run_graph_multi(
-        *weights_, {&z},
+        m_.weights, {&z},
         [&](ggml_context* ctx, ggdiff::nn::Weights* w, const std::vector<ggml_tensor*>& in) {
             ggdiff::nn::Ctx c{ctx, w};
             return std::vector<ggml_tensor*>{ggdiff::models::build_wan_decode(c, *cfg_, in[0])};
@@ -273,13 +294,13 @@ TEST_F(WanVideo, SingleFrameGraphsMatchReference) {
     ASSERT_TRUE(dec.ok()) << dec.status().message();
     auto ref = reference("wan_image_decode", z, "decode", (*dec)[0].data.size());
     ASSERT_TRUE(ref.ok()) << ref.status().message();
-    const double tol = ggdiff::cpu::kernels_available() ? kTolKernels : kTolGgml;
+    const double tol = tolerance();
     const vae_test::Diff d = vae_test::compare((*dec)[0].data, *ref);
     EXPECT_LT(d.rel(), tol) << "max abs " << d.max_abs << " of " << d.max_ref;
 
     const HostTensor x = vae_test::random_tensor({32, 24, 3, 1}, 81, 0.5f);
     auto enc = vae_test::run_graph_multi(
-        *weights_, {&x},
+        m_.weights, {&x},
         [&](ggml_context* ctx, ggdiff::nn::Weights* w, const std::vector<ggml_tensor*>& in) {
             ggdiff::nn::Ctx c{ctx, w};
             return std::vector<ggml_tensor*>{ggdiff::models::build_wan_encode(c, *cfg_, in[0])};
@@ -290,6 +311,115 @@ TEST_F(WanVideo, SingleFrameGraphsMatchReference) {
     ASSERT_TRUE(eref.ok()) << eref.status().message();
     const vae_test::Diff e = vae_test::compare((*enc)[0].data, *eref);
     EXPECT_LT(e.rel(), tol) << "max abs " << e.max_abs << " of " << e.max_ref;
+}
+
+// --- Wan 2.2 (TI2V 5B layout) -------------------------------------------------------
+
+class Wan22Video : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        ASSERT_EQ(m_.error, "");
+        ASSERT_EQ(m_.shapes.size(), 196u);
+    }
+    const TinyVae& m_ = tiny_vae("wan22_vae_tiny.tensors", 31);
+};
+
+TEST_F(Wan22Video, Detects) {
+    const WanVaeConfig& cfg = m_.cfg;
+    EXPECT_TRUE(cfg.wan22());
+    EXPECT_EQ(cfg.patch, 2);
+    EXPECT_EQ(cfg.z_dim, 48);
+    EXPECT_EQ(cfg.image_channels, 3);
+    EXPECT_EQ(cfg.encoder_channels, 3);
+    EXPECT_EQ(cfg.downscale(), 16);
+    EXPECT_EQ(cfg.mean.size(), 48u);
+    EXPECT_FLOAT_EQ(cfg.mean[0], -0.2289f);
+    EXPECT_FLOAT_EQ(cfg.std[47], 0.7744f);
+    ASSERT_EQ(cfg.decoder_groups.size(), 4u);
+    ASSERT_EQ(cfg.encoder_groups.size(), 4u);
+    // Decoder: x2 in time and space, x2 in time and space, x2 in space, no resampling.
+    const int dec[4][3] = {{2, 2, 1}, {2, 2, 1}, {1, 2, 1}, {1, 1, 0}};
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(cfg.decoder_groups[i].factor_t, dec[i][0]) << i;
+        EXPECT_EQ(cfg.decoder_groups[i].factor_s, dec[i][1]) << i;
+        EXPECT_EQ(cfg.decoder_groups[i].shortcut, dec[i][2] == 1) << i;
+        EXPECT_EQ(cfg.decoder_groups[i].count, i < 3 ? 4u : 3u) << i;
+    }
+    // Encoder: /2 in space, /2 in time and space (twice), none; every group has a shortcut.
+    const int enc[4][2] = {{1, 2}, {2, 2}, {2, 2}, {1, 1}};
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(cfg.encoder_groups[i].factor_t, enc[i][0]) << i;
+        EXPECT_EQ(cfg.encoder_groups[i].factor_s, enc[i][1]) << i;
+        EXPECT_TRUE(cfg.encoder_groups[i].shortcut) << i;
+    }
+}
+
+class Wan22VideoDecode : public Wan22Video, public ::testing::WithParamInterface<int> {};
+
+TEST_P(Wan22VideoDecode, MatchesReference) {
+    REQUIRE_PYTHON();
+    const int t = GetParam();
+    const HostTensor z = vae_test::random_tensor({3, 2, 48, t}, 90 + t);
+    int runs = 0;
+    auto got = ggdiff::models::wan_decode_video(m_.cfg, z, chunk_runner(m_, true, &runs));
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(runs, t);
+    EXPECT_EQ(got->ne, (std::vector<int64_t>{48, 32, 3, ggdiff::models::wan_video_frames(t)}));
+    auto ref =
+        run_wan_reference(m_, "wan22_decode_t" + std::to_string(t), z, "decode", got->data.size());
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    const vae_test::Diff d = vae_test::compare(got->data, *ref);
+    EXPECT_LT(d.rel(), tolerance()) << "max abs " << d.max_abs << " of " << d.max_ref;
+    EXPECT_GT(d.max_ref, 0.1);
+}
+
+INSTANTIATE_TEST_SUITE_P(LatentFrames, Wan22VideoDecode, ::testing::Values(1, 2, 3));
+
+class Wan22VideoEncode : public Wan22Video, public ::testing::WithParamInterface<int> {};
+
+TEST_P(Wan22VideoEncode, MatchesReference) {
+    REQUIRE_PYTHON();
+    const int frames = GetParam();
+    const HostTensor x = vae_test::random_tensor({48, 32, 3, frames}, 100 + frames, 0.5f);
+    auto got = ggdiff::models::wan_encode_video(m_.cfg, x, chunk_runner(m_, true));
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    const int t = ggdiff::models::wan_latent_frames(frames);
+    EXPECT_EQ(got->ne, (std::vector<int64_t>{3, 2, 48, t}));
+    auto ref = run_wan_reference(m_, "wan22_encode_f" + std::to_string(frames), x, "encode",
+                                 got->data.size());
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    const vae_test::Diff d = vae_test::compare(got->data, *ref);
+    EXPECT_LT(d.rel(), tolerance()) << "max abs " << d.max_abs << " of " << d.max_ref;
+    EXPECT_GT(d.max_ref, 0.1);
+}
+
+INSTANTIATE_TEST_SUITE_P(VideoFrames, Wan22VideoEncode, ::testing::Values(1, 5, 9));
+
+// On plain ggml ops, and through the single-frame (image) builders.
+TEST_F(Wan22Video, GgmlOpsAndImageGraphsMatchReference) {
+    REQUIRE_PYTHON();
+    const HostTensor z = vae_test::random_tensor({2, 3, 48, 2}, 110);
+    auto got = ggdiff::models::wan_decode_video(m_.cfg, z, chunk_runner(m_, false));
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    auto ref = run_wan_reference(m_, "wan22_decode_ggml", z, "decode", got->data.size());
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    vae_test::Diff d = vae_test::compare(got->data, *ref);
+    EXPECT_LT(d.rel(), kTolGgml) << "max abs " << d.max_abs << " of " << d.max_ref;
+
+    const HostTensor x = vae_test::random_tensor({32, 48, 3, 1}, 111, 0.5f);
+    auto enc = vae_test::run_graph_multi(
+        m_.weights, {&x},
+        [&](ggml_context* ctx, ggdiff::nn::Weights* w, const std::vector<ggml_tensor*>& in) {
+            ggdiff::nn::Ctx c{ctx, w};
+            return std::vector<ggml_tensor*>{ggdiff::models::build_wan_encode(c, m_.cfg, in[0])};
+        },
+        true);
+    ASSERT_TRUE(enc.ok()) << enc.status().message();
+    EXPECT_EQ((*enc)[0].ne, (std::vector<int64_t>{2, 3, 48, 1}));
+    auto eref = run_wan_reference(m_, "wan22_image_encode", x, "encode", (*enc)[0].data.size());
+    ASSERT_TRUE(eref.ok()) << eref.status().message();
+    d = vae_test::compare((*enc)[0].data, *eref);
+    EXPECT_LT(d.rel(), tolerance()) << "max abs " << d.max_abs << " of " << d.max_ref;
 }
 
 }  // namespace

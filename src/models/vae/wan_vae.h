@@ -42,6 +42,16 @@ struct WanBlock {
     bool temporal = false;  // Up/Downsample with a time_conv (the x2 time resampling)
 };
 
+// Wan 2.2: a group of blocks (Up_ResidualBlock / Down_ResidualBlock) whose input is added
+// back after them, resampled without weights (DupUp3D: channels repeated into pixels and
+// frames; AvgDown3D: pixels and frames averaged into channels).
+struct WanGroup {
+    size_t first = 0, count = 0;  // its blocks in WanVaeConfig::decoder / encoder
+    int64_t in = 0, out = 0;
+    int factor_t = 1, factor_s = 1;
+    bool shortcut = false;  // the decoder's last group has none
+};
+
 struct WanVaeConfig {
     std::string prefix = "first_stage_model.";
     int64_t z_dim = 16;
@@ -51,23 +61,29 @@ struct WanVaeConfig {
     int64_t dec_width = 384;  // decoder.conv1 output (middle width)
     int64_t enc_width = 384;  // encoder middle width
     std::vector<WanBlock> decoder, encoder;
+    // Wan 2.2 (TI2V 5B, 48 latent channels): pixels of patch x patch go to channels before
+    // the encoder and back after the decoder; groups of blocks with shortcuts.
+    int patch = 1;
+    std::vector<WanGroup> decoder_groups, encoder_groups;
     // Temporal taps of each 3-D convolution kernel by weight name (0: stored as 2-D).
     std::map<std::string, int64_t> taps;
     // Per-channel latent statistics: diffusion latent = (z - mean) / std.
     std::vector<float> mean, std;
 
     int downscale() const;
+    bool wan22() const { return patch > 1 || !decoder_groups.empty(); }
 };
 
 // True when the weights under `prefix` are a Wan VAE (RMS-norm gammas in its middle block).
 bool is_wan_vae(const TensorIndex& index, const std::string& prefix = "first_stage_model.");
 
 // Reads the block list and widths; the error names the first missing or mis-shaped tensor.
+// Wan 2.1 (16 latent channels; 4 image channels: Qwen Image Layered) and Wan 2.2 (48).
 Result<WanVaeConfig> detect_wan_vae(const TensorIndex& index,
                                     const std::string& prefix = "first_stage_model.");
 
 // z [w, h, z_dim, 1] (VAE space: already z * std + mean) -> image [w*8, h*8, channels, 1],
-// roughly in [-1, 1], unclamped.
+// roughly in [-1, 1], unclamped. (Wan 2.2: 16 instead of 8; the one-frame causal network.)
 ggml_tensor* build_wan_decode(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* z);
 
 // image [W, H, encoder_channels, 1] in [-1, 1] -> the posterior mean [W/8, H/8, z_dim, 1]
