@@ -10,6 +10,9 @@
 
 #include "io/tensor_index.h"
 #include "models/vae/wan_vae.h"
+#include "pipeline/parts/wan_autoencoder.h"
+#include "pipeline/placement_setup.h"
+#include "sampling/rng.h"
 #include "vae_test_support.h"
 
 namespace {
@@ -25,6 +28,7 @@ const std::string kPrefix = "first_stage_model.";
 // reference closely; plain ggml convolutions round their im2col input to F16.
 constexpr double kTolKernels = 1e-4;
 constexpr double kTolGgml = 5e-3;
+constexpr double kTolF16 = 2e-2;  // F16 kernels as well
 
 vae_test::Shapes tiny_shapes(const std::string& list) {
     vae_test::Shapes out;
@@ -75,6 +79,36 @@ fs::path write_safetensors(const std::string& file, const vae_test::Shapes& tens
     return path;
 }
 
+// A safetensors file (F32) holding these weights.
+fs::path write_weights(const std::string& file,
+                       const std::map<std::string, vae_test::HostWeight>& weights) {
+    const fs::path path = fs::path(GGDIFF_TEST_TMP) / file;
+    fs::create_directories(path.parent_path());
+    std::string header = "{";
+    uint64_t offset = 0;
+    for (const auto& [name, w] : weights) {
+        std::string dims;
+        for (int64_t d : w.shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+        const uint64_t n = w.data.size() * sizeof(float);
+        if (header.size() > 1) header += ",";
+        header += "\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[" + dims +
+                  "],\"data_offsets\":[" + std::to_string(offset) + "," +
+                  std::to_string(offset + n) + "]}";
+        offset += n;
+    }
+    header += "}";
+    header.append((8 - header.size() % 8) % 8, ' ');
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    const uint64_t len = header.size();
+    for (int i = 0; i < 8; ++i) f.put(static_cast<char>((len >> (8 * i)) & 0xff));
+    f << header;
+    for (const auto& [name, w] : weights) {
+        f.write(reinterpret_cast<const char*>(w.data.data()),
+                static_cast<std::streamsize>(w.data.size() * sizeof(float)));
+    }
+    return path;
+}
+
 // A tiny VAE of tests/fixtures: its tensor list, random weights and detected config.
 struct TinyVae {
     vae_test::Shapes shapes;
@@ -112,9 +146,10 @@ const TinyVae& tiny_vae(const std::string& list, uint64_t seed) {
 }
 
 // Runs chunk graphs on the CPU backend (optionally on the CPU kernels); counts the runs.
-ggdiff::models::WanGraphRun chunk_runner(const TinyVae& m, bool kernels, int* runs = nullptr) {
+ggdiff::models::WanGraphRun chunk_runner(const TinyVae& m, bool kernels, int* runs = nullptr,
+                                         bool f16 = false) {
     const auto* weights = &m.weights;
-    return [weights, kernels, runs](const ggdiff::models::WanGraphBuild& build) {
+    return [weights, kernels, runs, f16](const ggdiff::models::WanGraphBuild& build) {
         if (runs) ++*runs;
         std::vector<const HostTensor*> hosts;
         auto make = [&](ggml_context* ctx, ggdiff::nn::Weights* w,
@@ -134,11 +169,11 @@ ggdiff::models::WanGraphRun chunk_runner(const TinyVae& m, bool kernels, int* ru
             // A dry build learns the inputs the graph declares.
             ggml_init_params p = {ggml_tensor_overhead() * 40000, nullptr, true};
             ggml_context* ctx = ggml_init(p);
-            vae_test::HostWeights w(*weights);
+            vae_test::HostWeights w(*weights, f16);
             make(ctx, &w, {});
             ggml_free(ctx);
         }
-        return vae_test::run_graph_multi(*weights, hosts, make, kernels);
+        return vae_test::run_graph_multi(*weights, hosts, make, kernels, f16);
     };
 }
 
@@ -248,6 +283,18 @@ TEST_F(WanVideo, DecodeOnGgmlOpsMatchesReference) {
     ASSERT_TRUE(ref.ok()) << ref.status().message();
     const vae_test::Diff d = vae_test::compare(got->data, *ref);
     EXPECT_LT(d.rel(), kTolGgml) << "max abs " << d.max_abs << " of " << d.max_ref;
+}
+
+// F16 kernels (as checkpoints store them; the temporal taps are views of them).
+TEST_F(WanVideo, DecodeF16WeightsMatchesReference) {
+    REQUIRE_PYTHON();
+    const HostTensor z = vae_test::random_tensor({4, 4, 16, 2}, 51);
+    auto got = ggdiff::models::wan_decode_video(*cfg_, z, chunk_runner(m_, true, nullptr, true));
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    auto ref = reference("wan_decode_f16", z, "decode", got->data.size());
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    const vae_test::Diff d = vae_test::compare(got->data, *ref);
+    EXPECT_LT(d.rel(), kTolF16) << "max abs " << d.max_abs << " of " << d.max_ref;
 }
 
 class WanVideoEncode : public WanVideo, public ::testing::WithParamInterface<int> {};
@@ -420,6 +467,80 @@ TEST_F(Wan22Video, GgmlOpsAndImageGraphsMatchReference) {
     ASSERT_TRUE(eref.ok()) << eref.status().message();
     d = vae_test::compare((*enc)[0].data, *eref);
     EXPECT_LT(d.rel(), tolerance()) << "max abs " << d.max_abs << " of " << d.max_ref;
+}
+
+// --- the family part ---------------------------------------------------------------
+
+// WanAutoencoder on a checkpoint file: diffusion-space latents with channel c of frame t in
+// plane c * T + t; as a video VAE the planes are one video, as an image VAE each frame is
+// decoded alone.
+TEST_F(WanVideo, AutoencoderVideoAndImageModes) {
+    REQUIRE_PYTHON();
+    ggdiff::TensorIndex index;
+    ASSERT_TRUE(index.add(write_weights("wan_vae_tiny_f32.safetensors", m_.weights).string()).ok());
+    ggdiff::ModelOptions options;
+    ggdiff::EnginePlacement placement;
+    const ggdiff::FamilyContext ctx{options, index, placement, -1, 2, "", nullptr};
+    auto video = ggdiff::WanAutoencoder::create(ctx, placement.vae, *cfg_, true);
+    ASSERT_TRUE(video.ok()) << video.status().message();
+    auto image = ggdiff::WanAutoencoder::create(ctx, placement.vae, *cfg_, false);
+    ASSERT_TRUE(image.ok()) << image.status().message();
+
+    const int64_t t = 2, plane = 4 * 3;
+    const HostTensor latent = vae_test::random_tensor({4, 3, 16 * t, 1}, 120);
+    // The same latent in VAE space, frames along dim 3.
+    HostTensor z({4, 3, 16, t});
+    for (int64_t f = 0; f < t; ++f) {
+        for (int64_t c = 0; c < 16; ++c) {
+            for (int64_t i = 0; i < plane; ++i) {
+                z.data[(f * 16 + c) * plane + i] =
+                    latent.data[(c * t + f) * plane + i] * cfg_->std[c] + cfg_->mean[c];
+            }
+        }
+    }
+    auto got = (*video)->decode(latent);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(got->ne, (std::vector<int64_t>{32, 24, 3, 5}));
+    auto ref = reference("wan_part_video", z, "decode", got->data.size());
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    vae_test::Diff d = vae_test::compare(got->data, *ref);
+    EXPECT_LT(d.rel(), tolerance()) << "max abs " << d.max_abs << " of " << d.max_ref;
+
+    // Image mode: frame 1 decoded alone is the one-frame video of latent frame 1.
+    auto frames = (*image)->decode(latent);
+    ASSERT_TRUE(frames.ok()) << frames.status().message();
+    EXPECT_EQ(frames->ne, (std::vector<int64_t>{32, 24, 3, 2}));
+    HostTensor z1({4, 3, 16, 1});
+    std::copy(z.data.begin() + 16 * plane, z.data.end(), z1.data.begin());
+    auto ref1 = reference("wan_part_image", z1, "decode", frames->data.size() / 2);
+    ASSERT_TRUE(ref1.ok()) << ref1.status().message();
+    const std::vector<float> second(frames->data.begin() + frames->data.size() / 2,
+                                    frames->data.end());
+    d = vae_test::compare(second, *ref1);
+    EXPECT_LT(d.rel(), tolerance()) << "max abs " << d.max_abs << " of " << d.max_ref;
+
+    // Encode a 5-frame video: 2 latent frames, back in diffusion space and plane layout.
+    const HostTensor x = vae_test::random_tensor({32, 24, 3, 5}, 121, 0.5f);
+    auto rng = ggdiff::sampling::make_rng(ggdiff::sampling::RngKind::Cpu, 1);
+    auto enc = (*video)->encode(x, *rng);
+    ASSERT_TRUE(enc.ok()) << enc.status().message();
+    EXPECT_EQ(enc->ne, (std::vector<int64_t>{4, 3, 32, 1}));
+    auto eref = reference("wan_part_encode", x, "encode", enc->data.size());
+    ASSERT_TRUE(eref.ok()) << eref.status().message();
+    std::vector<float> want(eref->size());
+    for (int64_t f = 0; f < 2; ++f) {
+        for (int64_t c = 0; c < 16; ++c) {
+            for (int64_t i = 0; i < plane; ++i) {
+                want[(c * 2 + f) * plane + i] =
+                    ((*eref)[(f * 16 + c) * plane + i] - cfg_->mean[c]) / cfg_->std[c];
+            }
+        }
+    }
+    d = vae_test::compare(enc->data, want);
+    EXPECT_LT(d.rel(), tolerance()) << "max abs " << d.max_abs << " of " << d.max_ref;
+    // A video of 6 frames is no Wan video.
+    const HostTensor bad = vae_test::random_tensor({32, 24, 3, 6}, 122);
+    EXPECT_FALSE((*video)->encode(bad, *rng).ok());
 }
 
 }  // namespace

@@ -233,13 +233,14 @@ inline Result<HostTensor> run_graph(const std::map<std::string, HostWeight>& wei
 // A graph with several inputs and outputs: `build(ctx, weights, inputs)` gets one graph
 // input per host tensor of `inputs` (in order) and returns the outputs, computed on the CPU
 // backend. With `cpu_kernels` the graph is built for the project's CPU kernels
-// (runtime/cpu_kernels.h: f32 convolutions) where they are available.
+// (runtime/cpu_kernels.h: f32 convolutions) where they are available; `f16`: matrices and
+// kernels stored as F16.
 using MultiBuilder = std::function<std::vector<ggml_tensor*>(
     ggml_context* ctx, ggdiff::nn::Weights* w, const std::vector<ggml_tensor*>& inputs)>;
 
 inline Result<std::vector<HostTensor>> run_graph_multi(
     const std::map<std::string, HostWeight>& weights, const std::vector<const HostTensor*>& inputs,
-    const MultiBuilder& build, bool cpu_kernels) {
+    const MultiBuilder& build, bool cpu_kernels, bool f16 = false) {
     ggml_backend_t backend = cpu_backend();
     if (!backend) return Status::Error("no CPU backend");
     constexpr size_t kGraphSize = 16384;
@@ -247,7 +248,7 @@ inline Result<std::vector<HostTensor>> run_graph_multi(
         ggml_tensor_overhead() * kGraphSize * 2 + ggml_graph_overhead_custom(kGraphSize, false),
         nullptr, true};
     ggml_context* ctx = ggml_init(p);
-    HostWeights w(weights);
+    HostWeights w(weights, f16);
     std::vector<ggml_tensor*> ins;
     for (const HostTensor* t : inputs) {
         int64_t dims[4] = {t->dim(0), t->dim(1), t->dim(2), t->dim(3)};
