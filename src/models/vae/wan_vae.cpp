@@ -209,11 +209,14 @@ ggml_tensor* causal_conv_in(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x,
     ggml_tensor* seq = prev ? ggml_concat(c.ctx, prev, x, 3)
                             : ggml_pad_ext(c.ctx, x, 0, 0, 0, 0, 0, 0, static_cast<int>(keep), 0);
     cache.out[slot] = ggml_cont(c.ctx, frames(c.ctx, seq, seq->ne[3] - keep, keep));
+    // Tap t reads frames [t, t + n) of the sequence; without a cache those before `keep` are
+    // zeros, so a tap that reads only them is left out (a first frame needs its last tap).
     ggml_tensor* y = nullptr;
-    for (int64_t t = 0; t < taps; ++t) {
+    for (int64_t t = taps - 1; t >= 0; --t) {
+        if (!prev && t + n <= keep) break;
         ggml_tensor* yt =
             conv_w(c.ctx, frames(c.ctx, seq, t, n), tap_weight(c.ctx, w, t, k, in, out),
-                   t == 0 ? b : nullptr, 1, k / 2);
+                   t == taps - 1 ? b : nullptr, 1, k / 2);
         y = y ? ggml_add(c.ctx, y, yt) : yt;
     }
     return y;
