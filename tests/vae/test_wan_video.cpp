@@ -360,6 +360,85 @@ TEST_F(WanVideo, SingleFrameGraphsMatchReference) {
     EXPECT_LT(e.rel(), tol) << "max abs " << e.max_abs << " of " << e.max_ref;
 }
 
+// A Wan VAE stored with 2-D kernels (the last temporal tap; no time_conv): a video decodes
+// frame by frame, each later frame repeated 4 times; encoding reads every 4th frame.
+TEST_F(WanVideo, FlatVaeDecodesFramesAlone) {
+    std::map<std::string, vae_test::HostWeight> flat;
+    vae_test::Shapes shapes;
+    for (const auto& [name, w] : m_.weights) {
+        if (name.find("time_conv") != std::string::npos) continue;
+        vae_test::HostWeight f = w;
+        if (w.shape.size() == 5) {
+            const int64_t o = w.shape[0], i = w.shape[1], kt = w.shape[2];
+            const int64_t area = w.shape[3] * w.shape[4];
+            f.shape = {o, i, w.shape[3], w.shape[4]};
+            f.data.assign(static_cast<size_t>(o * i * area), 0.0f);
+            for (int64_t r = 0; r < o * i; ++r) {
+                std::copy_n(w.data.begin() + (r * kt + kt - 1) * area, area,
+                            f.data.begin() + r * area);
+            }
+        }
+        shapes.push_back({name, f.shape});
+        flat[name] = std::move(f);
+    }
+    ggdiff::TensorIndex index;
+    ASSERT_TRUE(index.add(write_safetensors("wan_vae_flat.safetensors", shapes).string()).ok());
+    auto cfg = ggdiff::models::detect_wan_vae(index, kPrefix);
+    ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+    EXPECT_TRUE(cfg->flat);
+    EXPECT_FALSE(cfg_->flat);
+    TinyVae fm;
+    fm.weights = flat;
+    fm.cfg = *cfg;
+
+    const HostTensor z = vae_test::random_tensor({4, 3, 16, 2}, 130);
+    auto got = ggdiff::models::wan_decode_video(fm.cfg, z, chunk_runner(fm, true));
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    ASSERT_EQ(got->ne, (std::vector<int64_t>{32, 24, 3, 5}));
+    // Each latent frame through the single-frame graph of the 3-D weights.
+    const int64_t per = 32 * 24 * 3;
+    for (int64_t t = 0; t < 2; ++t) {
+        HostTensor zt({4, 3, 16, 1});
+        std::copy_n(z.data.begin() + t * zt.numel(), zt.numel(), zt.data.begin());
+        auto one = vae_test::run_graph_multi(
+            m_.weights, {&zt},
+            [&](ggml_context* ctx, ggdiff::nn::Weights* w, const std::vector<ggml_tensor*>& in) {
+                ggdiff::nn::Ctx c{ctx, w};
+                return std::vector<ggml_tensor*>{ggdiff::models::build_wan_decode(c, *cfg_, in[0])};
+            },
+            true);
+        ASSERT_TRUE(one.ok()) << one.status().message();
+        for (int64_t f = (t == 0 ? 0 : 1); f < (t == 0 ? 1 : 5); ++f) {
+            const std::vector<float> frame(got->data.begin() + f * per,
+                                           got->data.begin() + (f + 1) * per);
+            const vae_test::Diff d = vae_test::compare(frame, (*one)[0].data);
+            EXPECT_LT(d.rel(), 1e-5) << "frame " << f;
+        }
+    }
+
+    // Encode 5 frames: frames 0 and 1 alone.
+    const HostTensor x = vae_test::random_tensor({32, 24, 3, 5}, 131, 0.5f);
+    auto enc = ggdiff::models::wan_encode_video(fm.cfg, x, chunk_runner(fm, true));
+    ASSERT_TRUE(enc.ok()) << enc.status().message();
+    ASSERT_EQ(enc->ne, (std::vector<int64_t>{4, 3, 16, 2}));
+    for (int64_t t = 0; t < 2; ++t) {
+        HostTensor xt({32, 24, 3, 1});
+        std::copy_n(x.data.begin() + t * xt.numel(), xt.numel(), xt.data.begin());
+        auto one = vae_test::run_graph_multi(
+            m_.weights, {&xt},
+            [&](ggml_context* ctx, ggdiff::nn::Weights* w, const std::vector<ggml_tensor*>& in) {
+                ggdiff::nn::Ctx c{ctx, w};
+                return std::vector<ggml_tensor*>{ggdiff::models::build_wan_encode(c, *cfg_, in[0])};
+            },
+            true);
+        ASSERT_TRUE(one.ok()) << one.status().message();
+        const int64_t n = 4 * 3 * 16;
+        const std::vector<float> lat(enc->data.begin() + t * n, enc->data.begin() + (t + 1) * n);
+        const vae_test::Diff d = vae_test::compare(lat, (*one)[0].data);
+        EXPECT_LT(d.rel(), 1e-5) << "latent frame " << t;
+    }
+}
+
 // --- Wan 2.2 (TI2V 5B layout) -------------------------------------------------------
 
 class Wan22Video : public ::testing::Test {

@@ -2,6 +2,7 @@
 
 #include <ggml.h>
 
+#include "core/log.h"
 #include "nn/layers.h"
 #include "runtime/cpu_kernels.h"
 #include "runtime/kernel_choices.h"
@@ -354,6 +355,7 @@ Result<WanVaeConfig> detect_wan_vae(const TensorIndex& index, const std::string&
     GGDIFF_TRY(conv_shape(index, cfg, prefix + "conv2.weight", &in, &out));
     cfg.z_dim = out;
     GGDIFF_TRY(conv_shape(index, cfg, d + "conv1.weight", &in, &cfg.dec_width));
+    cfg.flat = cfg.taps[d + "conv1.weight"] == 0;
     if (in != cfg.z_dim) {
         return Status::Error(d + "conv1.weight takes " + std::to_string(in) +
                              " channels, the latent has " + std::to_string(cfg.z_dim));
@@ -620,9 +622,11 @@ HostTensor host_frames(const HostTensor& t, int64_t first, int64_t n) {
 
 // Runs the chunks in order: `build_chunk(c, x, chunk, cache)` on input frames `inputs[chunk]`,
 // carrying the caches on the host; returns the outputs along dim 3.
+// (`repeat`: the output of every chunk after the first is repeated that many times.)
 Result<HostTensor> run_chunks(
     const std::vector<HostTensor>& inputs, const WanGraphRun& run,
-    const std::function<ggml_tensor*(nn::Ctx&, ggml_tensor*, int, WanCausalCache&)>& build_chunk) {
+    const std::function<ggml_tensor*(nn::Ctx&, ggml_tensor*, int, WanCausalCache&)>& build_chunk,
+    int repeat = 1) {
     std::vector<HostTensor> caches;
     std::vector<HostTensor> outs;
     int64_t total = 0;
@@ -654,6 +658,10 @@ Result<HostTensor> run_chunks(
             if (caches.size() <= produced[k]) caches.resize(produced[k] + 1);
             caches[produced[k]] = std::move(got[k + 1]);
         }
+        for (int k = 1; k < (i > 0 ? repeat : 1); ++k) {
+            total += got[0].dim(3);
+            outs.push_back(got[0]);
+        }
         total += got[0].dim(3);
         outs.push_back(std::move(got[0]));
     }
@@ -677,10 +685,17 @@ Result<HostTensor> wan_decode_video(const WanVaeConfig& cfg, const HostTensor& z
     }
     std::vector<HostTensor> chunks;
     for (int64_t t = 0; t < z.dim(3); ++t) chunks.push_back(host_frames(z, t, 1));
-    return run_chunks(chunks, run,
-                      [&cfg](nn::Ctx& c, ggml_tensor* x, int chunk, WanCausalCache& cache) {
-                          return build_wan_decode_chunk(c, cfg, x, chunk, cache);
-                      });
+    if (cfg.flat && z.dim(3) > 1) {
+        GGDIFF_LOG_WARN(
+            "a Wan VAE with 2-D convolutions decodes each frame alone (repeated 4 "
+            "times): expect a jerky video");
+    }
+    return run_chunks(
+        chunks, run,
+        [&cfg](nn::Ctx& c, ggml_tensor* x, int chunk, WanCausalCache& cache) {
+            return build_wan_decode_chunk(c, cfg, x, chunk, cache);
+        },
+        cfg.flat ? 4 : 1);
 }
 
 Result<HostTensor> wan_encode_video(const WanVaeConfig& cfg, const HostTensor& video,
@@ -698,7 +713,12 @@ Result<HostTensor> wan_encode_video(const WanVaeConfig& cfg, const HostTensor& v
                              std::to_string(n));
     }
     std::vector<HostTensor> chunks{host_frames(video, 0, 1)};
-    for (int64_t f = 1; f < n; f += 4) chunks.push_back(host_frames(video, f, 4));
+    for (int64_t f = 1; f < n; f += 4) chunks.push_back(host_frames(video, f, cfg.flat ? 1 : 4));
+    if (cfg.flat && n > 1) {
+        GGDIFF_LOG_WARN(
+            "a Wan VAE with 2-D convolutions encodes the first frame of every 4 "
+            "alone");
+    }
     return run_chunks(chunks, run,
                       [&cfg](nn::Ctx& c, ggml_tensor* x, int chunk, WanCausalCache& cache) {
                           return build_wan_encode_chunk(c, cfg, x, chunk, cache);

@@ -65,6 +65,10 @@ struct WanVaeConfig {
     // the encoder and back after the decoder; groups of blocks with shortcuts.
     int patch = 1;
     std::vector<WanGroup> decoder_groups, encoder_groups;
+    // 2-D kernels throughout (a Wan VAE stored with 2-D convolutions): on video each frame
+    // is decoded alone and repeated 4 times after the first, and encoding reads the first
+    // frame of every 4 (as the reference engine does).
+    bool flat = false;
     // Temporal taps of each 3-D convolution kernel by weight name (0: stored as 2-D).
     std::map<std::string, int64_t> taps;
     // Per-channel latent statistics: diffusion latent = (z - mean) / std.
