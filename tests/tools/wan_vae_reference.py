@@ -9,7 +9,8 @@ ggml tensor [W, H, C, F] written as torch [F, C, H, W]: the F frames of one vide
 latent frames in VAE space, z * std + mean already applied). The result is written to
 DIR/output.bin as raw little-endian float32 in the same frame-major layout [F', C', H', W'].
 
-config.json: {"mode": "decode" | "encode", "prefix": "first_stage_model."}. The block list
+config.json: {"mode": "decode" | "encode", "prefix": "first_stage_model.", "circular": false}
+(circular: seamless tiling on both axes, see CIRCULAR). The block list
 (residual blocks, spatial and temporal resamplers) is read from the weight names.
 
 Written from the model definitions of Wan 2.1 (wan/modules/vae.py: CausalConv3d, RMS_norm,
@@ -26,6 +27,10 @@ import sys
 import numpy as np
 
 CACHE_T = 2
+# Seamless tiling on both axes as stable-diffusion.cpp does it ("circular": true): padded
+# convolutions wrap around in space, and the causal padding in front of a chunk's frames
+# wraps around its sequence in time (that engine pads all axes of a 3-D convolution at once).
+CIRCULAR = False
 
 
 class Weights:
@@ -70,7 +75,9 @@ def causal_conv3d(W, name, x, cache=None, stride_t=1):
     if cache is not None and front > 0:
         x = np.concatenate([cache, x], axis=2)
         front -= cache.shape[2]
-    x = np.pad(x, ((0, 0), (0, 0), (front, 0), (pad_s, pad_s), (pad_s, pad_s)))
+    mode = "wrap" if CIRCULAR else "constant"
+    x = np.pad(x, ((0, 0), (0, 0), (front, 0), (0, 0), (0, 0)), mode=mode)
+    x = np.pad(x, ((0, 0), (0, 0), (0, 0), (pad_s, pad_s), (pad_s, pad_s)), mode=mode)
     return conv3d(x, w, W(name + ".bias"), stride_t)
 
 
@@ -216,7 +223,7 @@ class Net:
 
         def up(f):
             f = f.repeat(2, axis=2).repeat(2, axis=3)
-            f = np.pad(f, ((0, 0), (0, 0), (1, 1), (1, 1)))
+            f = np.pad(f, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="wrap" if CIRCULAR else "constant")
             return conv2d(f, W(p + "resample.1.weight"), W(p + "resample.1.bias"))
 
         return per_frame(x, up)
@@ -225,7 +232,7 @@ class Net:
         W = self.W
 
         def down(f):
-            f = np.pad(f, ((0, 0), (0, 0), (0, 1), (0, 1)))
+            f = np.pad(f, ((0, 0), (0, 0), (0, 1), (0, 1)), mode="wrap" if CIRCULAR else "constant")
             return conv2d(f, W(p + "resample.1.weight"), W(p + "resample.1.bias"), 2)
 
         x = per_frame(x, down)
@@ -339,6 +346,8 @@ def main():
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
     W = Weights(os.path.join(folder, "weights"), cfg.get("prefix", ""))
+    global CIRCULAR
+    CIRCULAR = bool(cfg.get("circular", False))
     # [F, C, H, W] -> [1, C, F, H, W]
     x = np.load(os.path.join(folder, "input.npy")).astype(np.float64)
     x = x.transpose(1, 0, 2, 3)[None]

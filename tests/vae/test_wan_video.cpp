@@ -12,6 +12,7 @@
 #include "models/vae/wan_vae.h"
 #include "pipeline/parts/wan_autoencoder.h"
 #include "pipeline/placement_setup.h"
+#include "runtime/kernel_choices.h"
 #include "sampling/rng.h"
 #include "vae_test_support.h"
 
@@ -147,13 +148,16 @@ const TinyVae& tiny_vae(const std::string& list, uint64_t seed) {
 
 // Runs chunk graphs on the CPU backend (optionally on the CPU kernels); counts the runs.
 ggdiff::models::WanGraphRun chunk_runner(const TinyVae& m, bool kernels, int* runs = nullptr,
-                                         bool f16 = false) {
+                                         bool f16 = false, bool circular = false) {
     const auto* weights = &m.weights;
-    return [weights, kernels, runs, f16](const ggdiff::models::WanGraphBuild& build) {
+    return [weights, kernels, runs, f16, circular](const ggdiff::models::WanGraphBuild& build) {
         if (runs) ++*runs;
         std::vector<const HostTensor*> hosts;
         auto make = [&](ggml_context* ctx, ggdiff::nn::Weights* w,
                         const std::vector<ggml_tensor*>& ins) {
+            ggdiff::KernelChoices choices;
+            choices.circular_x = choices.circular_y = circular;
+            ggdiff::KernelChoiceScope scope(ctx, choices);
             ggdiff::nn::Ctx c{ctx, w};
             size_t next = 0;
             return build(c, [&](const HostTensor& t) -> ggml_tensor* {
@@ -179,11 +183,12 @@ ggdiff::models::WanGraphRun chunk_runner(const TinyVae& m, bool kernels, int* ru
 
 Result<std::vector<float>> run_wan_reference(const TinyVae& m, const std::string& name,
                                              const HostTensor& input, const char* mode,
-                                             size_t count) {
+                                             size_t count, bool circular = false) {
     return vae_test::run_reference_script(
         fs::path(GGDIFF_TEST_TMP) / name, m.weights, input,
-        std::string("{\"mode\": \"") + mode + "\", \"prefix\": \"" + kPrefix + "\"}", count,
-        "wan_vae_reference.py");
+        std::string("{\"mode\": \"") + mode + "\", \"prefix\": \"" + kPrefix +
+            "\", \"circular\": " + (circular ? "true" : "false") + "}",
+        count, "wan_vae_reference.py");
 }
 
 double tolerance() {
@@ -295,6 +300,33 @@ TEST_F(WanVideo, DecodeF16WeightsMatchesReference) {
     ASSERT_TRUE(ref.ok()) << ref.status().message();
     const vae_test::Diff d = vae_test::compare(got->data, *ref);
     EXPECT_LT(d.rel(), kTolF16) << "max abs " << d.max_abs << " of " << d.max_ref;
+}
+
+// Seamless tiling on both axes: space wraps, and the causal padding in front of a chunk wraps
+// around its frames in time (as the reference engine pads a 3-D convolution).
+TEST_F(WanVideo, CircularMatchesReference) {
+    REQUIRE_PYTHON();
+    const HostTensor z = vae_test::random_tensor({4, 3, 16, 3}, 52);
+    auto got =
+        ggdiff::models::wan_decode_video(*cfg_, z, chunk_runner(m_, true, nullptr, false, true));
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    auto ref = run_wan_reference(m_, "wan_decode_circ", z, "decode", got->data.size(), true);
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    vae_test::Diff d = vae_test::compare(got->data, *ref);
+    EXPECT_LT(d.rel(), tolerance()) << "max abs " << d.max_abs << " of " << d.max_ref;
+    // Not the zero-padded decode.
+    auto plain = run_wan_reference(m_, "wan_decode_circ0", z, "decode", got->data.size());
+    ASSERT_TRUE(plain.ok()) << plain.status().message();
+    EXPECT_GT(vae_test::compare(got->data, *plain).max_abs, 1e-2);
+
+    const HostTensor x = vae_test::random_tensor({32, 24, 3, 5}, 53, 0.5f);
+    auto enc =
+        ggdiff::models::wan_encode_video(*cfg_, x, chunk_runner(m_, true, nullptr, false, true));
+    ASSERT_TRUE(enc.ok()) << enc.status().message();
+    auto eref = run_wan_reference(m_, "wan_encode_circ", x, "encode", enc->data.size(), true);
+    ASSERT_TRUE(eref.ok()) << eref.status().message();
+    d = vae_test::compare(enc->data, *eref);
+    EXPECT_LT(d.rel(), tolerance()) << "max abs " << d.max_abs << " of " << d.max_ref;
 }
 
 class WanVideoEncode : public WanVideo, public ::testing::WithParamInterface<int> {};

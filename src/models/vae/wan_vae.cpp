@@ -2,6 +2,8 @@
 
 #include <ggml.h>
 
+#include <algorithm>
+
 #include "core/log.h"
 #include "nn/layers.h"
 #include "runtime/cpu_kernels.h"
@@ -197,24 +199,35 @@ ggml_tensor* tap_weight(ggml_context* ctx, ggml_tensor* w, int64_t t, int k, int
 }
 
 // A causal 3-D convolution over the frames of x [W, H, C, F] (dim 3), in cache slot `slot`:
-// the input sequence is the cached taps - 1 frames (zeros without a cache) then x; stride 1
-// in time, `pad` in space. Stores the last taps - 1 frames of that sequence as the new cache.
+// the input sequence is the cached frames then x, with zero frames in front up to taps - 1
+// frames before x; stride 1 in time, `k / 2` in space. The new cache is the last taps - 1
+// frames of the sequence (fewer while it is shorter; `zero_cache`: with its zeros). With
+// seamless tiling on both axes the reference wraps that temporal padding around the
+// sequence as well (as it does for single frames), and so does this.
 ggml_tensor* causal_conv_in(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x,
                             const std::string& p, int64_t in, int64_t out, int k,
-                            WanCausalCache& cache, size_t slot) {
+                            WanCausalCache& cache, size_t slot, bool zero_cache = false) {
     const int64_t taps = taps_of(cfg, p + "weight");
     ggml_tensor* w = c.W(p + "weight", {k, k, taps, in * out});
     ggml_tensor* b = c.W(p + "bias", {out});
     const int64_t keep = taps - 1, n = x->ne[3];
     ggml_tensor* prev = cache.in[slot];
-    ggml_tensor* seq = prev ? ggml_concat(c.ctx, prev, x, 3)
-                            : ggml_pad_ext(c.ctx, x, 0, 0, 0, 0, 0, 0, static_cast<int>(keep), 0);
-    cache.out[slot] = ggml_cont(c.ctx, frames(c.ctx, seq, seq->ne[3] - keep, keep));
-    // Tap t reads frames [t, t + n) of the sequence; without a cache those before `keep` are
-    // zeros, so a tap that reads only them is left out (a first frame needs its last tap).
+    ggml_tensor* seq = prev ? ggml_concat(c.ctx, prev, x, 3) : x;
+    const int64_t missing = std::max<int64_t>(0, keep - (prev ? prev->ne[3] : 0));
+    const KernelChoices kc = kernel_choices(c.ctx);
+    const bool wrap = kc.circular_x && kc.circular_y;
+    const int m = static_cast<int>(missing);
+    ggml_tensor* zero_seq = m > 0 ? ggml_pad_ext(c.ctx, seq, 0, 0, 0, 0, 0, 0, m, 0) : seq;
+    const int64_t cached = zero_cache ? keep : std::min(keep, seq->ne[3]);
+    ggml_tensor* from = zero_cache ? zero_seq : seq;
+    cache.out[slot] = ggml_cont(c.ctx, frames(c.ctx, from, from->ne[3] - cached, cached));
+    if (m > 0 && wrap) seq = ggml_pad_ext_circular(c.ctx, seq, 0, 0, 0, 0, 0, 0, m, 0);
+    if (m > 0 && !wrap) seq = zero_seq;
+    // Tap t reads frames [t, t + n) of the sequence; a tap that reads only zero padding is
+    // left out (a first frame needs only its last tap).
     ggml_tensor* y = nullptr;
     for (int64_t t = taps - 1; t >= 0; --t) {
-        if (!prev && t + n <= keep) break;
+        if (!wrap && t + n <= missing) break;
         ggml_tensor* yt =
             conv_w(c.ctx, frames(c.ctx, seq, t, n), tap_weight(c.ctx, w, t, k, in, out),
                    t == taps - 1 ? b : nullptr, 1, k / 2);
@@ -532,7 +545,7 @@ ggml_tensor* build_wan_decode_chunk(nn::Ctx& c, const WanVaeConfig& cfg, ggml_te
                 if (chunk > 0) {
                     const int64_t w = x->ne[0], h = x->ne[1], n = x->ne[3];
                     x = causal_conv_in(c, cfg, x, b.prefix + "time_conv.", b.in, 2 * b.in, 1, cache,
-                                       slot);
+                                       slot, true);
                     x = ggml_reshape_4d(c.ctx, x, w, h, b.in, 2 * n);
                 }
             }
