@@ -553,6 +553,14 @@ TEST_P(Wan22VideoEncode, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(VideoFrames, Wan22VideoEncode, ::testing::Values(1, 5, 9));
 
+TEST_F(Wan22Video, EncodeRejectsHalfPatches) {
+    const HostTensor x = vae_test::random_tensor({33, 32, 3, 1}, 112);
+    auto got = ggdiff::models::wan_encode_video(m_.cfg, x, chunk_runner(m_, true));
+    ASSERT_FALSE(got.ok());
+    EXPECT_NE(got.status().message().find("2x2 patches"), std::string::npos)
+        << got.status().message();
+}
+
 // On plain ggml ops, and through the single-frame (image) builders.
 TEST_F(Wan22Video, GgmlOpsAndImageGraphsMatchReference) {
     REQUIRE_PYTHON();

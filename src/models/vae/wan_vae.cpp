@@ -720,6 +720,11 @@ Result<HostTensor> wan_encode_video(const WanVaeConfig& cfg, const HostTensor& v
         return Status::Error("Wan VAE: the encoder takes " + std::to_string(cfg.encoder_channels) +
                              " image channels, got " + std::to_string(video.dim(2)));
     }
+    if (video.dim(0) % cfg.patch != 0 || video.dim(1) % cfg.patch != 0) {
+        return Status::Error("Wan VAE: the encoder takes whole " + std::to_string(cfg.patch) + "x" +
+                             std::to_string(cfg.patch) + " patches, got " +
+                             std::to_string(video.dim(0)) + "x" + std::to_string(video.dim(1)));
+    }
     const int64_t n = video.dim(3);
     if (wan_latent_frames(static_cast<int>(n)) == 0) {
         return Status::Error("Wan VAE: a video to encode has 1 + 4 n frames (1, 5, 9, ...), got " +

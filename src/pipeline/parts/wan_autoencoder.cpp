@@ -87,6 +87,11 @@ Result<HostTensor> WanAutoencoder::encode(const HostTensor& image, sampling::Rng
         return Status::Error("Wan VAE: the encoder takes " + std::to_string(cfg_.encoder_channels) +
                              " image channels, got " + std::to_string(image.dim(2)));
     }
+    if (image.dim(0) % cfg_.patch != 0 || image.dim(1) % cfg_.patch != 0) {
+        return Status::Error("Wan VAE: the encoder takes whole " + std::to_string(cfg_.patch) +
+                             "x" + std::to_string(cfg_.patch) + " patches, got " +
+                             std::to_string(image.dim(0)) + "x" + std::to_string(image.dim(1)));
+    }
     if (video_) {
         auto r = models::wan_encode_video(cfg_, image, graph_run());
         if (!r.ok()) return r.status();
