@@ -11,15 +11,18 @@
 // chunk; encode: frame 0, then 4 frames per chunk). Frames lie along dim 3 inside a chunk.
 // Each causal convolution keeps the last two frames of its input sequence on the host between
 // chunks (zeros before the first chunk), so a chunk's 3-D convolutions see exactly the frames
-// a convolution over the whole sequence would; memory stays that of one chunk. The temporal
+// a convolution over the whole sequence would; memory stays that of one chunk (plus the
+// caches: two frames per convolution). The temporal
 // upsamplers of the decoder skip chunk 0 and start with zeros on chunk 1; the temporal
 // downsamplers of the encoder pass chunk 0 through and then convolve stride 2 over their
 // previous frame and the chunk's frames.
 //
 // Tensors under `prefix` ("first_stage_model."): conv1 (encoder output 2z -> 2z), conv2
 // (z -> z, before the decoder), {encoder,decoder}.conv1, .{downsamples,upsamples}.N with
-// residual.{0,2,3,6}[, shortcut] or resample.1, .middle.{0,1,2}, .head.{0,2}. The block list
-// is read from the weights.
+// residual.{0,2,3,6}[, shortcut] or resample.1[, time_conv], .middle.{0,1,2}, .head.{0,2}.
+// The block list is read from the weights. Wan 2.2 (TI2V 5B: 48 latent channels) nests its
+// blocks in groups ({down,up}samples.N.{down,up}samples.M) with weightless shortcuts, and
+// works on 2x2 patches of the image (12 channels); it always runs the causal network.
 #pragma once
 
 #include <functional>
@@ -94,7 +97,7 @@ ggml_tensor* build_wan_decode(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* 
 // (VAE space).
 ggml_tensor* build_wan_encode(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x);
 
-// Video frames of a Wan 2.1 latent with `latent_frames` frames: 1 + 4 (T - 1) (0 for 0).
+// Video frames of a Wan latent with `latent_frames` frames: 1 + 4 (T - 1) (0 for 0).
 int wan_video_frames(int latent_frames);
 // Latent frames for `video_frames` = 1 + 4 n frames: 1 + n (0 when not of that form).
 int wan_latent_frames(int video_frames);
@@ -109,12 +112,12 @@ struct WanCausalCache {
 };
 
 // Chunk `chunk` of the causal decode: z [w, h, z_dim, 1] (VAE space, latent frame `chunk`)
-// -> frames [w*8, h*8, channels, 1 (chunk 0) or 4].
+// -> frames [w*d, h*d, channels, 1 (chunk 0) or 4] (d = downscale(): 8, Wan 2.2 16).
 ggml_tensor* build_wan_decode_chunk(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* z, int chunk,
                                     WanCausalCache& cache);
 
 // Chunk `chunk` of the causal encode: x [W, H, encoder_channels, 1 (chunk 0) or 4] in [-1, 1]
-// -> the posterior mean of latent frame `chunk`, [W/8, H/8, z_dim, 1] (VAE space).
+// -> the posterior mean of latent frame `chunk`, [W/d, H/d, z_dim, 1] (VAE space).
 ggml_tensor* build_wan_encode_chunk(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x, int chunk,
                                     WanCausalCache& cache);
 
@@ -126,12 +129,12 @@ using WanGraphBuild = std::function<std::vector<ggml_tensor*>(
 using WanGraphRun = std::function<Result<std::vector<HostTensor>>(const WanGraphBuild& build)>;
 
 // The causal video decode, chunk by chunk through `run`: z [w, h, z_dim, T] (VAE space, latent
-// frame t at index t of dim 3) -> [w*8, h*8, channels, 1 + 4 (T - 1)], unclamped.
+// frame t at index t of dim 3) -> [w*d, h*d, channels, 1 + 4 (T - 1)], unclamped.
 Result<HostTensor> wan_decode_video(const WanVaeConfig& cfg, const HostTensor& z,
                                     const WanGraphRun& run);
 
 // The causal video encode: video [W, H, encoder_channels, 1 + 4 n] in [-1, 1] -> the posterior
-// mean [W/8, H/8, z_dim, 1 + n] (VAE space, latent frame t at index t of dim 3).
+// mean [W/d, H/d, z_dim, 1 + n] (VAE space, latent frame t at index t of dim 3).
 Result<HostTensor> wan_encode_video(const WanVaeConfig& cfg, const HostTensor& video,
                                     const WanGraphRun& run);
 

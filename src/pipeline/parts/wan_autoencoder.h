@@ -1,7 +1,7 @@
-// The Wan 2.1 VAE as a family part (Qwen Image; 4-channel RGBA for Qwen Image Layered; Wan
-// video). It takes diffusion-space latents: per-channel (z - mean) / std. A latent with F
-// frames holds channel c of frame f in plane c * F + f. As an image VAE each frame is decoded
-// on its own; as a video VAE (`video`) the F frames are one video, decoded causally (one
+// The Wan VAE as a family part (2.1: Qwen Image, 4-channel RGBA for Qwen Image Layered, Wan
+// video; 2.2: Wan TI2V). It takes diffusion-space latents: per-channel (z - mean) / std. A latent
+// with F frames holds channel c of frame f in plane c * F + f. As an image VAE each frame is
+// decoded on its own; as a video VAE (`video`) the F frames are one video, decoded causally (one
 // graph per latent frame, the convolution caches kept on the host between them) to
 // 1 + 4 (F - 1) frames, and a video of 1 + 4 n frames encodes to 1 + n latent frames.
 #pragma once
@@ -21,7 +21,8 @@ class WanAutoencoder : public Autoencoder {
                                                           const models::WanVaeConfig& cfg,
                                                           bool video = false);
     int downscale() const override { return cfg_.downscale(); }
-    // [w, h, F * z_dim, 1] -> [w*8, h*8, channels, F]; video: [.., .., .., 1 + 4 (F - 1)].
+    // [w, h, F * z_dim, 1] -> [w*d, h*d, channels, F] (d = downscale()); video: 1 + 4 (F - 1)
+    // frames.
     Result<HostTensor> decode(const HostTensor& latent) override;
     bool can_encode() const override { return cfg_.has_encoder; }
     // The posterior mean (the Wan VAE samples nothing): [W, H, channels, 1] -> [w, h, z_dim, 1];
