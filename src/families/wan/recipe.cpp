@@ -131,8 +131,9 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.width = 832;
     f.defaults.height = 480;
     f.latent_channels = static_cast<int>(dit->in_channels);
-    f.latent_rgb = LatentRgb::Wan21;
-    f.size_multiple = 16;  // the VAE's 8 times the DiT's 2x2 patches
+    // Wan 2.1's VAE (16 channels, 8x) or Wan 2.2's (48 channels, 16x: TI2V 5B).
+    f.latent_rgb = vae->z_dim == 16 ? LatentRgb::Wan21 : LatentRgb::None;
+    f.size_multiple = 2 * vae->downscale();  // the VAE's factor times the DiT's 2x2 patches
     f.latent_frames = latent_frames;
     f.output_frames = output_frames;
     f.check_request = check_request;
@@ -169,7 +170,7 @@ Result<Family> load(const FamilyContext& ctx) {
         f.high_noise = std::move(*expert);
     }
 
-    auto ae = WanAutoencoder::create(ctx, ctx.placement.vae, *vae);
+    auto ae = WanAutoencoder::create(ctx, ctx.placement.vae, *vae, /*video=*/true);
     if (!ae.ok()) return ae.status();
     f.vae = std::move(*ae);
     return f;
