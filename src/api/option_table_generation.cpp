@@ -299,6 +299,72 @@ void add_generation_options(std::vector<OptionSpec>& out) {
         .help("Qwen Image Layered: N gives N+1 RGBA layers (images) per batch item")
         .bind(to_int(GGDIFF_FIELD(gen.qwen_image_layers)));
 
+    g = "Video";
+    opt(out, g, "video-frames", OptType::Int, kGenerate)
+        .range(1, 4096)
+        .def("1")
+        .help(
+            "Frames of a video (-M vid_gen with a video model such as Wan); Wan makes 4n+1 "
+            "frames and aligns other counts down (10 -> 9); image models make 1")
+        .bind(to_int(GGDIFF_FIELD(gen.video_frames)));
+
+    g = "High-noise expert (Wan 2.2)";
+    auto high_noise = [&](const char* name, OptType type) {
+        return opt(out, g, name, type, kGenerate);
+    };
+    high_noise("high-noise-steps", OptType::Int)
+        .range(-1, 10000)
+        .def("20")
+        .help(
+            "Steps the high-noise expert (--high-noise-diffusion-model) samples before the model "
+            "takes over; the schedule has --steps + this many steps. -1: the steps whose sigma is "
+            "at least --moe-boundary, of a --steps schedule. Default 20, as sd-cli really does "
+            "(its help says -1)")
+        .bind([](ApiOptions& o, OptionValue& v) {
+            o.gen.high_noise.steps = static_cast<int>(v.i);
+            o.gen.high_noise.any_set = true;
+            return Status::Ok();
+        });
+    high_noise("high-noise-sampling-method", OptType::Enum)
+        .values(sampling::sampler_names)
+        .help("Sampler of the high-noise expert; default: the model's")
+        .bind([](ApiOptions& o, OptionValue& v) -> Status {
+            auto k = sampling::parse_sampler(v.text);
+            if (!k.ok()) return k.status();
+            o.gen.high_noise.sampler = *k;
+            o.gen.high_noise.any_set = true;
+            v.text = sampling::sampler_cli_name(*k);
+            return Status::Ok();
+        });
+    high_noise("high-noise-cfg-scale", OptType::Float)
+        .help("CFG scale of the high-noise expert's steps; default: the model's (7 for Wan)")
+        .bind([](ApiOptions& o, OptionValue& v) {
+            o.gen.high_noise.cfg_scale = static_cast<float>(v.f);
+            o.gen.high_noise.any_set = true;
+            return Status::Ok();
+        });
+    high_noise("high-noise-eta", OptType::Float)
+        .range(0)
+        .help("Noise multiplier of the high-noise expert's sampler (as --eta)")
+        .bind([](ApiOptions& o, OptionValue& v) {
+            o.gen.high_noise.eta = static_cast<float>(v.f);
+            o.gen.high_noise.any_set = true;
+            return Status::Ok();
+        });
+    high_noise("high-noise-guidance", OptType::Float)
+        .help("Distilled guidance of the high-noise expert's steps")
+        .no_effect("Wan's experts take no distilled guidance (it acts on FLUX.1-dev-like models)");
+    high_noise("high-noise-img-cfg-scale", OptType::Float)
+        .help("Image guidance scale of the high-noise expert's steps")
+        .no_effect("Wan's experts take no reference images, which image guidance needs");
+    high_noise("moe-boundary", OptType::Float)
+        .range(0, 1)
+        .def("0.875")
+        .help(
+            "With --high-noise-steps -1: the sigma below which the model takes over from the "
+            "high-noise expert (0.875 for Wan 2.2 T2V, 0.9 for I2V)")
+        .bind(to_float(GGDIFF_FIELD(gen.high_noise.moe_boundary)));
+
     g = "Measurement";
     opt(out, g, "phase-peaks", OptType::Bool, kGenerate | kOptionalValue)
         .help(

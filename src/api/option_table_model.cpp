@@ -22,7 +22,10 @@ void add_model_options(std::vector<OptionSpec>& out) {
         .bind(to_text(GGDIFF_FIELD(model.model)));
     file("diffusion-model", "Stand-alone diffusion model (UNet / DiT) weights",
          GGDIFF_FIELD(model.diffusion_model));
-    planned("high-noise-diffusion-model", "Stand-alone high-noise expert (Wan 2.2)");
+    file("high-noise-diffusion-model",
+         "Wan 2.2 A14B: the high-noise expert's DiT, which samples the first steps "
+         "(--high-noise-steps, --moe-boundary); the model (--diffusion-model) samples the rest",
+         GGDIFF_FIELD(model.high_noise_diffusion_model));
     planned("uncond-diffusion-model", "Separate diffusion model for the unconditional pass");
     file("vae", "Stand-alone VAE weights (replace the checkpoint's)", GGDIFF_FIELD(model.vae));
     opt(out, g, "vae-format", OptType::String, kModel)

@@ -24,22 +24,12 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "force-sdxl-vae-conv-scale", OptType::Bool, "Apply the conv scale of the SDXL VAE");
 
     g = "High-noise expert (Wan 2.2)";
-    later(g, "high-noise-sampling-method", OptType::String, "Sampler of the high-noise expert");
-    later(g, "high-noise-steps", OptType::Int,
-          "Steps of the high-noise expert; -1 splits at --moe-boundary");
-    later(g, "high-noise-cfg-scale", OptType::Float, "High-noise CFG scale");
-    later(g, "high-noise-img-cfg-scale", OptType::Float, "High-noise image guidance scale");
-    later(g, "high-noise-guidance", OptType::Float, "High-noise distilled guidance");
-    later(g, "high-noise-eta", OptType::Float, "High-noise sampler noise multiplier");
     later(g, "high-noise-slg-scale", OptType::Float, "High-noise skip layer guidance scale");
     later(g, "high-noise-skip-layer-start", OptType::Float, "High-noise skip layer guidance start");
     later(g, "high-noise-skip-layer-end", OptType::Float, "High-noise skip layer guidance end");
     later(g, "high-noise-skip-layers", OptType::IntList, "High-noise skip layer guidance layers");
-    later(g, "moe-boundary", OptType::Float,
-          "Timestep fraction where the low-noise expert takes over");
 
     g = "Video";
-    later(g, "video-frames", OptType::Int, "Number of video frames");
     later(g, "vace-strength", OptType::Float, "Wan VACE strength");
 
     g = "ControlNet, PhotoMaker, PuLID";
@@ -48,7 +38,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "pm-style-strength", OptType::Float, "PhotoMaker style strength");
     later(g, "pulid-id-embedding", OptType::Path, "PuLID identity embedding");
     later(g, "pulid-id-weight", OptType::Float, "PuLID identity weight");
-
 
     g = "Model family switches";
     opt(out, g, "chroma-disable-dit-mask", OptType::Bool, kModel)

@@ -9,6 +9,8 @@ namespace ggdiff {
 namespace {
 
 constexpr const char* kDiffusionPrefix = "model.diffusion_model.";
+// Wan 2.2's high-noise expert: a second diffusion model, in the same names.
+constexpr const char* kHighNoisePrefix = "model.high_noise_diffusion_model.";
 constexpr const char* kVaePrefix = "first_stage_model.";
 constexpr const char* kControlPrefix = "control_model.";
 constexpr const char* kUpscalerPrefix = "upscaler.";
@@ -17,7 +19,7 @@ enum class RoleKind { Full, Diffusion, Vae, TextEncoder, Control, Upscaler, Othe
 
 RoleKind kind_of(const std::string& prefix) {
     if (prefix.empty()) return RoleKind::Full;
-    if (prefix == kDiffusionPrefix) return RoleKind::Diffusion;
+    if (prefix == kDiffusionPrefix || prefix == kHighNoisePrefix) return RoleKind::Diffusion;
     if (prefix == kVaePrefix) return RoleKind::Vae;
     if (prefix == kControlPrefix) return RoleKind::Control;
     if (prefix == kUpscalerPrefix) return RoleKind::Upscaler;
@@ -188,6 +190,7 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
     if (!prefix.empty()) wrappers.emplace_back(prefix, false);
     switch (kind) {
         case RoleKind::Diffusion:
+            if (prefix != kDiffusionPrefix) wrappers.emplace_back(kDiffusionPrefix, false);
             wrappers.emplace_back("diffusion_model.", false);
             break;
         case RoleKind::Vae:

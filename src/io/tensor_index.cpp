@@ -63,6 +63,7 @@ std::string prefix_for_role(const std::string& role) {
     static const std::pair<const char*, const char*> kRoles[] = {
         {"model", ""},
         {"diffusion_model", "model.diffusion_model."},
+        {"high_noise_diffusion_model", "model.high_noise_diffusion_model."},
         {"vae", "first_stage_model."},
         {"taesd", "taesd."},
         {"clip_l", "text_encoders.clip_l."},

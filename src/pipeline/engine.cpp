@@ -50,6 +50,10 @@ Status check_family_options(const FamilyRecipe& recipe, const ModelOptions& o) {
                              " (seamless tiling works with SD1, SD2, SDXL, SD3, FLUX.1, FLUX.2, "
                              "Chroma, Z-Image and Qwen Image)");
     }
+    if (!o.high_noise_diffusion_model.empty() && !recipe.high_noise_expert) {
+        return Status::Error(std::string("--high-noise-diffusion-model: ") + recipe.display +
+                             " has no high-noise expert (Wan 2.2 A14B has)");
+    }
     if (!o.embd_dir.empty() && !recipe.text_embeddings) {
         GGDIFF_LOG_WARN(
             "--embd-dir has no effect on %s: textual-inversion embeddings are for the CLIP "

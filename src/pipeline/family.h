@@ -188,6 +188,9 @@ struct Family {
     int skip_layer_count = 0;
     std::unique_ptr<TextConditioner> text;
     std::unique_ptr<Denoiser> denoiser;
+    // Wan 2.2 A14B's high-noise expert (--high-noise-diffusion-model), or null: it samples the
+    // plan's first high_noise_steps steps (GeneratePlan::high_noise).
+    std::unique_ptr<Denoiser> high_noise;
     std::unique_ptr<Autoencoder> vae;
     // Checks family-specific request fields before any compute.
     Status (*check_request)(const GenerateOptions&) = nullptr;
@@ -197,6 +200,11 @@ struct Family {
     // latent of F frames is [w, h, latent_channels * F, 1] with channel c of frame f in plane
     // c * F + f, and decodes to F images.
     int (*latent_frames)(const GenerateOptions&) = nullptr;
+    // A video model: the frames its latent decodes to for a request (Wan: 1 + 4 (T - 1) from
+    // T latent frames); the latent's planes are then the frames of one video, which the VAE
+    // decodes together. nullptr: an image model, one image per latent frame, and
+    // --video-frames above 1 is an error.
+    int (*output_frames)(const GenerateOptions&) = nullptr;
     // Reference images (-r) the denoiser attends to: each is resized to about the output's
     // pixel count (at most 1024x1024) in multiples of this, then encoded by the VAE (through
     // image_input). 0: the family takes none.
@@ -254,6 +262,9 @@ struct FamilyRecipe {
     // Whether its text encoders take --embd-dir textual-inversion embeddings (CLIP ones);
     // elsewhere the option only warns that it has no effect.
     bool text_embeddings = false;
+    // Whether it takes a high-noise expert (--high-noise-diffusion-model: Wan 2.2 A14B);
+    // elsewhere the option is an error.
+    bool high_noise_expert = false;
 };
 
 }  // namespace ggdiff

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -166,6 +167,42 @@ Status hires_pass(Engine::Replica& replica, const ReplicaJob& job, const Denoise
     return Status::Ok();
 }
 
+// One item's sampling: with a high-noise expert (GeneratePlan::high_noise) it samples the
+// first steps with its own plan, then the model the rest, from where the expert stopped (the
+// samplers start anew, as stable-diffusion.cpp's two sample calls do); else denoise_item.
+Status sample_item(const DenoiseContext& dc, const sampling::DenoiseFn& denoise,
+                   std::vector<float>& x, sampling::Rng& sampler_rng, int64_t seed,
+                   const std::function<bool(int, int)>& on_step) {
+    const GeneratePlan& p = dc.plan;
+    const std::vector<float>& sigmas = dc.inputs.init.sigmas;
+    // img2img starts later in the schedule: the expert keeps what is left of its steps.
+    const int skipped = static_cast<int>(p.sigmas.size() - sigmas.size());
+    const int expert = p.high_noise ? p.high_noise_steps - skipped : 0;
+    if (expert <= 0 || !dc.family.high_noise) {
+        return denoise_item(dc, denoise, x, sampler_rng, seed, on_step);
+    }
+    DenoiseInputs first = dc.inputs;
+    first.init.sigmas.assign(sigmas.begin(), sigmas.begin() + expert + 1);
+    const std::vector<float> rest(sigmas.begin() + expert, sigmas.end());
+    DenoiseContext hc{dc.family,
+                      *p.high_noise,
+                      dc.options,
+                      dc.text,
+                      first,
+                      dc.cache,
+                      dc.family.high_noise.get(),
+                      p.high_noise_eta};
+    const sampling::DenoiseFn expert_fn = guided_denoiser(hc);
+    const int total = static_cast<int>(sigmas.size()) - 1;
+    GGDIFF_TRY(denoise_item(
+        hc, expert_fn, x, sampler_rng, seed, [&](int step, int) { return on_step(step, total); },
+        false));
+    dc.family.high_noise->end_phase();
+    return denoise_item(
+        dc, denoise, x, sampler_rng, seed,
+        [&](int step, int) { return on_step(expert + step, total); }, true, &rest);
+}
+
 // Runs `job` on `replica`: its LoRAs, text conditioning, init and reference images, then
 // each item's sampling and decode; the images go to `run` by item. Its phase timings go to
 // `t`, the seconds per step of each item to `step_secs[item]`.
@@ -258,7 +295,7 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
             auto on_step = [&](int step, int) {
                 return run.sampling_step(b, step, total, seconds_since(ts));
             };
-            GGDIFF_TRY(denoise_item(dc, denoise, x, *rngs.sampler, seed, on_step));
+            GGDIFF_TRY(sample_item(dc, denoise, x, *rngs.sampler, seed, on_step));
             const double sampled = seconds_since(ts);
             t.sampling += sampled;
             step_secs[static_cast<size_t>(b)] = sampled / std::max(1, total);
@@ -296,7 +333,9 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
 }  // namespace
 
 int Engine::image_count(const GenerateOptions& o) const {
-    return std::max(1, o.batch) * latent_frames(family_parts(), o);
+    const Family& f = family_parts();
+    return std::max(1, o.batch) *
+           (f.output_frames ? std::max(1, f.output_frames(o)) : latent_frames(f, o));
 }
 
 Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,

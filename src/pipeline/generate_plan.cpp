@@ -103,6 +103,46 @@ Status check_slg_window(const sampling::SlgParams& slg) {
     return Status::Ok();
 }
 
+// The high-noise expert's part of plan `p` (its sigmas already cover both experts): `steps`
+// of them, or with steps < 0 those whose sigma is at least --moe-boundary.
+static Status plan_high_noise(const GenerateOptions& o, const Family& f, GeneratePlan& p,
+                              int steps) {
+    if (steps < 0) {
+        steps = 0;
+        for (size_t i = 0; i < p.sigmas.size(); ++i) {
+            if (p.sigmas[i] < o.high_noise.moe_boundary) {
+                steps = static_cast<int>(i);
+                break;
+            }
+        }
+    }
+    steps = std::min(steps, static_cast<int>(p.sigmas.size()) - 1);
+    if (steps <= 0) return Status::Ok();
+    auto hp = std::make_shared<GeneratePlan>(p);
+    hp->high_noise_steps = 0;
+    hp->high_noise.reset();
+    if (o.high_noise.sampler) {
+        hp->sampler = *o.high_noise.sampler;
+    } else {
+        auto sampler = sampling::parse_sampler(f.defaults.sampler);
+        if (!sampler.ok()) return sampler.status();
+        hp->sampler = *sampler;
+    }
+    hp->cfg_scale =
+        std::isnan(o.high_noise.cfg_scale) ? f.defaults.cfg_scale : o.high_noise.cfg_scale;
+    hp->use_img_uncond = false;
+    hp->use_uncond = f.uses_cfg && hp->cfg_scale != 1.0f;
+    hp->slg = sampling::SlgParams();
+    hp->slg.scale = 0.0f;
+    p.high_noise_steps = steps;
+    p.high_noise = std::move(hp);
+    if (!std::isnan(o.high_noise.eta)) p.high_noise_eta = o.high_noise.eta;
+    GGDIFF_LOG_INFO("high-noise expert: the first %d of %d steps (%s, cfg %g)", steps,
+                    static_cast<int>(p.sigmas.size()) - 1,
+                    sampling::sampler_cli_name(p.high_noise->sampler), p.high_noise->cfg_scale);
+    return Status::Ok();
+}
+
 int latent_frames(const Family& f, const GenerateOptions& o) {
     return f.latent_frames ? std::max(1, f.latent_frames(o)) : 1;
 }
@@ -125,6 +165,13 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     // Images past the writers' limits could never be saved: refuse before computing.
     GGDIFF_TRY(check_image_dimensions(p.width, p.height));
     if (o.steps <= 0) return Status::Error("--steps must be at least 1");
+    if (!f.output_frames && o.video_frames > 1) {
+        return Status::Error("--video-frames " + std::to_string(o.video_frames) + ": " + f.name +
+                             " makes images, not videos (use a video model such as Wan)");
+    }
+    if (f.output_frames && o.vae_tiling.enabled) {
+        return Status::Error("--vae-tiling is not supported yet for video models (" + f.name + ")");
+    }
     if (o.batch <= 0) return Status::Error("--batch-count must be at least 1");
     if (o.init_image && (o.strength <= 0.0f || o.strength > 1.0f)) {
         return Status::Error("--strength must be in (0, 1]");
@@ -199,10 +246,15 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     p.sampler_rng = o.sampler_rng.value_or(o.rng);
     p.param = sampling::with_flow_shift(f.param, o.flow_shift);
 
+    // With a high-noise expert the schedule covers its steps too (--high-noise-steps > 0).
+    int high_noise_steps = f.high_noise ? o.high_noise.steps : 0;
     if (!o.sigmas.empty()) {
         p.sigmas = o.sigmas;
+        const int total = static_cast<int>(p.sigmas.size()) - 1;
+        if (high_noise_steps > 0) high_noise_steps = std::max(0, total - std::min(o.steps, total));
     } else {
-        auto s = schedule_sigmas(o, f, p, o.steps, p.width, p.height);
+        const int total = o.steps + std::max(0, high_noise_steps);
+        auto s = schedule_sigmas(o, f, p, total, p.width, p.height);
         if (!s.ok()) return s.status();
         p.sigmas = std::move(*s);
     }
@@ -211,6 +263,14 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     p.latent_h = p.height / d;
     p.frames = latent_frames(f, o);
     p.latent_c = static_cast<int64_t>(f.latent_channels) * p.frames;
+    // Last: the expert's plan is a copy of the finished one.
+    if (f.high_noise) {
+        GGDIFF_TRY(plan_high_noise(o, f, p, high_noise_steps));
+    } else if (o.high_noise.any_set) {
+        GGDIFF_LOG_WARN(
+            "--high-noise-* sampling options have no effect without a high-noise expert "
+            "(--high-noise-diffusion-model)");
+    }
     return p;
 }
 

@@ -46,6 +46,11 @@ struct GeneratePlan {
     int frames = 1;  // images per latent (layers)
     // Step caching with --cache-option applied and checked (mode None: off).
     sampling::CacheParams cache;
+    // The high-noise expert's first steps (Family::high_noise): how many of `sigmas`' steps
+    // it samples, and its plan (its sampler, CFG and eta; the same schedule). 0 / null: none.
+    int high_noise_steps = 0;
+    std::shared_ptr<const GeneratePlan> high_noise;
+    std::optional<float> high_noise_eta;
 
     // Floats in one latent pixel plane, and in the whole latent (every channel and frame).
     size_t latent_plane() const { return static_cast<size_t>(latent_w * latent_h); }

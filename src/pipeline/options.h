@@ -23,7 +23,10 @@ namespace ggdiff {
 struct ModelOptions {
     std::string model;            // -m: full checkpoint (file or diffusers folder)
     std::string diffusion_model;  // --diffusion-model
-    std::string vae;              // --vae
+    // --high-noise-diffusion-model: Wan 2.2's high-noise expert (A14B), which samples the
+    // first steps (see HighNoiseOptions).
+    std::string high_noise_diffusion_model;
+    std::string vae;  // --vae
     std::string clip_l, clip_g, t5xxl, llm;
     std::string llm_vision;  // --llm_vision: the LLM's vision tower in its own file
     std::string taesd;       // --taesd
@@ -114,6 +117,19 @@ struct PreviewOptions {
     bool noisy = false;  // the sampler's noisy input (times c_in) instead of the denoised one
 };
 
+// The high-noise expert's sampling (--high-noise-*; Wan 2.2 A14B with
+// --high-noise-diffusion-model): it runs the first `steps` steps (< 0: every step whose sigma is
+// at least --moe-boundary), the model the rest; the schedule covers both (steps + this). 20 by
+// default, as sd-cli (the library's own default, and its server's, is -1).
+struct HighNoiseOptions {
+    int steps = 20;
+    float cfg_scale = NAN;                         // NAN: the family's default
+    float eta = NAN;                               // NAN: the sampler's default
+    std::optional<sampling::SamplerKind> sampler;  // nullopt: the family's default
+    float moe_boundary = 0.875f;
+    bool any_set = false;  // some --high-noise-* sampling option was given
+};
+
 struct GenerateOptions {
     std::string prompt;
     std::string negative_prompt;
@@ -163,7 +179,11 @@ struct GenerateOptions {
     // for the mode by plan_request, since its keys mean different parameters per mode.
     sampling::CacheParams cache;
     std::string cache_option;
-    int qwen_image_layers = 3;      // Qwen Image Layered: N+1 RGBA layers per batch item
+    int qwen_image_layers = 3;  // Qwen Image Layered: N+1 RGBA layers per batch item
+    // --video-frames: frames of a video model's result (Wan: aligned down to 4n + 1); image
+    // models refuse more than 1.
+    int video_frames = 1;
+    HighNoiseOptions high_noise;
     std::string output_model_name;  // for metadata (file base name)
     // --phase-peaks: each phase's figures get the phase's own peak resident set (the
     // process's high-water mark is reset at each phase start, so readers of the peak at exit

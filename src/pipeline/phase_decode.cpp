@@ -74,7 +74,7 @@ Result<HostTensor> decode_latent(Family& f, const GeneratePlan& p, std::vector<f
     HostTensor x({p.latent_w, p.latent_h, p.latent_c, 1});
     x.data = std::move(latent);
     Result<HostTensor> img = decode_once(f, p, x, tiling);
-    if (!img.ok() && auto_fit && !tiling.enabled) {
+    if (!img.ok() && auto_fit && !tiling.enabled && !f.output_frames) {
         GGDIFF_LOG_WARN("VAE decode failed (%s); retrying with 256x256 tiles",
                         img.status().message().c_str());
         TilingOptions tiles;

@@ -57,7 +57,7 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
             }
             batch.timesteps.assign(items, ms.t);
             batch.cond = std::move(conds);
-            auto r = c.family.denoiser->run(batch);
+            auto r = (c.denoiser ? c.denoiser : c.family.denoiser.get())->run(batch);
             if (!r.ok()) return what ? r.status().with_context(what) : r.status();
             if (r->data.size() != n * static_cast<size_t>(items)) {
                 return Status::Error("the denoiser returned a latent of the wrong size");
@@ -147,10 +147,11 @@ std::vector<float> starting_latent(const DenoiseContext& c, sampling::Rng& rng) 
 
 Status denoise_item(const DenoiseContext& c, const sampling::DenoiseFn& denoise,
                     std::vector<float>& x, sampling::Rng& sampler_rng, int64_t seed,
-                    std::function<bool(int step, int total)> on_step) {
-    const std::vector<float>& sigmas = c.inputs.init.sigmas;
+                    std::function<bool(int step, int total)> on_step, bool finish,
+                    const std::vector<float>* steps) {
+    const std::vector<float>& sigmas = steps ? *steps : c.inputs.init.sigmas;
     sampling::SamplerOptions so;
-    so.eta = c.options.eta;
+    so.eta = c.eta.value_or(c.options.eta);
     so.seed = static_cast<uint64_t>(seed);
     so.model = &c.plan.param;
     so.on_step = std::move(on_step);
@@ -159,7 +160,7 @@ Status denoise_item(const DenoiseContext& c, const sampling::DenoiseFn& denoise,
     if (c.cache && c.cache->enabled()) {
         GGDIFF_LOG_INFO("%s", c.cache->summary(sigmas.size() - 1).c_str());
     }
-    x = c.plan.param.inverse_noise_scaling(sigmas.back(), x);
+    if (finish) x = c.plan.param.inverse_noise_scaling(sigmas.back(), x);
     return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "core/status.h"
@@ -33,6 +34,10 @@ struct DenoiseContext {
     // Step caching (--cache-mode), or null: guided_denoiser asks it before each denoiser
     // run and denoise_item restarts it for each item and logs how many steps it skipped.
     sampling::StepCache* cache = nullptr;
+    // The denoiser to run (the high-noise expert), or null: the family's.
+    Denoiser* denoiser = nullptr;
+    // The sampler's eta, or unset: --eta.
+    std::optional<float> eta = std::nullopt;
 };
 
 // The guided denoised estimate D(x, sigma) of `c` (and the unconditional one when the sampler
@@ -43,11 +48,14 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c);
 // first sigma with noise drawn from `rng`.
 std::vector<float> starting_latent(const DenoiseContext& c, sampling::Rng& rng);
 
-// The sampler loop of one item: `x` from the first sigma to the clean latent (the noise
-// scaling undone). `sampler_rng` feeds ancestral and SDE samplers; `seed` is the item's;
-// `on_step` gets (steps done, total) after each step and cancels with false.
+// The sampler loop of one item: `x` from the first sigma to the last (the clean latent, the
+// noise scaling undone when `finish`; a high-noise expert's part stops at a noisy one).
+// `sigmas`: the steps to take, when not the inputs' (the model's part after an expert's).
+// `sampler_rng` feeds ancestral and SDE samplers; `seed` is the item's; `on_step` gets (steps
+// done, total) after each step and cancels with false.
 Status denoise_item(const DenoiseContext& c, const sampling::DenoiseFn& denoise,
                     std::vector<float>& x, sampling::Rng& sampler_rng, int64_t seed,
-                    std::function<bool(int step, int total)> on_step);
+                    std::function<bool(int step, int total)> on_step, bool finish = true,
+                    const std::vector<float>* sigmas = nullptr);
 
 }  // namespace ggdiff

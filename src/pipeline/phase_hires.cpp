@@ -90,6 +90,9 @@ Result<std::optional<HiresPlan>> plan_hires(const GenerateOptions& o, const Fami
                                             const std::string& upscalers_dir) {
     const HiresOptions& h = o.hires;
     if (!h.enabled || h.upscaler == "None") return std::optional<HiresPlan>();
+    if (f.output_frames) {
+        return Status::Error("--hires is not supported for video models (" + f.name + ")");
+    }
     if (first.frames != 1) {
         return Status::Error("--hires is not supported for " + f.name +
                              " (its latent holds several images)");

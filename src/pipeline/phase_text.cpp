@@ -16,7 +16,8 @@ Result<TextConditions> encode_text(Family& f, const GeneratePlan& plan, const Ge
     auto cond = f.text->encode(tr);
     if (!cond.ok()) return cond.status();
     out.cond = std::move(*cond);
-    if (plan.use_uncond) {
+    // The high-noise expert may guide where the model does not (its own --high-noise-cfg-scale).
+    if (plan.use_uncond || (plan.high_noise && plan.high_noise->use_uncond)) {
         tr.prompt = o.negative_prompt;
         tr.negative = true;
         auto u = f.text->encode(tr);

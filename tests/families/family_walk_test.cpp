@@ -402,7 +402,9 @@ TEST_F(FamilyWalk, DetectOnlyFamiliesFailBeforeLoading) {
         EXPECT_FALSE(fs::exists(dir_ + "/x.png"));
         ++checked;
     }
-    EXPECT_GE(checked, 1u);  // wan
+    // Every family of a golden set runs today (Wan was the last detect-only one); a family
+    // added as detect-only is walked above.
+    EXPECT_EQ(checked, 0u);
 }
 
 }  // namespace

@@ -104,9 +104,10 @@ std::vector<std::string> model_args_for(const std::string& suite, const nlohmann
         const std::string first = entry.substr(0, entry.find(' '));
         return shared_dir() + "/" + first.substr(first.find('/') + 1);
     };
-    if (fx.contains("t5_tokenizer")) {
+    for (const char* key : {"t5_tokenizer", "umt5_tokenizer"}) {
+        if (!fx.contains(key)) continue;
         args.push_back("--t5xxl-tokenizer");
-        args.push_back(data_path(fx["t5_tokenizer"]));
+        args.push_back(data_path(fx[key]));
     }
     if (fx.contains("qwen2_tokenizer")) {
         args.push_back("--llm-tokenizer");
@@ -268,8 +269,14 @@ TEST_P(Golden, MatchesReference) {
     const std::string dir = fresh_dir();
 
     std::vector<std::string> args = c.args;
+    // A video's frames go to one PNG each through a printf pattern, as the golden bars give it
+    // (sd-cli's -o ID_%d.png): out_0.png, out_1.png, ...
+    const bool video = arg_after(c.case_args, "-M") == "vid_gen";
+    auto output = [&](size_t i) {
+        return video ? dir + "/out_" + std::to_string(i) + ".png" : output_path(dir, i);
+    };
     args.push_back("-o");
-    args.push_back(dir + "/out.png");
+    args.push_back(video ? dir + "/out_%d.png" : dir + "/out.png");
     // Generous: SDXL cases on a shared 2-core machine take minutes (ctest stops it at its
     // own TIMEOUT anyway).
     const BigModelLock lock(args);
@@ -286,7 +293,7 @@ TEST_P(Golden, MatchesReference) {
     const size_t per_item = c.outputs.size() / static_cast<size_t>(expected.batch);
     ASSERT_EQ(per_item * expected.batch, c.outputs.size()) << "outputs vs -b of " << c.id;
     for (size_t i = 0; i < c.outputs.size(); ++i) {
-        const std::string out = output_path(dir, i);
+        const std::string out = output(i);
         const std::string ref = suite_dir(c.suite) + "/" + c.outputs[i];
         SCOPED_TRACE("output " + out + " vs " + ref);
         ASSERT_TRUE(fs::is_regular_file(out)) << "missing output\n" << r.describe();
@@ -304,7 +311,7 @@ TEST_P(Golden, MatchesReference) {
         }
     }
     // Nothing beyond the batch: no out_<n>.png.
-    EXPECT_FALSE(fs::exists(output_path(dir, c.outputs.size())));
+    EXPECT_FALSE(fs::exists(output(c.outputs.size())));
 }
 
 INSTANTIATE_TEST_SUITE_P(Manifest, Golden, ::testing::ValuesIn(load_cases()), param_name);

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "core/host_tensor.h"
 #include "core/status.h"
 #include "nn/weights.h"
+#include "runtime/cpu_kernels.h"
 
 namespace vae_test {
 
@@ -228,6 +230,73 @@ inline Result<HostTensor> run_graph(const std::map<std::string, HostWeight>& wei
     return result;
 }
 
+// A graph with several inputs and outputs: `build(ctx, weights, inputs)` gets one graph
+// input per host tensor of `inputs` (in order) and returns the outputs, computed on the CPU
+// backend. With `cpu_kernels` the graph is built for the project's CPU kernels
+// (runtime/cpu_kernels.h: f32 convolutions) where they are available; `f16`: matrices and
+// kernels stored as F16.
+using MultiBuilder = std::function<std::vector<ggml_tensor*>(
+    ggml_context* ctx, ggdiff::nn::Weights* w, const std::vector<ggml_tensor*>& inputs)>;
+
+inline Result<std::vector<HostTensor>> run_graph_multi(
+    const std::map<std::string, HostWeight>& weights, const std::vector<const HostTensor*>& inputs,
+    const MultiBuilder& build, bool cpu_kernels, bool f16 = false) {
+    ggml_backend_t backend = cpu_backend();
+    if (!backend) return Status::Error("no CPU backend");
+    constexpr size_t kGraphSize = 16384;
+    ggml_init_params p = {
+        ggml_tensor_overhead() * kGraphSize * 2 + ggml_graph_overhead_custom(kGraphSize, false),
+        nullptr, true};
+    ggml_context* ctx = ggml_init(p);
+    HostWeights w(weights, f16);
+    std::vector<ggml_tensor*> ins;
+    for (const HostTensor* t : inputs) {
+        int64_t dims[4] = {t->dim(0), t->dim(1), t->dim(2), t->dim(3)};
+        ins.push_back(ggml_new_tensor(ctx, GGML_TYPE_F32, 4, dims));
+        ggml_set_input(ins.back());
+    }
+    std::vector<ggml_tensor*> outs;
+    {
+        std::unique_ptr<ggdiff::cpu::KernelScope> scope;
+        if (cpu_kernels && ggdiff::cpu::kernels_available()) {
+            scope = std::make_unique<ggdiff::cpu::KernelScope>(ctx);
+        }
+        outs = build(ctx, &w, ins);
+    }
+    ggml_cgraph* gf = ggml_new_graph_custom(ctx, kGraphSize, false);
+    for (ggml_tensor* o : outs) {
+        ggml_set_output(o);
+        ggml_build_forward_expand(gf, o);
+    }
+    Status st = w.upload(backend);
+    ggml_gallocr_t galloc = nullptr;
+    std::vector<HostTensor> result;
+    if (st.ok()) {
+        galloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
+        if (!ggml_gallocr_alloc_graph(galloc, gf)) st = Status::Error("graph allocation failed");
+    }
+    if (st.ok()) {
+        for (size_t i = 0; i < ins.size(); ++i) {
+            ggml_backend_tensor_set(ins[i], inputs[i]->ptr(), 0,
+                                    inputs[i]->data.size() * sizeof(float));
+        }
+        if (ggml_backend_graph_compute(backend, gf) != GGML_STATUS_SUCCESS) {
+            st = Status::Error("compute failed");
+        }
+    }
+    if (st.ok()) {
+        for (ggml_tensor* o : outs) {
+            HostTensor r({o->ne[0], o->ne[1], o->ne[2], o->ne[3]});
+            ggml_backend_tensor_get(o, r.ptr(), 0, r.data.size() * sizeof(float));
+            result.push_back(std::move(r));
+        }
+    }
+    if (galloc) ggml_gallocr_free(galloc);
+    ggml_free(ctx);
+    if (!st.ok()) return st;
+    return result;
+}
+
 // --- files for the Python reference -------------------------------------------------
 
 inline void write_npy(const std::filesystem::path& path, const std::vector<int64_t>& shape,
@@ -272,10 +341,11 @@ inline bool python_numpy_available() {
 
 // Writes weights, input and a JSON config into `dir`, runs tests/tools/vae_reference.py
 // and reads back its float32 output (expected element count `count`).
-inline Result<std::vector<float>> run_reference(const std::filesystem::path& dir,
-                                                const std::map<std::string, HostWeight>& weights,
-                                                const HostTensor& input,
-                                                const std::string& config_json, size_t count) {
+// (run_reference_script: another script of tests/tools taking the same folder.)
+inline Result<std::vector<float>> run_reference_script(
+    const std::filesystem::path& dir, const std::map<std::string, HostWeight>& weights,
+    const HostTensor& input, const std::string& config_json, size_t count,
+    const std::string& script) {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir / "weights");
     for (const auto& [name, w] : weights) {
@@ -283,8 +353,8 @@ inline Result<std::vector<float>> run_reference(const std::filesystem::path& dir
     }
     write_npy(dir / "input.npy", input);
     std::ofstream(dir / "config.json") << config_json;
-    const std::string cmd = python_with_numpy() + " '" + GGDIFF_SOURCE_DIR +
-                            "/tests/tools/vae_reference.py' '" + dir.string() + "'";
+    const std::string cmd = python_with_numpy() + " '" + GGDIFF_SOURCE_DIR + "/tests/tools/" +
+                            script + "' '" + dir.string() + "'";
     if (std::system(cmd.c_str()) != 0) return Status::Error("reference failed: " + cmd);
     std::ifstream f(dir / "output.bin", std::ios::binary);
     std::vector<float> out(count);
@@ -294,6 +364,13 @@ inline Result<std::vector<float>> run_reference(const std::filesystem::path& dir
         return Status::Error("reference output has the wrong size");
     }
     return out;
+}
+
+inline Result<std::vector<float>> run_reference(const std::filesystem::path& dir,
+                                                const std::map<std::string, HostWeight>& weights,
+                                                const HostTensor& input,
+                                                const std::string& config_json, size_t count) {
+    return run_reference_script(dir, weights, input, config_json, count, "vae_reference.py");
 }
 
 struct Diff {

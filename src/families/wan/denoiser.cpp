@@ -1,0 +1,92 @@
+#include "families/wan/denoiser.h"
+
+#include <algorithm>
+
+#include "core/log.h"
+#include "pipeline/parts/module_setup.h"
+
+namespace ggdiff {
+
+namespace {
+
+struct RopeInputs {
+    HostTensor cos, sin;
+};
+
+RopeInputs rope_inputs(const models::WanConfig& cfg, int64_t frames, int64_t w, int64_t h) {
+    const models::WanRope r = models::wan_rope(cfg, frames, (h + 1) / 2, (w + 1) / 2);
+    RopeInputs in{HostTensor({1, r.pairs, 1, r.tokens}), HostTensor({1, r.pairs, 1, r.tokens})};
+    in.cos.data = r.cos;
+    in.sin.data = r.sin;
+    return in;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<WanDenoiser>> WanDenoiser::create(const FamilyContext& ctx,
+                                                         const ModuleDevices& where,
+                                                         const models::WanConfig& cfg) {
+    auto d = std::unique_ptr<WanDenoiser>(new WanDenoiser());
+    d->cfg_ = cfg;
+    auto runner = make_module(ctx, where, "DiT", [&cfg](GraphBuilder& gb) {
+        const int64_t s = 2, text = 4, frames = 1;
+        HostTensor x({s, s, cfg.in_channels * frames, 1});
+        HostTensor t({1});
+        HostTensor c({cfg.text_width, text, 1});
+        const RopeInputs r = rope_inputs(cfg, frames, s, s);
+        return std::vector<ggml_tensor*>{models::build_wan(gb.nn(), cfg, gb.input(x), frames,
+                                                           gb.input(t), gb.input(c),
+                                                           gb.input(r.cos), gb.input(r.sin))};
+    });
+    if (!runner.ok()) return runner.status();
+    d->runner_ = std::move(*runner);
+    return d;
+}
+
+Result<HostTensor> WanDenoiser::run(const DenoiseBatch& b) {
+    const int64_t w = b.x.dim(0), h = b.x.dim(1), n = b.x.dim(3);
+    const int64_t c = cfg_.in_channels;
+    if (b.x.dim(2) % c != 0) {
+        return Status::Error(
+            string_format("Wan: a latent of %lld channels is not whole frames of %lld",
+                          (long long)b.x.dim(2), (long long)c));
+    }
+    if (cfg_.out_channels != c) {
+        return Status::Error(string_format(
+            "Wan: the DiT takes %lld channels and makes %lld; only text-to-video DiTs (the same "
+            "count in and out) run here yet",
+            (long long)c, (long long)cfg_.out_channels));
+    }
+    const int64_t frames = b.x.dim(2) / c;
+    if (static_cast<int64_t>(b.cond.size()) != n || static_cast<int64_t>(b.timesteps.size()) != n) {
+        return Status::Error("Wan: batch of latents and conditionings differ in size");
+    }
+    const int64_t width = b.cond[0]->context.dim(0), tokens = b.cond[0]->context.dim(1);
+    if (width != cfg_.text_width) {
+        return Status::Error(string_format(
+            "Wan: the text encoder gives features %lld wide, the DiT's text_embedding takes %lld",
+            (long long)width, (long long)cfg_.text_width));
+    }
+    HostTensor context({width, tokens, n});
+    for (int64_t i = 0; i < n; ++i) {
+        const HostTensor& ci = b.cond[static_cast<size_t>(i)]->context;
+        if (ci.numel() != width * tokens) {
+            return Status::Error("Wan: batched prompts must have equal token counts");
+        }
+        std::copy(ci.data.begin(), ci.data.end(), context.data.begin() + i * width * tokens);
+    }
+    HostTensor ts({n});
+    ts.data = b.timesteps;
+    const RopeInputs rope = rope_inputs(cfg_, frames, w, h);
+    auto r = runner_->run([&](GraphBuilder& gb) {
+        return std::vector<ggml_tensor*>{models::build_wan(gb.nn(), cfg_, gb.input(b.x), frames,
+                                                           gb.input(ts), gb.input(context),
+                                                           gb.input(rope.cos), gb.input(rope.sin))};
+    });
+    if (!r.ok()) return r.status();
+    HostTensor out = std::move((*r)[0]);
+    out.ne = b.x.ne;
+    return out;
+}
+
+}  // namespace ggdiff

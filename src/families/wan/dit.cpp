@@ -1,0 +1,247 @@
+#include "families/wan/dit.h"
+
+#include <ggml.h>
+
+#include "io/checkpoint_file.h"
+#include "nn/dit.h"
+#include "nn/layers.h"
+
+namespace ggdiff::models {
+
+namespace {
+
+const TensorInfo* find_rank(const TensorIndex& index, const std::string& name, size_t rank) {
+    const TensorInfo* t = index.find(name);
+    return t && t->shape.size() == rank ? t : nullptr;
+}
+
+std::string block_name(const WanConfig& cfg, int64_t i) {
+    return cfg.prefix + "blocks." + std::to_string(i) + ".";
+}
+
+// A weight as F32 (the modulation tables are added to activations).
+ggml_tensor* f32(ggml_context* ctx, ggml_tensor* t) {
+    return t->type == GGML_TYPE_F32 ? t : ggml_cast(ctx, t, GGML_TYPE_F32);
+}
+
+// Chunk i of a [dim, k, N] modulation tensor as [dim, 1, N].
+ggml_tensor* chunk(ggml_context* ctx, ggml_tensor* m, int i) {
+    return ggml_cont(ctx, ggml_view_3d(ctx, m, m->ne[0], 1, m->ne[2], m->nb[1], m->nb[2],
+                                       static_cast<size_t>(i) * m->nb[1]));
+}
+
+// Linear, then RMSNorm over the whole width (q / k of Wan's attention).
+ggml_tensor* normed(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, const std::string& p,
+                    const char* proj, const char* norm, int64_t in) {
+    ggml_tensor* y = nn::linear(c, x, p + proj, in, cfg.width);
+    return nn::rms_norm(c, y, p + norm + ".weight", cfg.width, cfg.eps);
+}
+
+ggml_tensor* block(nn::Ctx& c, const WanConfig& cfg, const std::string& p, ggml_tensor* x,
+                   ggml_tensor* e0, ggml_tensor* context, ggml_tensor* cos, ggml_tensor* sin) {
+    ggml_context* ctx = c.ctx;
+    const int64_t w = cfg.width;
+    const int heads = static_cast<int>(cfg.heads);
+    // e0 [w, 6, N] + the block's table [w, 6]: shift, scale, gate of attention, then of FFN.
+    ggml_tensor* m = ggml_add(ctx, e0, f32(ctx, c.W(p + "modulation", {w, 6})));
+    ggml_tensor* mod[6];
+    for (int i = 0; i < 6; ++i) mod[i] = chunk(ctx, m, i);
+
+    const std::string sa = p + "self_attn.";
+    ggml_tensor* y = nn::modulate(ctx, nn::layer_norm_plain(ctx, x, cfg.eps), mod[0], mod[1]);
+    ggml_tensor* q = normed(c, cfg, y, sa, "q", "norm_q", w);
+    ggml_tensor* k = normed(c, cfg, y, sa, "k", "norm_k", w);
+    ggml_tensor* v = nn::linear(c, y, sa + "v", w, w);
+    y = nn::linear(c, nn::rope_attention(ctx, q, k, v, cos, sin, heads), sa + "o", w, w);
+    x = ggml_add(ctx, x, ggml_mul(ctx, y, mod[2]));
+
+    const std::string ca = p + "cross_attn.";
+    y = cfg.cross_attn_norm ? nn::layer_norm(c, x, p + "norm3", w, cfg.eps) : x;
+    q = normed(c, cfg, y, ca, "q", "norm_q", w);
+    k = normed(c, cfg, context, ca, "k", "norm_k", w);
+    v = nn::linear(c, context, ca + "v", w, w);
+    y = nn::linear(c, nn::attention(ctx, q, k, v, heads), ca + "o", w, w);
+    x = ggml_add(ctx, x, y);
+
+    y = nn::modulate(ctx, nn::layer_norm_plain(ctx, x, cfg.eps), mod[3], mod[4]);
+    y = ggml_gelu(ctx, nn::linear(c, y, p + "ffn.0", w, cfg.ffn));
+    y = nn::linear(c, y, p + "ffn.2", cfg.ffn, w);
+    return ggml_add(ctx, x, ggml_mul(ctx, y, mod[5]));
+}
+
+// [w*h, A, B, N] with the middle axes swapped: planes a * B + b <-> b * A + a.
+ggml_tensor* swap_planes(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h, int64_t a,
+                         int64_t b, int64_t n) {
+    x = ggml_reshape_4d(ctx, x, w * h, b, a, n);
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));  // [w*h, a, b, n]
+    return ggml_reshape_4d(ctx, x, w, h, a * b, n);
+}
+
+}  // namespace
+
+std::string WanConfig::size_name() const {
+    if (width == 1536) return "1.3B";
+    if (width == 5120) return "14B";
+    if (width == 3072) return "5B";
+    return std::to_string(width) + " wide";
+}
+
+bool is_wan_dit(const TensorIndex& index, const std::string& prefix) {
+    return index.has(prefix + "patch_embedding.weight") &&
+           index.has(prefix + "blocks.0.cross_attn.q.weight");
+}
+
+Result<WanConfig> detect_wan_dit(const TensorIndex& index, const std::string& prefix) {
+    WanConfig cfg;
+    cfg.prefix = prefix;
+    const TensorInfo* patch = find_rank(index, prefix + "patch_embedding.weight", 5);
+    if (!patch) {
+        return Status::Error(
+            "missing tensor " + prefix +
+            "patch_embedding.weight (a 3-D convolution [width, channels, 1, 2, 2])");
+    }
+    if (patch->shape[2] != 1 || patch->shape[3] != 2 || patch->shape[4] != 2) {
+        return Status::Error(prefix + "patch_embedding.weight: patches of " +
+                             shape_string({patch->shape[2], patch->shape[3], patch->shape[4]}) +
+                             " (Wan uses 1x2x2)");
+    }
+    cfg.width = patch->shape[0];
+    cfg.in_channels = patch->shape[1];
+    if (cfg.width % cfg.head_dim) {
+        return Status::Error(prefix + "patch_embedding.weight: a width of " +
+                             std::to_string(cfg.width) + " is not whole heads of 128");
+    }
+    cfg.heads = cfg.width / cfg.head_dim;
+    auto need = [&](const std::string& name, int64_t rows, int64_t cols,
+                    const TensorInfo** out) -> Status {
+        const TensorInfo* t = find_rank(index, prefix + name, 2);
+        if (!t) return Status::Error("missing tensor " + prefix + name);
+        if ((rows > 0 && t->shape[0] != rows) || (cols > 0 && t->shape[1] != cols)) {
+            return Status::Error(
+                prefix + name + " has shape " + shape_string(t->shape) + ", expected " +
+                shape_string({rows > 0 ? rows : t->shape[0], cols > 0 ? cols : t->shape[1]}) +
+                " for a Wan DiT " + std::to_string(cfg.width) + " wide");
+        }
+        if (out) *out = t;
+        return Status::Ok();
+    };
+    const TensorInfo *text0, *time0, *ffn0, *head;
+    GGDIFF_TRY(need("text_embedding.0.weight", cfg.width, -1, &text0));
+    cfg.text_width = text0->shape[1];
+    GGDIFF_TRY(need("text_embedding.2.weight", cfg.width, cfg.width, nullptr));
+    GGDIFF_TRY(need("time_embedding.0.weight", cfg.width, -1, &time0));
+    cfg.freq_dim = time0->shape[1];
+    if (cfg.freq_dim % 2) {
+        return Status::Error(prefix + "time_embedding.0.weight: an odd timestep embedding width");
+    }
+    GGDIFF_TRY(need("time_embedding.2.weight", cfg.width, cfg.width, nullptr));
+    GGDIFF_TRY(need("time_projection.1.weight", 6 * cfg.width, cfg.width, nullptr));
+    GGDIFF_TRY(need("head.head.weight", -1, cfg.width, &head));
+    if (head->shape[0] % 4) {
+        return Status::Error(prefix + "head.head.weight: " + std::to_string(head->shape[0]) +
+                             " outputs are not whole 1x2x2 patches");
+    }
+    cfg.out_channels = head->shape[0] / 4;
+    int64_t n = 0;
+    while (index.has(block_name(cfg, n) + "self_attn.q.weight")) ++n;
+    if (n == 0) return Status::Error("missing tensor " + block_name(cfg, 0) + "self_attn.q.weight");
+    cfg.layers = n;
+    const std::string b0 = "blocks.0.";
+    GGDIFF_TRY(need(b0 + "ffn.0.weight", -1, cfg.width, &ffn0));
+    cfg.ffn = ffn0->shape[0];
+    for (const char* a : {"self_attn.", "cross_attn."}) {
+        for (const char* l : {"q", "k", "v", "o"}) {
+            GGDIFF_TRY(need(b0 + a + l + ".weight", cfg.width, cfg.width, nullptr));
+        }
+    }
+    GGDIFF_TRY(need(b0 + "ffn.2.weight", cfg.width, cfg.ffn, nullptr));
+    cfg.cross_attn_norm = index.has(prefix + b0 + "norm3.weight");
+    cfg.image_embedding = index.has_prefix(prefix + "img_emb.");
+    while (index.has_prefix(prefix + "vace_blocks." + std::to_string(cfg.vace_layers) + ".")) {
+        ++cfg.vace_layers;
+    }
+    // Each head: frame, row and column dimensions (44 / 42 / 42 for 128).
+    const int d = static_cast<int>(cfg.head_dim);
+    cfg.axes_dim = {d - 4 * (d / 6), 2 * (d / 6), 2 * (d / 6)};
+    return cfg;
+}
+
+WanRope wan_rope(const WanConfig& cfg, int64_t frames, int64_t grid_h, int64_t grid_w) {
+    std::vector<float> ids;
+    ids.reserve(static_cast<size_t>(3 * frames * grid_h * grid_w));
+    for (int64_t t = 0; t < frames; ++t) {
+        for (int64_t y = 0; y < grid_h; ++y) {
+            for (int64_t x = 0; x < grid_w; ++x) {
+                ids.push_back(static_cast<float>(t));
+                ids.push_back(static_cast<float>(y));
+                ids.push_back(static_cast<float>(x));
+            }
+        }
+    }
+    nn::RopeTable table = nn::rope_table(ids, cfg.axes_dim, cfg.theta);
+    WanRope r;
+    r.cos = std::move(table.cos);
+    r.sin = std::move(table.sin);
+    r.pairs = table.pairs;
+    r.tokens = table.tokens;
+    return r;
+}
+
+ggml_tensor* build_wan_block(nn::Ctx& c, const WanConfig& cfg, int64_t index, ggml_tensor* x,
+                             ggml_tensor* e0, ggml_tensor* context, ggml_tensor* cos,
+                             ggml_tensor* sin) {
+    return block(c, cfg, block_name(cfg, index), x, e0, context, cos, sin);
+}
+
+ggml_tensor* build_wan(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, int64_t frames,
+                       ggml_tensor* timesteps, ggml_tensor* context, ggml_tensor* cos,
+                       ggml_tensor* sin) {
+    ggml_context* ctx = c.ctx;
+    const std::string& p = cfg.prefix;
+    const int64_t W = x->ne[0], H = x->ne[1], N = x->ne[3], T = frames;
+    const int64_t cin = x->ne[2] / T, w = cfg.width;
+
+    // [W, H, C*T, N] -> frames as batch items [W', H', C, T*N] -> tokens [4C, gw*gh*T, N].
+    x = nn::pad_to_patch(ctx, x, 2);
+    const int64_t pw = x->ne[0], ph = x->ne[1], gw = pw / 2, gh = ph / 2;
+    x = swap_planes(ctx, x, pw, ph, cin, T, N);
+    x = ggml_reshape_4d(ctx, x, pw, ph, cin, T * N);
+    x = nn::patchify(ctx, x, 2);
+    x = ggml_reshape_3d(ctx, x, 4 * cin, gw * gh * T, N);
+    // The 3-D convolution kernel [w, C, 1, 2, 2] as a linear over the patch features.
+    ggml_tensor* pk = c.W(p + "patch_embedding.weight", {2, 2, 1, cin * w});
+    x = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, pk, 4 * cin, w), x);
+    x = ggml_add(ctx, x, f32(ctx, c.W(p + "patch_embedding.bias", {w})));
+
+    ggml_tensor* e = ggml_timestep_embedding(ctx, timesteps, static_cast<int>(cfg.freq_dim), 10000);
+    e = nn::linear(c, e, p + "time_embedding.0", cfg.freq_dim, w);
+    e = nn::linear(c, ggml_silu(ctx, e), p + "time_embedding.2", w, w);  // [w, N]
+    ggml_tensor* e0 = nn::linear(c, ggml_silu(ctx, e), p + "time_projection.1", w, 6 * w);
+    e0 = ggml_reshape_3d(ctx, e0, w, 6, N);
+
+    ggml_tensor* txt = nn::linear(c, context, p + "text_embedding.0", cfg.text_width, w);
+    txt = nn::linear(c, ggml_gelu(ctx, txt), p + "text_embedding.2", w, w);
+
+    for (int64_t i = 0; i < cfg.layers; ++i) {
+        x = block(c, cfg, block_name(cfg, i), x, e0, txt, cos, sin);
+    }
+
+    // Head: e [w, N] + head.modulation [w, 2] -> shift, scale.
+    ggml_tensor* he = ggml_reshape_3d(ctx, e, w, 1, N);
+    he = ggml_repeat(ctx, he, ggml_new_tensor_3d(ctx, GGML_TYPE_F32, w, 2, N));
+    he = ggml_add(ctx, he, f32(ctx, c.W(p + "head.modulation", {w, 2})));
+    x = nn::modulate(ctx, nn::layer_norm_plain(ctx, x, cfg.eps), chunk(ctx, he, 0),
+                     chunk(ctx, he, 1));
+    const int64_t co = cfg.out_channels;
+    x = nn::linear(c, x, p + "head.head", w, 4 * co);  // features (row, column, channel)
+
+    // Back to the (channel, row, column) feature order nn::unpatchify takes, then frames.
+    x = ggml_reshape_4d(ctx, x, co, 4, gw * gh * T, N);
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 1, 0, 2, 3));  // [4, co, ...]
+    x = ggml_reshape_3d(ctx, x, 4 * co, gw * gh, T * N);
+    x = nn::unpatchify(ctx, x, gw, gh, 2);  // [pw, ph, co, T*N]
+    x = swap_planes(ctx, ggml_reshape_4d(ctx, x, pw, ph, co * T, N), pw, ph, T, co, N);
+    return nn::crop_latent(ctx, x, W, H);
+}
+
+}  // namespace ggdiff::models
