@@ -43,6 +43,8 @@ TEST(ServerVideo, VidGenJobsGiveOneContainer) {
     EXPECT_EQ(caps["defaults_by_mode"]["vid_gen"]["fps"], 16);
     EXPECT_FALSE(caps["defaults_by_mode"]["vid_gen"].contains("batch_count"));
     EXPECT_EQ(caps["features_by_mode"]["vid_gen"]["end_image"], false);
+    EXPECT_EQ(caps["features_by_mode"]["vid_gen"]["high_noise_sample_params"], true);
+    EXPECT_EQ(caps["defaults_by_mode"]["vid_gen"]["video_frames"], 1);
     EXPECT_EQ(caps["features_by_mode"]["vid_gen"]["cancel_generating"], true);
     EXPECT_EQ(caps["output_formats_by_mode"]["img_gen"], json::array({"png", "jpeg", "webp"}));
 
@@ -87,11 +89,13 @@ TEST(ServerVideo, VidGenJobsGiveOneContainer) {
         {{{"prompt", "x"}, {"output_format", "webm"}}, "no WebM encoder"},
         {{{"prompt", "x"}, {"output_format", "gif"}}, "output_format"},
         {{{"prompt", "x"}, {"end_image", "AAAA"}}, "end_image"},
-        {{{"prompt", "x"}, {"moe_boundary", 0.5}}, "moe_boundary"},
+        {{{"prompt", "x"}, {"moe_boundary", 1.5}}, "moe_boundary"},
         {{{"prompt", "x"}, {"vace_strength", 0.5}}, "vace_strength"},
         {{{"prompt", "x"}, {"control_frames", json::array({"AAAA"})}}, "control_frames"},
-        {{{"prompt", "x"}, {"high_noise_sample_params", {{"sample_steps", 4}}}},
-         "high_noise_sample_params"},
+        {{{"prompt", "x"},
+          {"high_noise_sample_params",
+           {{"sample_steps", 4}, {"guidance", {{"slg", {{"scale", 2.0}}}}}}}},
+         "high_noise_sample_params.guidance.slg.scale"},
         {{{"prompt", "x"}, {"fps", 500}}, "fps"},
         {{{"prompt", "x"}, {"batch_count", 2}}, "batch_count"}};
     for (const auto& [body, word] : bad) {
