@@ -108,7 +108,7 @@ nlohmann::json vid_gen_defaults_json(const ServerContext& ctx) {
     const nlohmann::json frames = default_json(h, "video-frames");
     d["video_frames"] = frames.is_number() ? frames : nlohmann::json(1);
     d["fps"] = default_json(h, "fps");
-    d["moe_boundary"] = 0.875;
+    d["moe_boundary"] = default_json(h, "moe-boundary");
     d["vace_strength"] = 1.0;
     d["init_image"] = nullptr;
     d["end_image"] = nullptr;
@@ -440,13 +440,12 @@ void read_common_tail(const Fields& f, const nlohmann::json& body, GenRequest& r
 }
 
 // sd-server's high_noise_sample_params as the engine's --high-noise-* options (Wan 2.2's
-// second expert). sample_steps -1 (sd-server's default: no high-noise stage of its own) or an
-// absent object leaves them unset; otherwise each field goes to its option, whose schema says
-// whether it works yet.
+// high-noise expert; without one they have no effect). sample_steps -1 is the automatic split
+// at moe_boundary, as in sd-server. A skip-layer scale of 0 (sd-server's "off") sets nothing;
+// another goes to its option, whose schema says whether it works yet.
 void read_high_noise(const Fields& hp, GenRequest& r) {
-    const auto steps = hp.integer("sample_steps", -(1 << 20), 1 << 20);
-    if (!steps || *steps == -1) return;
-    r.set_int("high-noise-steps", steps, hp.path("sample_steps"));
+    r.set_int("high-noise-steps", hp.integer("sample_steps", -(1 << 20), 1 << 20),
+              hp.path("sample_steps"));
     r.set_text("high-noise-sampling-method", chosen(hp.string("sample_method", 256)),
                hp.path("sample_method"));
     r.set_number("high-noise-eta", hp.number("eta", 0, 100), hp.path("eta"));
@@ -487,11 +486,9 @@ GenRequest parse_vid_gen(const nlohmann::json& body, ServerContext& ctx) {
     r.fps =
         static_cast<int>(f.integer("fps", 1, 240)
                              .value_or(default_fps >= 1 && default_fps <= 240 ? default_fps : 16));
-    // sd-server sends its defaults (moe_boundary 0.875, vace_strength 1) with every request:
-    // they mean "not used"; other values go to the engine options.
-    if (auto moe = f.number("moe_boundary", -1e9, 1e9); moe && *moe != 0.875) {
-        r.set_number("moe-boundary", moe, "moe_boundary");
-    }
+    r.set_number("moe-boundary", f.number("moe_boundary", -1e9, 1e9), "moe_boundary");
+    // sd-server sends vace_strength 1 with every request: it means "not used"; another value
+    // goes to the engine option.
     if (auto vace = f.number("vace_strength", -1e9, 1e9); vace && *vace != 1.0) {
         r.set_number("vace-strength", vace, "vace_strength");
     }
