@@ -58,6 +58,7 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"chroma_radiance_tiny/X", "chroma_radiance"},
     {"flux2_tiny", "flux2"},
     {"wan_tiny", "wan"},
+    {"wan_moe", "wan"},      // tests/golden: a high-noise expert as well
     {"flow_sde/F", "flux"},  // tests/golden
     {"flow_sde/Q", "qwen_image"},
     {"flux_slg", "flux"},              // tests/golden

@@ -11,6 +11,7 @@
 #include "../golden/flux_e2e.h"
 #include "../golden/kontext_e2e.h"
 #include "../golden/qwen_e2e.h"
+#include "../golden/wan_e2e.h"
 #include "../io/io_test_util.h"
 
 namespace ggdiff::e2e {
@@ -166,6 +167,39 @@ TEST(LoraDit, QwenImageKohyaAndDiffusersFormsGiveTheSameImage) {
     ggdiff::testing::write_safetensors(dir + "/diffusers.safetensors", d);
     ggdiff::testing::write_safetensors(dir + "/kohya.safetensors", o);
     expect_same_change(qwen_model_args(), qwen_euler_args(), dir);
+}
+
+// Wan: musubi-tuner / kohya "lora_unet_blocks_0_self_attn_q" and ComfyUI-style names against
+// diffusers / PEFT "transformer.blocks.0.attn1.to_q" (attn2 = cross_attn, ffn.net.0.proj =
+// ffn.0), on one frame of the 1.3B fixture.
+TEST(LoraDit, WanKohyaAndDiffusersFormsGiveTheSameImage) {
+    if (!wan::prerequisites_ok()) return;
+    const std::string dir = fresh_dir();
+    constexpr int64_t w = 1536, ffn = 8960;  // the Wan 2.1 1.3B DiT
+    struct Module {
+        const char* original;
+        const char* diffusers;
+        Pair p;
+    };
+    const Module modules[] = {
+        {"blocks.0.self_attn.q", "blocks.0.attn1.to_q", pair(w, w, 1)},
+        {"blocks.1.cross_attn.v", "blocks.1.attn2.to_v", pair(w, w, 2)},
+        {"blocks.2.ffn.0", "blocks.2.ffn.net.0.proj", pair(w, ffn, 3)},
+        {"blocks.3.self_attn.o", "blocks.3.attn1.to_out.0", pair(w, w, 4)},
+    };
+    std::vector<FakeTensor> d, o;
+    for (const Module& m : modules) {
+        peft(d, std::string("transformer.") + m.diffusers, m.p);
+        std::string u = m.original;
+        std::replace(u.begin(), u.end(), '.', '_');
+        kohya(o, "lora_unet_" + u, m.p);
+    }
+    ggdiff::testing::write_safetensors(dir + "/diffusers.safetensors", d);
+    ggdiff::testing::write_safetensors(dir + "/kohya.safetensors", o);
+    expect_same_change(wan::model_args(),
+                       {"-p", "a red apple on a wooden table", "-W", "64", "-H", "64",
+                        "--video-frames", "1", "--steps", "2", "--cfg-scale", "1", "-s", "100"},
+                       dir);
 }
 
 }  // namespace
