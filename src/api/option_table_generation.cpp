@@ -363,7 +363,11 @@ void add_generation_options(std::vector<OptionSpec>& out) {
         .help(
             "With --high-noise-steps -1: the sigma below which the model takes over from the "
             "high-noise expert (0.875 for Wan 2.2 T2V, 0.9 for I2V)")
-        .bind(to_float(GGDIFF_FIELD(gen.high_noise.moe_boundary)));
+        .bind([](ApiOptions& o, OptionValue& v) {
+            o.gen.high_noise.moe_boundary = static_cast<float>(v.f);
+            o.gen.high_noise.any_set = true;
+            return Status::Ok();
+        });
 
     g = "Measurement";
     opt(out, g, "phase-peaks", OptType::Bool, kGenerate | kOptionalValue)

@@ -268,7 +268,8 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
         GGDIFF_TRY(plan_high_noise(o, f, p, high_noise_steps));
     } else if (o.high_noise.any_set) {
         GGDIFF_LOG_WARN(
-            "--high-noise-* sampling options have no effect without a high-noise expert "
+            "--high-noise-* sampling options and --moe-boundary have no effect without a "
+            "high-noise expert "
             "(--high-noise-diffusion-model)");
     }
     return p;
