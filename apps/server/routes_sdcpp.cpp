@@ -531,6 +531,19 @@ std::string sse_event(const std::string& event, const nlohmann::json& data) {
            "\n\n";
 }
 
+// 202 Accepted for a submitted job: where to poll it and follow its events.
+void send_accepted(httplib::Response& res, ServerContext& ctx, const Job& job) {
+    const JobView v = ctx.jobs.view(job, false);
+    res.set_header("Location", "/sdcpp/v1/jobs/" + v.id);
+    send_json(res, 202,
+              {{"id", v.id},
+               {"kind", v.kind},
+               {"status", job_status_name(v.status)},
+               {"created", v.created},
+               {"poll_url", "/sdcpp/v1/jobs/" + v.id},
+               {"events_url", "/sdcpp/v1/jobs/" + v.id + "/events"}});
+}
+
 }  // namespace
 
 void register_sdcpp_routes(httplib::Server& server, ServerContext& ctx) {
@@ -541,30 +554,14 @@ void register_sdcpp_routes(httplib::Server& server, ServerContext& ctx) {
         guarded(res, ApiStyle::sdcpp, [&] {
             auto job =
                 submit_request(ctx, parse_img_gen(parse_json_object(req.body), ctx), "img_gen");
-            const JobView v = ctx.jobs.view(*job, false);
-            res.set_header("Location", "/sdcpp/v1/jobs/" + v.id);
-            send_json(res, 202,
-                      {{"id", v.id},
-                       {"kind", v.kind},
-                       {"status", job_status_name(v.status)},
-                       {"created", v.created},
-                       {"poll_url", "/sdcpp/v1/jobs/" + v.id},
-                       {"events_url", "/sdcpp/v1/jobs/" + v.id + "/events"}});
+            send_accepted(res, ctx, *job);
         });
     });
     server.Post("/sdcpp/v1/vid_gen", [&ctx](const httplib::Request& req, httplib::Response& res) {
         guarded(res, ApiStyle::sdcpp, [&] {
             auto job =
                 submit_request(ctx, parse_vid_gen(parse_json_object(req.body), ctx), "vid_gen");
-            const JobView v = ctx.jobs.view(*job, false);
-            res.set_header("Location", "/sdcpp/v1/jobs/" + v.id);
-            send_json(res, 202,
-                      {{"id", v.id},
-                       {"kind", v.kind},
-                       {"status", job_status_name(v.status)},
-                       {"created", v.created},
-                       {"poll_url", "/sdcpp/v1/jobs/" + v.id},
-                       {"events_url", "/sdcpp/v1/jobs/" + v.id + "/events"}});
+            send_accepted(res, ctx, *job);
         });
     });
     server.Get("/sdcpp/v1/jobs", [&ctx](const httplib::Request&, httplib::Response& res) {

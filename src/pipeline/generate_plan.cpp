@@ -103,6 +103,13 @@ Status check_slg_window(const sampling::SlgParams& slg) {
     return Status::Ok();
 }
 
+// The sampler asked for, or the family's default.
+static Result<sampling::SamplerKind> sampler_or_default(
+    const std::optional<sampling::SamplerKind>& asked, const Family& f) {
+    if (asked) return *asked;
+    return sampling::parse_sampler(f.defaults.sampler);
+}
+
 // The high-noise expert's part of plan `p` (its sigmas already cover both experts): `steps`
 // of them, or with steps < 0 those whose sigma is at least --moe-boundary.
 static Status plan_high_noise(const GenerateOptions& o, const Family& f, GeneratePlan& p,
@@ -121,13 +128,9 @@ static Status plan_high_noise(const GenerateOptions& o, const Family& f, Generat
     auto hp = std::make_shared<GeneratePlan>(p);
     hp->high_noise_steps = 0;
     hp->high_noise.reset();
-    if (o.high_noise.sampler) {
-        hp->sampler = *o.high_noise.sampler;
-    } else {
-        auto sampler = sampling::parse_sampler(f.defaults.sampler);
-        if (!sampler.ok()) return sampler.status();
-        hp->sampler = *sampler;
-    }
+    auto sampler = sampler_or_default(o.high_noise.sampler, f);
+    if (!sampler.ok()) return sampler.status();
+    hp->sampler = *sampler;
     hp->cfg_scale =
         std::isnan(o.high_noise.cfg_scale) ? f.defaults.cfg_scale : o.high_noise.cfg_scale;
     hp->use_img_uncond = false;
@@ -235,13 +238,9 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     p.use_img_uncond = p.img_cfg != 1.0f;
     p.use_uncond = f.uses_cfg && (p.cfg_scale != 1.0f || p.img_cfg != p.cfg_scale);
 
-    if (o.sampler) {
-        p.sampler = *o.sampler;
-    } else {
-        auto sampler = sampling::parse_sampler(f.defaults.sampler);
-        if (!sampler.ok()) return sampler.status();
-        p.sampler = *sampler;
-    }
+    auto sampler = sampler_or_default(o.sampler, f);
+    if (!sampler.ok()) return sampler.status();
+    p.sampler = *sampler;
     p.rng = o.rng;
     p.sampler_rng = o.sampler_rng.value_or(o.rng);
     p.param = sampling::with_flow_shift(f.param, o.flow_shift);
