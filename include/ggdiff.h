@@ -6,8 +6,8 @@
  * schema (ggdiff_option_count / ggdiff_option_info): type, default, allowed values, help,
  * and whether it works here, has no effect here, or is not supported yet. A value is
  * checked when it is set, so a bad value fails at ggdiff_options_set, before any model is
- * loaded; the image inputs "mask" (inpainting, with "init-img") and "control-image"
- * (with a "control-net") are read when set, so a file that is not an image fails there.
+ * loaded; the image inputs "mask" (inpainting, with "init-img"), "control-image"
+ * (with a "control-net") and "end-img" (video) are read when set, so a file that is not an image fails there.
  * Every function that can fail returns 0 on success and non-zero on error;
  * ggdiff_last_error() then says why (per thread).
  */
@@ -303,8 +303,9 @@ int ggdiff_video_check_path(const char* path);
 /* Copies an option set (e.g. a server's defaults, before one request's values). */
 ggdiff_options* ggdiff_options_clone(const ggdiff_options* options);
 
-/* Sets an image option from pixels in memory instead of a file path: "init-img" (img2img),
- * "mask" (inpainting: white repaints), "control-image" (ControlNet) or "ref-image" (a
+/* Sets an image option from pixels in memory instead of a file path: "init-img" (img2img;
+ * a Wan image-to-video model's first frame), "end-img" (its last frame), "mask"
+ * (inpainting: white repaints), "control-image" (ControlNet) or "ref-image" (a
  * reference image of edit models: each call adds one, after any given as files). The pixels
  * are copied; a NULL image clears the option (for "ref-image": all of them). Other names are
  * errors saying why. */

@@ -68,7 +68,7 @@ int ggdiff_options_set_image(ggdiff_options* options, const char* name, const gg
         if (spec->support == ggdiff::api::Support::NotYet) {
             return fail(spec->flag_name() + " is not supported yet");
         }
-        if (n != "mask" && n != "control-image" && n != "ref-image") {
+        if (n != "mask" && n != "control-image" && n != "ref-image" && n != "end-img") {
             return fail("option \"" + n + "\" is not an image");
         }
     }
@@ -89,6 +89,7 @@ int ggdiff_options_set_image(ggdiff_options* options, const char* name, const gg
     }
     std::optional<ggdiff::Image>& slot = n == "mask"            ? o.gen.mask
                                          : n == "control-image" ? o.gen.control_image
+                                         : n == "end-img"       ? o.gen.end_image
                                                                 : o.gen.init_image;
     if (n == "init-img") o.init_image_path.clear();
     o.values.erase(n);

@@ -73,8 +73,15 @@ void add_generation_options(std::vector<OptionSpec>& out) {
         .help("Read the negative prompt from this file");
     opt(out, g, "init-img", OptType::Path, kGenerate)
         .short_name("i")
-        .help("Initial image for img2img (resized to the output size)")
+        .help(
+            "Initial image for img2img (resized to the output size); the first frame for Wan "
+            "image-to-video models")
         .bind(to_text(GGDIFF_FIELD(init_image_path)));
+    opt(out, g, "end-img", OptType::Path, kGenerate)
+        .help(
+            "Last frame of a video for Wan image-to-video models (first-last-frame; resized to "
+            "the output size; read when set)")
+        .bind(image_file("--end-img", GGDIFF_FIELD(gen.end_image)));
     opt(out, g, "ref-image", OptType::Path, kGenerate | kRepeatable)
         .short_name("r")
         .help(

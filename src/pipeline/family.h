@@ -89,6 +89,9 @@ struct DenoiseBatch {
     const std::vector<HostTensor>* refs = nullptr;  // reference latents (edit models), or null
     bool increase_ref_index = false;                // --increase-ref-index
     const ControlHint* control = nullptr;           // ControlNet condition, or null
+    // Image tokens a video model attends to besides the text (Wan I2V's CLIP vision features,
+    // [width, tokens, 1]), the same for every item; null: none.
+    const HostTensor* image_context = nullptr;
     // Skip-layer guidance: the denoiser's blocks (as --skip-layers numbers them) that pass
     // their inputs through unchanged in this call; null or empty: none. Only set for a
     // family with Family::skips_layers.
@@ -121,6 +124,14 @@ class Autoencoder {
     virtual Result<HostTensor> decode_preview(const HostTensor& latent) { return decode(latent); }
     // Whether a TAESD decodes (the images, or the previews): --preview tae needs one.
     virtual bool has_taesd() const { return false; }
+};
+
+// What a video model takes besides the prompt, made from the request's images (-i first frame,
+// --end-img last frame) once per generation and shared by every batch item and step.
+struct VideoConditions {
+    HostTensor concat;             // extra denoiser input channels (DenoiseBatch::concat), or empty
+    HostTensor image_context;      // DenoiseBatch::image_context, or empty
+    bool used_init_image = false;  // -i went into these (not into img2img)
 };
 
 // What the family does when the request leaves something unset.
@@ -205,6 +216,13 @@ struct Family {
     // decodes together. nullptr: an image model, one image per latent frame, and
     // --video-frames above 1 is an error.
     int (*output_frames)(const GenerateOptions&) = nullptr;
+    // A video model's conditions from the request's images, for an output of width x height x
+    // frames (Family::output_frames); null: the family takes none (--end-img is refused).
+    std::function<Result<VideoConditions>(const GenerateOptions&, int width, int height, int frames,
+                                          sampling::Rng& rng)>
+        video_conditions;
+    // Whether video_conditions reads --end-img.
+    bool takes_end_image = false;
     // Reference images (-r) the denoiser attends to: each is resized to about the output's
     // pixel count (at most 1024x1024) in multiples of this, then encoded by the VAE (through
     // image_input). 0: the family takes none.

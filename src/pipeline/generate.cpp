@@ -238,10 +238,15 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
     DenoiseInputs in;
     in.control = control_condition(f, p, o, job.index == 0);
     auto t1 = Clock::now();
-    auto init = prepare_init(f, p, o, *rngs.noise);
+    if (f.video_conditions) {
+        auto video = f.video_conditions(o, p.width, p.height, f.output_frames(o), *rngs.noise);
+        if (!video.ok()) return video.status();
+        in.video = std::move(*video);
+    }
+    auto init = prepare_init(f, p, o, *rngs.noise, !in.video.used_init_image);
     if (!init.ok()) return init.status();
     in.init = std::move(*init);
-    if (o.init_image) {
+    if (o.init_image || o.end_image) {
         meter.close(t.encode_figures);
         t.encode = seconds_since(t1);
         GGDIFF_LOG_DEBUG("init image encoding: %.2fs", t.encode);

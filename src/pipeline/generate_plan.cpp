@@ -182,6 +182,14 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     if (o.init_image && !f.vae->can_encode()) {
         return Status::Error("this VAE has no encoder weights: img2img needs a full VAE");
     }
+    if (o.end_image && !f.takes_end_image) {
+        return Status::Error("--end-img is not supported for " + f.name +
+                             " models (a first-last-frame video model, such as Wan FLF2V or "
+                             "Wan I2V, takes it)");
+    }
+    if (o.end_image && !f.vae->can_encode()) {
+        return Status::Error("this VAE has no encoder weights: --end-img needs a full VAE");
+    }
     if (!o.ref_images.empty() && f.ref_image_multiple <= 0) {
         return Status::Error("--ref-image is not supported for " + f.name + " models");
     }

@@ -149,6 +149,8 @@ struct GenerateOptions {
     int64_t seed = 42;                // < 0: a random seed (picked by the C API)
     int batch = 1;
     std::optional<Image> init_image;
+    // --end-img: a video's last frame (Wan first-last-frame models; resized to the output size).
+    std::optional<Image> end_image;
     std::vector<Image> ref_images;  // -r: reference images (edit / Layered models)
     // Reference images are resized to about the output's pixel count (nearest neighbour, as
     // stable-diffusion.cpp does); off (--disable-auto-resize-ref-image): used at their own

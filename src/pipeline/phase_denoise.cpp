@@ -46,6 +46,8 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
         batch.refs = in.refs.empty() ? nullptr : &in.refs;
         batch.increase_ref_index = c.options.increase_ref_index;
         if (!in.init.inpaint_input.data.empty()) batch.concat = &in.init.inpaint_input;
+        if (!in.video.concat.data.empty()) batch.concat = &in.video.concat;
+        if (!in.video.image_context.data.empty()) batch.image_context = &in.video.image_context;
         if (in.control) batch.control = &*in.control;
         // Runs the network on `conds` (batchable with each other), one output each.
         auto run = [&](std::vector<const Conditioning*> conds,

@@ -56,12 +56,12 @@ std::optional<ControlHint> control_condition(const Family& f, const GeneratePlan
 }
 
 Result<InitLatents> prepare_init(Family& f, const GeneratePlan& p, const GenerateOptions& o,
-                                 sampling::Rng& rng) {
+                                 sampling::Rng& rng, bool use_init_image) {
     const size_t n = p.latent_numel();
     const size_t plane = p.latent_plane();
     InitLatents init;
     init.sigmas = p.sigmas;
-    if (!o.init_image) {
+    if (!o.init_image || !use_init_image) {
         // Text to image with an inpainting model: everything to paint, nothing known.
         if (f.inpaint_inputs) {
             init.inpaint_input =

@@ -35,6 +35,7 @@ struct DenoiseInputs {
     InitLatents init;
     std::vector<HostTensor> refs;        // reference image latents, in -r order
     std::optional<ControlHint> control;  // with --control-image
+    VideoConditions video;  // a video model's image conditions (Family::video_conditions)
 };
 
 // The ControlNet hint of o.control_image at the output size; none without one (logging, when
@@ -46,8 +47,10 @@ std::optional<ControlHint> control_condition(const Family& f, const GeneratePlan
 // first, then the masked one of inpainting models), derives the mask's latent weights and
 // cuts the schedule by o.strength. Without one: the plan's schedule, and for inpainting
 // models an input that says "paint everything".
+// `use_init_image` false: o.init_image went elsewhere (a video model's conditions) and is no
+// img2img input.
 Result<InitLatents> prepare_init(Family& f, const GeneratePlan& p, const GenerateOptions& o,
-                                 sampling::Rng& rng);
+                                 sampling::Rng& rng, bool use_init_image = true);
 
 // Encodes each of o.ref_images at about the output's pixel count (posterior samples from
 // `rng`); errors name the image.

@@ -108,7 +108,7 @@ const std::map<std::string, std::optional<std::string>>& samples() {
         {"--eager-load", std::nullopt},
         {"--embd-dir", "embeddings"},
         {"--embeddings-connectors", "connectors.safetensors"},
-        {"--end-img", "end.png"},
+        {"--end-img", GGDIFF_SHARED_DIR "/golden/sd1_control/circle.png"},
         {"--eta", "0.5"},
         {"--extra-sample-args", "a=1"},
         {"--extra-tiling-args", "temporal_tile_frames=2"},

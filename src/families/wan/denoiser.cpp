@@ -34,9 +34,12 @@ Result<std::unique_ptr<WanDenoiser>> WanDenoiser::create(const FamilyContext& ct
         HostTensor t({1});
         HostTensor c({cfg.text_width, text, 1});
         const RopeInputs r = rope_inputs(cfg, frames, s, s);
-        return std::vector<ggml_tensor*>{models::build_wan(gb.nn(), cfg, gb.input(x), frames,
-                                                           gb.input(t), gb.input(c),
-                                                           gb.input(r.cos), gb.input(r.sin))};
+        HostTensor image({cfg.image_width, 2, 1});
+        models::WanExtras extras;
+        if (cfg.image_embedding) extras.image = gb.input(image);
+        return std::vector<ggml_tensor*>{
+            models::build_wan(gb.nn(), cfg, gb.input(x), frames, gb.input(t), gb.input(c),
+                              gb.input(r.cos), gb.input(r.sin), extras)};
     });
     if (!runner.ok()) return runner.status();
     d->runner_ = std::move(*runner);
@@ -45,19 +48,22 @@ Result<std::unique_ptr<WanDenoiser>> WanDenoiser::create(const FamilyContext& ct
 
 Result<HostTensor> WanDenoiser::run(const DenoiseBatch& b) {
     const int64_t w = b.x.dim(0), h = b.x.dim(1), n = b.x.dim(3);
-    const int64_t c = cfg_.in_channels;
+    const int64_t c = cfg_.out_channels;  // the latent's channels
     if (b.x.dim(2) % c != 0) {
         return Status::Error(
             string_format("Wan: a latent of %lld channels is not whole frames of %lld",
                           (long long)b.x.dim(2), (long long)c));
     }
-    if (cfg_.out_channels != c) {
-        return Status::Error(string_format(
-            "Wan: the DiT takes %lld channels and makes %lld; only text-to-video DiTs (the same "
-            "count in and out) run here yet",
-            (long long)c, (long long)cfg_.out_channels));
-    }
     const int64_t frames = b.x.dim(2) / c;
+    // Image-to-video DiTs take mask and image-latent channels after the latent's.
+    const int64_t extra = cfg_.in_channels - c;
+    const int64_t given = b.concat ? b.concat->dim(2) : 0;
+    if (given != extra * frames || (b.concat && (b.concat->dim(0) != w || b.concat->dim(1) != h))) {
+        return Status::Error(string_format(
+            "Wan: the DiT takes %lld input channels per frame, %lld of them conditions (an "
+            "image-to-video DiT's mask and image latent), but %lld were given",
+            (long long)cfg_.in_channels, (long long)extra, (long long)(given / frames)));
+    }
     if (static_cast<int64_t>(b.cond.size()) != n || static_cast<int64_t>(b.timesteps.size()) != n) {
         return Status::Error("Wan: batch of latents and conditionings differ in size");
     }
@@ -75,13 +81,42 @@ Result<HostTensor> WanDenoiser::run(const DenoiseBatch& b) {
         }
         std::copy(ci.data.begin(), ci.data.end(), context.data.begin() + i * width * tokens);
     }
+    // Each item's latent planes, then the conditions' (the same for every item).
+    const HostTensor* x = &b.x;
+    HostTensor joined;
+    if (given > 0) {
+        const int64_t xs = b.x.numel() / n, cs = b.concat->numel();
+        joined = HostTensor({w, h, b.x.dim(2) + given, n});
+        for (int64_t i = 0; i < n; ++i) {
+            auto out = joined.data.begin() + i * (xs + cs);
+            std::copy_n(b.x.data.begin() + i * xs, xs, out);
+            std::copy_n(b.concat->data.begin(), cs, out + xs);
+        }
+        x = &joined;
+    }
+    // The image tokens: CLIP features for img_emb DiTs, repeated over the batch.
+    HostTensor image;
+    if (cfg_.image_embedding) {
+        if (!b.image_context || b.image_context->dim(0) != cfg_.image_width) {
+            return Status::Error(
+                string_format("Wan: this image-to-video DiT needs %lld-wide CLIP vision features",
+                              (long long)cfg_.image_width));
+        }
+        const int64_t it = b.image_context->dim(1), is = b.image_context->numel();
+        image = HostTensor({cfg_.image_width, it, n});
+        for (int64_t i = 0; i < n; ++i) {
+            std::copy_n(b.image_context->data.begin(), is, image.data.begin() + i * is);
+        }
+    }
     HostTensor ts({n});
     ts.data = b.timesteps;
     const RopeInputs rope = rope_inputs(cfg_, frames, w, h);
     auto r = runner_->run([&](GraphBuilder& gb) {
-        return std::vector<ggml_tensor*>{models::build_wan(gb.nn(), cfg_, gb.input(b.x), frames,
-                                                           gb.input(ts), gb.input(context),
-                                                           gb.input(rope.cos), gb.input(rope.sin))};
+        models::WanExtras extras;
+        if (!image.data.empty()) extras.image = gb.input(image);
+        return std::vector<ggml_tensor*>{
+            models::build_wan(gb.nn(), cfg_, gb.input(*x), frames, gb.input(ts), gb.input(context),
+                              gb.input(rope.cos), gb.input(rope.sin), extras)};
     });
     if (!r.ok()) return r.status();
     HostTensor out = std::move((*r)[0]);

@@ -2,6 +2,8 @@
 
 #include <ggml.h>
 
+#include <algorithm>
+
 #include "io/checkpoint_file.h"
 #include "nn/dit.h"
 #include "nn/layers.h"
@@ -38,7 +40,8 @@ ggml_tensor* normed(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, const std:
 }
 
 ggml_tensor* block(nn::Ctx& c, const WanConfig& cfg, const std::string& p, ggml_tensor* x,
-                   ggml_tensor* e0, ggml_tensor* context, ggml_tensor* cos, ggml_tensor* sin) {
+                   ggml_tensor* e0, ggml_tensor* context, ggml_tensor* cos, ggml_tensor* sin,
+                   ggml_tensor* image) {
     ggml_context* ctx = c.ctx;
     const int64_t w = cfg.width;
     const int heads = static_cast<int>(cfg.heads);
@@ -60,7 +63,14 @@ ggml_tensor* block(nn::Ctx& c, const WanConfig& cfg, const std::string& p, ggml_
     q = normed(c, cfg, y, ca, "q", "norm_q", w);
     k = normed(c, cfg, context, ca, "k", "norm_k", w);
     v = nn::linear(c, context, ca + "v", w, w);
-    y = nn::linear(c, nn::attention(ctx, q, k, v, heads), ca + "o", w, w);
+    y = nn::attention(ctx, q, k, v, heads);
+    if (image) {
+        // Image-to-video: the same queries attend to the image tokens on their own keys.
+        k = normed(c, cfg, image, ca, "k_img", "norm_k_img", w);
+        v = nn::linear(c, image, ca + "v_img", w, w);
+        y = ggml_add(ctx, y, nn::attention(ctx, q, k, v, heads));
+    }
+    y = nn::linear(c, y, ca + "o", w, w);
     x = ggml_add(ctx, x, y);
 
     y = nn::modulate(ctx, nn::layer_norm_plain(ctx, x, cfg.eps), mod[3], mod[4]);
@@ -157,6 +167,24 @@ Result<WanConfig> detect_wan_dit(const TensorIndex& index, const std::string& pr
     GGDIFF_TRY(need(b0 + "ffn.2.weight", cfg.width, cfg.ffn, nullptr));
     cfg.cross_attn_norm = index.has(prefix + b0 + "norm3.weight");
     cfg.image_embedding = index.has_prefix(prefix + "img_emb.");
+    if (cfg.image_embedding) {
+        const TensorInfo* proj1;
+        GGDIFF_TRY(need("img_emb.proj.1.weight", -1, -1, &proj1));
+        cfg.image_width = proj1->shape[1];
+        GGDIFF_TRY(need("img_emb.proj.1.weight", cfg.image_width, cfg.image_width, nullptr));
+        GGDIFF_TRY(need("img_emb.proj.3.weight", cfg.width, cfg.image_width, nullptr));
+        GGDIFF_TRY(need(b0 + "cross_attn.k_img.weight", cfg.width, cfg.width, nullptr));
+        GGDIFF_TRY(need(b0 + "cross_attn.v_img.weight", cfg.width, cfg.width, nullptr));
+        const TensorInfo* pos = index.find(prefix + "img_emb.emb_pos");
+        if (pos) {
+            if (pos->shape.empty() || pos->shape.back() != cfg.image_width) {
+                return Status::Error(prefix + "img_emb.emb_pos has shape " +
+                                     shape_string(pos->shape) + ", expected [1, tokens, " +
+                                     std::to_string(cfg.image_width) + "]");
+            }
+            cfg.image_positions = pos->shape.size() >= 2 ? pos->shape[pos->shape.size() - 2] : 1;
+        }
+    }
     while (index.has_prefix(prefix + "vace_blocks." + std::to_string(cfg.vace_layers) + ".")) {
         ++cfg.vace_layers;
     }
@@ -189,13 +217,13 @@ WanRope wan_rope(const WanConfig& cfg, int64_t frames, int64_t grid_h, int64_t g
 
 ggml_tensor* build_wan_block(nn::Ctx& c, const WanConfig& cfg, int64_t index, ggml_tensor* x,
                              ggml_tensor* e0, ggml_tensor* context, ggml_tensor* cos,
-                             ggml_tensor* sin) {
-    return block(c, cfg, block_name(cfg, index), x, e0, context, cos, sin);
+                             ggml_tensor* sin, ggml_tensor* image) {
+    return block(c, cfg, block_name(cfg, index), x, e0, context, cos, sin, image);
 }
 
 ggml_tensor* build_wan(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, int64_t frames,
                        ggml_tensor* timesteps, ggml_tensor* context, ggml_tensor* cos,
-                       ggml_tensor* sin) {
+                       ggml_tensor* sin, const WanExtras& extras) {
     ggml_context* ctx = c.ctx;
     const std::string& p = cfg.prefix;
     const int64_t W = x->ne[0], H = x->ne[1], N = x->ne[3], T = frames;
@@ -222,8 +250,26 @@ ggml_tensor* build_wan(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, int64_t
     ggml_tensor* txt = nn::linear(c, context, p + "text_embedding.0", cfg.text_width, w);
     txt = nn::linear(c, ggml_gelu(ctx, txt), p + "text_embedding.2", w, w);
 
+    // img_emb: LayerNorm, Linear, GELU, Linear, LayerNorm over the CLIP tokens (FLF2V first
+    // adds its position table to the first and last frames' tokens).
+    ggml_tensor* img = nullptr;
+    if (cfg.image_embedding && extras.image) {
+        img = extras.image;
+        const int64_t iw = cfg.image_width;
+        if (cfg.image_positions > 0) {
+            const int64_t n = std::min(img->ne[1], cfg.image_positions);
+            ggml_tensor* pos = f32(ctx, c.W(p + "img_emb.emb_pos", {iw, cfg.image_positions, 1}));
+            img = ggml_view_3d(ctx, img, iw, n, img->ne[2], img->nb[1], img->nb[2], 0);
+            img = ggml_add(ctx, img, ggml_view_2d(ctx, pos, iw, n, pos->nb[1], 0));
+        }
+        img = nn::layer_norm(c, img, p + "img_emb.proj.0", iw, 1e-5f);
+        img = nn::linear(c, img, p + "img_emb.proj.1", iw, iw);
+        img = nn::linear(c, ggml_gelu(ctx, img), p + "img_emb.proj.3", iw, w);
+        img = nn::layer_norm(c, img, p + "img_emb.proj.4", w, 1e-5f);
+    }
+
     for (int64_t i = 0; i < cfg.layers; ++i) {
-        x = block(c, cfg, block_name(cfg, i), x, e0, txt, cos, sin);
+        x = block(c, cfg, block_name(cfg, i), x, e0, txt, cos, sin, img);
     }
 
     // Head: e [w, N] + head.modulation [w, 2] -> shift, scale.

@@ -42,9 +42,14 @@ struct WanConfig {
     int64_t out_channels = 16;
     int64_t layers = 30;
     bool cross_attn_norm = true;  // norm3 (LayerNorm with affine) before cross-attention
-    // What the weights hold beyond text-to-video (refused at load for now).
-    bool image_embedding = false;  // img_emb: image-to-video (CLIP vision features)
-    int64_t vace_layers = 0;       // vace_blocks.N: VACE
+    // img_emb: image-to-video with CLIP vision features (Wan 2.1 I2V, FLF2V): an MLP from
+    // image_width-wide CLIP tokens to the width; every block's cross-attention then also
+    // attends to them (k_img, v_img, norm_k_img).
+    bool image_embedding = false;
+    int64_t image_width = 1280;
+    // img_emb.emb_pos (FLF2V): positions added to the first and last frames' CLIP tokens.
+    int64_t image_positions = 0;
+    int64_t vace_layers = 0;  // vace_blocks.N: VACE
     std::vector<int> axes_dim = {44, 42, 42};
     float theta = 10000.0f;
     float eps = 1e-6f;
@@ -69,16 +74,25 @@ struct WanRope {
 };
 WanRope wan_rope(const WanConfig& cfg, int64_t frames, int64_t grid_h, int64_t grid_w);
 
-// x [w, h, C * T, N] (channel c of frame t in plane c * T + t), timesteps [N] (sigma * 1000),
-// context [text_width, L, N], cos/sin [1, pairs, 1, tokens] -> the flow velocity, shaped as x.
+// Inputs beyond the latent and the text; null: none.
+struct WanExtras {
+    // [image_width, tokens, N]: CLIP vision tokens (257 per image) for img_emb DiTs.
+    ggml_tensor* image = nullptr;
+};
+
+// x [w, h, C * T, N] (channel c of frame t in plane c * T + t; C = in_channels, image-to-video
+// DiTs take the mask and image latent channels after the noisy latent's), timesteps [N]
+// (sigma * 1000), context [text_width, L, N], cos/sin [1, pairs, 1, tokens] -> the flow
+// velocity [w, h, out_channels * T, N].
 ggml_tensor* build_wan(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, int64_t frames,
                        ggml_tensor* timesteps, ggml_tensor* context, ggml_tensor* cos,
-                       ggml_tensor* sin);
+                       ggml_tensor* sin, const WanExtras& extras = {});
 
 // One block alone (benchmarks): x [width, tokens, N], e0 [width, 6, N] (the time
 // projection), context [width, L, N] (after text_embedding).
+// image: [width, tokens, N] image tokens after img_emb, or null.
 ggml_tensor* build_wan_block(nn::Ctx& c, const WanConfig& cfg, int64_t index, ggml_tensor* x,
                              ggml_tensor* e0, ggml_tensor* context, ggml_tensor* cos,
-                             ggml_tensor* sin);
+                             ggml_tensor* sin, ggml_tensor* image = nullptr);
 
 }  // namespace ggdiff::models

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "families/wan/conditions.h"
 #include "families/wan/denoiser.h"
 #include "families/wan/names.h"
 #include "models/te/t5.h"
@@ -75,10 +76,10 @@ Result<Family> load(const FamilyContext& ctx) {
     const std::string name = ctx.recipe->display;
     auto dit = models::detect_wan_dit(ctx.index, kDit);
     if (!dit.ok()) return dit.status();
-    if (dit->image_embedding || dit->in_channels != dit->out_channels) {
-        return Status::Error(name + " " + dit->size_name() + " image-to-video DiTs (img_emb, " +
-                             std::to_string(dit->in_channels) +
-                             " input channels) are not supported yet; text-to-video DiTs run");
+    if (dit->image_embedding) {
+        return Status::Error(name + " " + dit->size_name() +
+                             " image-to-video DiTs with CLIP image features (img_emb) are not "
+                             "supported yet (--clip_vision); Wan 2.2 I2V and text-to-video run");
     }
     if (dit->vace_layers > 0) {
         return Status::Error(name + " VACE DiTs (vace_blocks) are not supported yet");
@@ -116,9 +117,16 @@ Result<Family> load(const FamilyContext& ctx) {
             string_format("%s needs an RGB Wan VAE; this one decodes %lld channels", name.c_str(),
                           (long long)vae->image_channels));
     }
-    if (vae->z_dim != dit->in_channels) {
+    if (vae->z_dim != dit->out_channels) {
         return Status::Error(string_format("the VAE's latent has %lld channels, the DiT's %lld",
-                                           (long long)vae->z_dim, (long long)dit->in_channels));
+                                           (long long)vae->z_dim, (long long)dit->out_channels));
+    }
+    if (wan_takes_images(*dit) && dit->in_channels != dit->out_channels + 4 + vae->z_dim) {
+        return Status::Error(string_format(
+            "%s: a DiT taking %lld input channels for %lld-channel latents is no image-to-video "
+            "layout ggdiff knows (latent + 4 mask + %lld image channels)",
+            name.c_str(), (long long)dit->in_channels, (long long)dit->out_channels,
+            (long long)vae->z_dim));
     }
     auto tokenizer = load_t5_tokenizer(ctx);
     if (!tokenizer.ok()) return tokenizer.status();
@@ -130,7 +138,7 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.cfg_scale = 7.0f;
     f.defaults.width = 832;
     f.defaults.height = 480;
-    f.latent_channels = static_cast<int>(dit->in_channels);
+    f.latent_channels = static_cast<int>(dit->out_channels);
     // Wan 2.1's VAE (16 channels, 8x) or Wan 2.2's (48 channels, 16x: TI2V 5B).
     f.latent_rgb = vae->z_dim == 16 ? LatentRgb::Wan21 : LatentRgb::None;
     f.size_multiple = 2 * vae->downscale();  // the VAE's factor times the DiT's 2x2 patches
@@ -172,6 +180,14 @@ Result<Family> load(const FamilyContext& ctx) {
 
     auto ae = WanAutoencoder::create(ctx, ctx.placement.vae, *vae, /*video=*/true);
     if (!ae.ok()) return ae.status();
+    if (wan_takes_images(*dit)) {
+        if (!(*ae)->can_encode()) {
+            return Status::Error(name + " image-to-video needs a full VAE (with the encoder)");
+        }
+        f.video_conditions = wan_video_conditions(*dit, ae->get(), nullptr);
+        f.takes_end_image = true;
+        f.variant += " I2V";
+    }
     f.vae = std::move(*ae);
     return f;
 }
