@@ -92,6 +92,9 @@ struct DenoiseBatch {
     // Image tokens a video model attends to besides the text (Wan I2V's CLIP vision features,
     // [width, tokens, 1]), the same for every item; null: none.
     const HostTensor* image_context = nullptr;
+    // Per latent frame, 1 sampled or 0 held (VideoConditions::frame_keep): a held frame is
+    // evaluated at timestep 0; null: every frame at the item's timestep.
+    const std::vector<float>* frame_keep = nullptr;
     // Skip-layer guidance: the denoiser's blocks (as --skip-layers numbers them) that pass
     // their inputs through unchanged in this call; null or empty: none. Only set for a
     // family with Family::skips_layers.
@@ -132,6 +135,12 @@ struct VideoConditions {
     HostTensor concat;             // extra denoiser input channels (DenoiseBatch::concat), or empty
     HostTensor image_context;      // DenoiseBatch::image_context, or empty
     bool used_init_image = false;  // -i went into these (not into img2img)
+    // Latent frames given rather than sampled (Wan 2.2 TI2V's first frame from -i): per
+    // latent frame 1 to sample it, 0 to hold it at `latent` (the whole latent; the held
+    // frames' values), fed to the denoiser at timestep 0 and kept in every prediction, as
+    // stable-diffusion.cpp does; empty: none.
+    std::vector<float> frame_keep;
+    std::vector<float> latent;
 };
 
 // What the family does when the request leaves something unset.

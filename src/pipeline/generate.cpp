@@ -246,6 +246,7 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
     auto init = prepare_init(f, p, o, *rngs.noise, !in.video.used_init_image);
     if (!init.ok()) return init.status();
     in.init = std::move(*init);
+    if (!in.video.frame_keep.empty()) hold_frames(in, p);
     if (o.init_image || o.end_image) {
         meter.close(t.encode_figures);
         t.encode = seconds_since(t1);

@@ -41,6 +41,8 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
         std::vector<float> x_in(n);  // what the network gets: x * c_in
         std::transform(xin.begin(), xin.end(), x_in.begin(),
                        [&](float v) { return v * ms.s.c_in; });
+        // Held video frames go in as given (Wan 2.2 TI2V's first frame).
+        if (!in.video.frame_keep.empty()) blend_latent(x_in, in.init.latent, in.init.keep);
         DenoiseBatch batch;
         batch.guidance = c.options.guidance;
         batch.refs = in.refs.empty() ? nullptr : &in.refs;
@@ -48,6 +50,7 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
         if (!in.init.inpaint_input.data.empty()) batch.concat = &in.init.inpaint_input;
         if (!in.video.concat.data.empty()) batch.concat = &in.video.concat;
         if (!in.video.image_context.data.empty()) batch.image_context = &in.video.image_context;
+        if (!in.video.frame_keep.empty()) batch.frame_keep = &in.video.frame_keep;
         if (in.control) batch.control = &*in.control;
         // Runs the network on `conds` (batchable with each other), one output each.
         auto run = [&](std::vector<const Conditioning*> conds,

@@ -123,6 +123,16 @@ Result<InitLatents> prepare_init(Family& f, const GeneratePlan& p, const Generat
     return init;
 }
 
+void hold_frames(DenoiseInputs& in, const GeneratePlan& p) {
+    const size_t plane = p.latent_plane(), frames = in.video.frame_keep.size();
+    in.init.latent = in.video.latent;
+    in.init.keep.assign(p.latent_numel(), 1.0f);
+    // Planes are channel-major: plane c * frames + t.
+    for (size_t i = 0; i < in.init.keep.size(); ++i) {
+        in.init.keep[i] = in.video.frame_keep[(i / plane) % frames];
+    }
+}
+
 Result<std::vector<HostTensor>> encode_reference_images(Family& f, const GeneratePlan& p,
                                                         const GenerateOptions& o,
                                                         sampling::Rng& rng) {

@@ -52,6 +52,10 @@ std::optional<ControlHint> control_condition(const Family& f, const GeneratePlan
 Result<InitLatents> prepare_init(Family& f, const GeneratePlan& p, const GenerateOptions& o,
                                  sampling::Rng& rng, bool use_init_image = true);
 
+// A video model's held frames (in.video.frame_keep, one value per latent frame): sampling
+// starts from in.video.latent there and every prediction keeps it (in.init.latent / keep).
+void hold_frames(DenoiseInputs& in, const GeneratePlan& p);
+
 // Encodes each of o.ref_images at about the output's pixel count (posterior samples from
 // `rng`); errors name the image.
 Result<std::vector<HostTensor>> encode_reference_images(Family& f, const GeneratePlan& p,

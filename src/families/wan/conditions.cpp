@@ -11,6 +11,7 @@ namespace {
 
 constexpr int64_t kMaskChannels = 4;
 constexpr int64_t kClipTokens = 257;
+constexpr int64_t kTi2vChannels = 48;  // Wan 2.2's VAE
 
 Image at_size(const Image& img, int width, int height) {
     return img.width == width && img.height == height ? img : resize_image(img, width, height);
@@ -22,8 +23,41 @@ bool wan_takes_images(const models::WanConfig& dit) {
     return dit.in_channels > dit.out_channels;
 }
 
+bool wan_holds_frames(const models::WanConfig& dit) {
+    return dit.in_channels == dit.out_channels && dit.out_channels == kTi2vChannels;
+}
+
 std::function<Result<VideoConditions>(const GenerateOptions&, int, int, int, sampling::Rng&)>
 wan_video_conditions(const models::WanConfig& dit, Autoencoder* vae, WanClipVision clip) {
+    if (wan_holds_frames(dit)) {
+        return [dit, vae](const GenerateOptions& o, int width, int height, int frames,
+                          sampling::Rng& rng) -> Result<VideoConditions> {
+            VideoConditions vc;
+            if (!o.init_image && !o.end_image) return vc;
+            vc.used_init_image = true;
+            const int64_t t = (frames - 1) / 4 + 1;
+            vc.frame_keep.assign(static_cast<size_t>(t), 1.0f);
+            auto hold = [&](const Image& img, int64_t frame, const char* what) -> Status {
+                auto enc = vae->encode(image_to_tensor(at_size(img, width, height)), rng);
+                if (!enc.ok()) return enc.status().with_context(std::string("encoding ") + what);
+                const int64_t plane = enc->dim(0) * enc->dim(1), z = dit.out_channels;
+                if (enc->dim(2) != z) {
+                    return Status::Error(std::string("encoding ") + what +
+                                         ": the VAE's latent does not match the DiT's channels");
+                }
+                if (vc.latent.empty()) vc.latent.assign(static_cast<size_t>(plane * z * t), 0.0f);
+                for (int64_t c = 0; c < z; ++c) {
+                    std::copy_n(enc->data.begin() + c * plane, plane,
+                                vc.latent.begin() + (c * t + frame) * plane);
+                }
+                vc.frame_keep[static_cast<size_t>(frame)] = 0.0f;
+                return Status::Ok();
+            };
+            if (o.init_image) GGDIFF_TRY(hold(*o.init_image, 0, "the first frame (-i)"));
+            if (o.end_image) GGDIFF_TRY(hold(*o.end_image, t - 1, "the last frame (--end-img)"));
+            return vc;
+        };
+    }
     return [dit, vae, clip](const GenerateOptions& o, int width, int height, int frames,
                             sampling::Rng& rng) -> Result<VideoConditions> {
         VideoConditions vc;

@@ -5,6 +5,8 @@
 //    last (--end-img), through the video VAE, after 4 mask channels per latent frame: all four 1
 //    at latent frame 0 with a first frame, channel 3 at the last latent frame with a last frame
 //    (the last of the four video frames that latent frame covers);
+//  - Wan 2.2 TI2V (48 channels in and out) holds latent frame 0 at the VAE latent of -i (and
+//    the last one at --end-img's): those frames go in as given at timestep 0 and stay;
 //  - DiTs with img_emb (Wan 2.1 I2V, FLF2V) also get the CLIP vision tokens of the first frame
 //    (zeros without one), and FLF2V (img_emb.emb_pos) those of the last frame after them.
 #pragma once
@@ -26,5 +28,8 @@ wan_video_conditions(const models::WanConfig& dit, Autoencoder* vae, WanClipVisi
 
 // Whether `dit` takes image conditions (an image-to-video DiT).
 bool wan_takes_images(const models::WanConfig& dit);
+
+// Whether `dit` holds given frames instead (Wan 2.2 TI2V).
+bool wan_holds_frames(const models::WanConfig& dit);
 
 }  // namespace ggdiff

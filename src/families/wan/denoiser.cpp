@@ -108,8 +108,20 @@ Result<HostTensor> WanDenoiser::run(const DenoiseBatch& b) {
             std::copy_n(b.image_context->data.begin(), is, image.data.begin() + i * is);
         }
     }
+    // One timestep per item, or per frame with held frames (at 0).
     HostTensor ts({n});
     ts.data = b.timesteps;
+    if (b.frame_keep) {
+        if (static_cast<int64_t>(b.frame_keep->size()) != frames) {
+            return Status::Error("Wan: held frames given for another frame count");
+        }
+        ts = HostTensor({frames * n});
+        for (int64_t i = 0; i < n; ++i) {
+            for (int64_t f = 0; f < frames; ++f) {
+                ts.data[i * frames + f] = (*b.frame_keep)[f] == 0.0f ? 0.0f : b.timesteps[i];
+            }
+        }
+    }
     const RopeInputs rope = rope_inputs(cfg_, frames, w, h);
     auto r = runner_->run([&](GraphBuilder& gb) {
         models::WanExtras extras;

@@ -32,6 +32,24 @@ ggml_tensor* chunk(ggml_context* ctx, ggml_tensor* m, int i) {
                                        static_cast<size_t>(i) * m->nb[1]));
 }
 
+// Tokens [w, L, N] by frame: with one modulation per frame (frames > 1), activations are
+// split to [w, L / frames, frames, N] and the modulation vectors [w, 1, frames * N] to
+// [w, 1, frames, N], so that each frame's tokens take their frame's (tokens are frame-major).
+struct FrameSplit {
+    ggml_context* ctx;
+    int64_t frames;
+    ggml_tensor* split(ggml_tensor* t) const {
+        return frames == 1 ? t
+                           : ggml_reshape_4d(ctx, t, t->ne[0], t->ne[1] / frames, frames, t->ne[2]);
+    }
+    ggml_tensor* join(ggml_tensor* t) const {
+        return frames == 1 ? t : ggml_reshape_3d(ctx, t, t->ne[0], t->ne[1] * frames, t->ne[3]);
+    }
+    ggml_tensor* mod(ggml_tensor* m) const {
+        return frames == 1 ? m : ggml_reshape_4d(ctx, m, m->ne[0], 1, frames, m->ne[2] / frames);
+    }
+};
+
 // Linear, then RMSNorm over the whole width (q / k of Wan's attention).
 ggml_tensor* normed(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, const std::string& p,
                     const char* proj, const char* norm, int64_t in) {
@@ -45,18 +63,21 @@ ggml_tensor* block(nn::Ctx& c, const WanConfig& cfg, const std::string& p, ggml_
     ggml_context* ctx = c.ctx;
     const int64_t w = cfg.width;
     const int heads = static_cast<int>(cfg.heads);
-    // e0 [w, 6, N] + the block's table [w, 6]: shift, scale, gate of attention, then of FFN.
+    // e0 [w, 6, N * F] + the block's table [w, 6]: shift, scale, gate of attention, then of
+    // FFN; F modulations per item when each frame has its own timestep (TI2V's held frames).
+    const FrameSplit fs{ctx, e0->ne[2] / x->ne[2]};
     ggml_tensor* m = ggml_add(ctx, e0, f32(ctx, c.W(p + "modulation", {w, 6})));
     ggml_tensor* mod[6];
-    for (int i = 0; i < 6; ++i) mod[i] = chunk(ctx, m, i);
+    for (int i = 0; i < 6; ++i) mod[i] = fs.mod(chunk(ctx, m, i));
 
     const std::string sa = p + "self_attn.";
-    ggml_tensor* y = nn::modulate(ctx, nn::layer_norm_plain(ctx, x, cfg.eps), mod[0], mod[1]);
+    ggml_tensor* y =
+        fs.join(nn::modulate(ctx, fs.split(nn::layer_norm_plain(ctx, x, cfg.eps)), mod[0], mod[1]));
     ggml_tensor* q = normed(c, cfg, y, sa, "q", "norm_q", w);
     ggml_tensor* k = normed(c, cfg, y, sa, "k", "norm_k", w);
     ggml_tensor* v = nn::linear(c, y, sa + "v", w, w);
     y = nn::linear(c, nn::rope_attention(ctx, q, k, v, cos, sin, heads), sa + "o", w, w);
-    x = ggml_add(ctx, x, ggml_mul(ctx, y, mod[2]));
+    x = ggml_add(ctx, x, fs.join(ggml_mul(ctx, fs.split(y), mod[2])));
 
     const std::string ca = p + "cross_attn.";
     y = cfg.cross_attn_norm ? nn::layer_norm(c, x, p + "norm3", w, cfg.eps) : x;
@@ -73,10 +94,10 @@ ggml_tensor* block(nn::Ctx& c, const WanConfig& cfg, const std::string& p, ggml_
     y = nn::linear(c, y, ca + "o", w, w);
     x = ggml_add(ctx, x, y);
 
-    y = nn::modulate(ctx, nn::layer_norm_plain(ctx, x, cfg.eps), mod[3], mod[4]);
+    y = fs.join(nn::modulate(ctx, fs.split(nn::layer_norm_plain(ctx, x, cfg.eps)), mod[3], mod[4]));
     y = ggml_gelu(ctx, nn::linear(c, y, p + "ffn.0", w, cfg.ffn));
     y = nn::linear(c, y, p + "ffn.2", cfg.ffn, w);
-    return ggml_add(ctx, x, ggml_mul(ctx, y, mod[5]));
+    return ggml_add(ctx, x, fs.join(ggml_mul(ctx, fs.split(y), mod[5])));
 }
 
 // [w*h, A, B, N] with the middle axes swapped: planes a * B + b <-> b * A + a.
@@ -245,7 +266,7 @@ ggml_tensor* build_wan(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, int64_t
     e = nn::linear(c, e, p + "time_embedding.0", cfg.freq_dim, w);
     e = nn::linear(c, ggml_silu(ctx, e), p + "time_embedding.2", w, w);  // [w, N]
     ggml_tensor* e0 = nn::linear(c, ggml_silu(ctx, e), p + "time_projection.1", w, 6 * w);
-    e0 = ggml_reshape_3d(ctx, e0, w, 6, N);
+    e0 = ggml_reshape_3d(ctx, e0, w, 6, e0->ne[1]);  // [w, 6, N * F]
 
     ggml_tensor* txt = nn::linear(c, context, p + "text_embedding.0", cfg.text_width, w);
     txt = nn::linear(c, ggml_gelu(ctx, txt), p + "text_embedding.2", w, w);
@@ -272,12 +293,13 @@ ggml_tensor* build_wan(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, int64_t
         x = block(c, cfg, block_name(cfg, i), x, e0, txt, cos, sin, img);
     }
 
-    // Head: e [w, N] + head.modulation [w, 2] -> shift, scale.
-    ggml_tensor* he = ggml_reshape_3d(ctx, e, w, 1, N);
-    he = ggml_repeat(ctx, he, ggml_new_tensor_3d(ctx, GGML_TYPE_F32, w, 2, N));
+    // Head: e [w, N * F] + head.modulation [w, 2] -> shift, scale.
+    const FrameSplit fs{ctx, e->ne[1] / N};
+    ggml_tensor* he = ggml_reshape_3d(ctx, e, w, 1, e->ne[1]);
+    he = ggml_repeat(ctx, he, ggml_new_tensor_3d(ctx, GGML_TYPE_F32, w, 2, e->ne[1]));
     he = ggml_add(ctx, he, f32(ctx, c.W(p + "head.modulation", {w, 2})));
-    x = nn::modulate(ctx, nn::layer_norm_plain(ctx, x, cfg.eps), chunk(ctx, he, 0),
-                     chunk(ctx, he, 1));
+    x = fs.join(nn::modulate(ctx, fs.split(nn::layer_norm_plain(ctx, x, cfg.eps)),
+                             fs.mod(chunk(ctx, he, 0)), fs.mod(chunk(ctx, he, 1))));
     const int64_t co = cfg.out_channels;
     x = nn::linear(c, x, p + "head.head", w, 4 * co);  // features (row, column, channel)
 

@@ -82,7 +82,8 @@ struct WanExtras {
 
 // x [w, h, C * T, N] (channel c of frame t in plane c * T + t; C = in_channels, image-to-video
 // DiTs take the mask and image latent channels after the noisy latent's), timesteps [N]
-// (sigma * 1000), context [text_width, L, N], cos/sin [1, pairs, 1, tokens] -> the flow
+// (sigma * 1000) or [T * N] (one per frame, item-major: Wan 2.2 TI2V holds given frames at
+// timestep 0), context [text_width, L, N], cos/sin [1, pairs, 1, tokens] -> the flow
 // velocity [w, h, out_channels * T, N].
 ggml_tensor* build_wan(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, int64_t frames,
                        ggml_tensor* timesteps, ggml_tensor* context, ggml_tensor* cos,

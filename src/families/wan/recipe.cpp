@@ -180,13 +180,13 @@ Result<Family> load(const FamilyContext& ctx) {
 
     auto ae = WanAutoencoder::create(ctx, ctx.placement.vae, *vae, /*video=*/true);
     if (!ae.ok()) return ae.status();
-    if (wan_takes_images(*dit)) {
+    if (wan_takes_images(*dit) || wan_holds_frames(*dit)) {
         if (!(*ae)->can_encode()) {
             return Status::Error(name + " image-to-video needs a full VAE (with the encoder)");
         }
         f.video_conditions = wan_video_conditions(*dit, ae->get(), nullptr);
         f.takes_end_image = true;
-        f.variant += " I2V";
+        if (wan_takes_images(*dit)) f.variant += " I2V";
     }
     f.vae = std::move(*ae);
     return f;
