@@ -124,13 +124,15 @@ void add_generation_options(std::vector<OptionSpec>& out) {
     opt(out, g, "width", OptType::Int, kGenerate)
         .short_name("W")
         .range(kMinSide, kMaxSide)
-        .help("Image width in pixels, in steps of 8; default: the model's (512 for SD1/SD2)")
+        .help(
+            "Image width in pixels, in steps of 8; default: the input image's size with -i / "
+            "--end-img / -r (rounded up), else the model's (512 for SD1/SD2)")
         .check(side_check("--width"))
         .bind(to_int(GGDIFF_FIELD(gen.width)));
     opt(out, g, "height", OptType::Int, kGenerate)
         .short_name("H")
         .range(kMinSide, kMaxSide)
-        .help("Image height in pixels, in steps of 8; default: the model's (512 for SD1/SD2)")
+        .help("Image height in pixels, in steps of 8; default: as --width")
         .check(side_check("--height"))
         .bind(to_int(GGDIFF_FIELD(gen.height)));
     opt(out, g, "batch-count", OptType::Int, kGenerate)

@@ -155,6 +155,23 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     p.width = o.width > 0 ? o.width : f.defaults.width;
     p.height = o.height > 0 ? o.height : f.defaults.height;
     const int m = std::max(8, f.size_multiple);
+    // Without -W and -H the output takes the size of the first input image (the init image,
+    // else the end frame, else the first reference image), rounded up to the model's
+    // multiple, as sd-cli does.
+    const Image* sized = o.init_image            ? &*o.init_image
+                         : o.end_image           ? &*o.end_image
+                         : !o.ref_images.empty() ? &o.ref_images[0]
+                                                 : nullptr;
+    if ((o.width <= 0 || o.height <= 0) && sized && sized->width > 0 && sized->height > 0) {
+        p.width = (sized->width + m - 1) / m * m;
+        p.height = (sized->height + m - 1) / m * m;
+        if (p.width != sized->width || p.height != sized->height) {
+            GGDIFF_LOG_WARN("no -W/-H: the input image is %dx%d; making %dx%d (multiples of %d)",
+                            sized->width, sized->height, p.width, p.height, m);
+        } else {
+            GGDIFF_LOG_INFO("no -W/-H: the size of the input image, %dx%d", p.width, p.height);
+        }
+    }
     if (p.width < m || p.height < m || p.width % m || p.height % m) {
         if (m == 8) {
             return Status::Error(string_format(
