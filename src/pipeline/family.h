@@ -160,6 +160,9 @@ struct LoraTarget {
     std::string label;  // "UNet", "CLIP-L", ... (logs)
     ModuleRunner* runner = nullptr;
     bool text_encoder = false;  // takes a tag's text-encoder weight, else its denoiser weight
+    // The high-noise expert's DiT: patched only by <lora:|high_noise|NAME> tags, which patch
+    // nothing else.
+    bool high_noise = false;
     std::function<std::vector<std::string>(const std::string& weight)> keys;
     // Keys that address only some rows of a weight (given with its torch shape); several
     // weights may answer to one such key, each for its own rows of the module's output (see

@@ -230,6 +230,12 @@ Status LoraManager::apply(Family& family, const std::vector<LoraRequest>& loras)
     std::vector<std::string> hashes;
     size_t n_modules = 0;
     for (const LoraRequest& r : loras) {
+        if (r.high_noise && std::none_of(targets_.begin(), targets_.end(),
+                                         [](const auto& t) { return t->target->high_noise; })) {
+            return Status::Error("<lora:|high_noise|" + r.name +
+                                 ">: this model has no high-noise expert "
+                                 "(--high-noise-diffusion-model, Wan 2.2) to patch");
+        }
         auto file = file_for(r.name);
         if (!file.ok()) return file.status();
         const LoraFile& f = **file;
@@ -242,6 +248,7 @@ Status LoraManager::apply(Family& family, const std::vector<LoraRequest>& loras)
             size_t ti = 0;
             const Address* address = nullptr;
             for (; ti < targets_.size(); ++ti) {
+                if (targets_[ti]->target->high_noise != r.high_noise) continue;
                 auto it = targets_[ti]->weight_of_key.find(key);
                 if (it != targets_[ti]->weight_of_key.end()) {
                     address = &it->second;

@@ -54,6 +54,11 @@ Result<std::string> extract_lora_tags(const std::string& prompt, std::vector<Lor
         }
         LoraRequest r;
         r.name = trim(parts[1]);
+        static const std::string kHighNoise = "|high_noise|";
+        if (r.name.rfind(kHighNoise, 0) == 0) {
+            r.high_noise = true;
+            r.name = trim(r.name.substr(kHighNoise.size()));
+        }
         if (r.name.empty()) return Status::Error("<" + body + ">: the LoRA tag names no file");
         if (parts.size() >= 3 && !parse_weight(trim(parts[2]), &r.te)) {
             return Status::Error("<" + body + ">: \"" + parts[2] + "\" is not a LoRA weight");
@@ -65,7 +70,7 @@ Result<std::string> extract_lora_tags(const std::string& prompt, std::vector<Lor
         if (parts.size() > 4) return Status::Error("<" + body + ">: too many fields");
         bool merged = false;
         for (LoraRequest& have : *loras) {
-            if (have.name == r.name) {
+            if (have.name == r.name && have.high_noise == r.high_noise) {
                 have.te += r.te;
                 have.unet += r.unet;
                 merged = true;

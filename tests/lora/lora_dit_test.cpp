@@ -202,5 +202,66 @@ TEST(LoraDit, WanKohyaAndDiffusersFormsGiveTheSameImage) {
                        dir);
 }
 
+// Wan 2.2 A14B: <lora:|high_noise|NAME:W> (sd-cli's syntax) patches only the high-noise
+// expert, a plain tag only the model; both change the frames, differently. Without an expert
+// the high-noise tag is an error.
+TEST(LoraDit, WanHighNoiseTagPatchesTheExpert) {
+    if (!wan::prerequisites_ok()) return;
+    const std::string expert = wan::fixture("wan_1_3b_high_noise_dit");
+    ASSERT_TRUE(fs::is_regular_file(expert)) << "run through ctest (fixture tests)";
+    const std::string dir = fresh_dir();
+    std::vector<FakeTensor> o;
+    kohya(o, "lora_unet_blocks_0_self_attn_q", pair(1536, 1536, 11));
+    kohya(o, "lora_unet_blocks_1_cross_attn_v", pair(1536, 1536, 12));
+    ggdiff::testing::write_safetensors(dir + "/k.safetensors", o);
+    std::vector<std::string> model = wan::model_args();
+    model.insert(model.end(), {"--high-noise-diffusion-model", expert, "--lora-model-dir", dir});
+    auto run = [&](const std::string& name, const std::string& tag) {
+        std::vector<std::string> args = model;
+        args.insert(args.end(), {"-p",
+                                 "a lighthouse at dusk" + tag,
+                                 "-W",
+                                 "64",
+                                 "-H",
+                                 "64",
+                                 "--video-frames",
+                                 "1",
+                                 "--steps",
+                                 "2",
+                                 "--high-noise-steps",
+                                 "1",
+                                 "--cfg-scale",
+                                 "1",
+                                 "--high-noise-cfg-scale",
+                                 "1",
+                                 "-s",
+                                 "9",
+                                 "-o",
+                                 dir + "/" + name + ".png"});
+        return run_ggdiff(args, dir, 900);
+    };
+    const RunResult plain = run("plain", "");
+    ASSERT_TRUE(plain.succeeded()) << plain.describe();
+    const RunResult high = run("high", "<lora:|high_noise|k:1>");
+    ASSERT_TRUE(high.succeeded()) << high.describe();
+    EXPECT_FALSE(contains(high.err, "match no weight")) << high.err;
+    const RunResult low = run("low", "<lora:k:1>");
+    ASSERT_TRUE(low.succeeded()) << low.describe();
+    const double d_high = compare_images(dir + "/high.png", dir + "/plain.png").mean_abs;
+    const double d_low = compare_images(dir + "/low.png", dir + "/plain.png").mean_abs;
+    const double d_both = compare_images(dir + "/high.png", dir + "/low.png").mean_abs;
+    EXPECT_GT(d_high, 0.5) << "the high-noise LoRA changed nothing";
+    EXPECT_GT(d_low, 0.5) << "the LoRA changed nothing";
+    EXPECT_GT(d_both, 0.5) << "both tags patched the same model";
+    std::printf("high-noise LoRA %.3f, LoRA %.3f, between them %.3f\n", d_high, d_low, d_both);
+
+    std::vector<std::string> args = wan::model_args();
+    args.insert(args.end(), {"--lora-model-dir", dir, "-p", "x<lora:|high_noise|k:1>", "-W", "64",
+                             "-H", "64", "--steps", "1", "-o", dir + "/none.png"});
+    const RunResult none = run_ggdiff(args, dir, 900);
+    EXPECT_FALSE(none.succeeded());
+    EXPECT_TRUE(contains(none.err, "no high-noise expert")) << none.describe();
+}
+
 }  // namespace
 }  // namespace ggdiff::e2e

@@ -55,6 +55,21 @@ TEST(LoraTags, SeparateTextEncoderWeightAndOtherTagsKept) {
     EXPECT_FLOAT_EQ(loras[0].unet, 0.8f);
 }
 
+TEST(LoraTags, HighNoiseTagsAreTheirOwnRequests) {
+    std::vector<LoraRequest> loras;
+    auto text =
+        extract_lora_tags("x<lora:|high_noise|a:0.5><lora:a:1><lora:|high_noise|a>", &loras);
+    ASSERT_TRUE(text.ok()) << text.status().message();
+    EXPECT_EQ(*text, "x");
+    ASSERT_EQ(loras.size(), 2u);
+    EXPECT_EQ(loras[0].name, "a");
+    EXPECT_TRUE(loras[0].high_noise);
+    EXPECT_FLOAT_EQ(loras[0].unet, 1.5f);
+    EXPECT_EQ(loras[1].name, "a");
+    EXPECT_FALSE(loras[1].high_noise);
+    EXPECT_FALSE(extract_lora_tags("<lora:|high_noise|:1>", &loras).ok());
+}
+
 TEST(LoraTags, BadWeightIsAnErrorNamingTheTag) {
     std::vector<LoraRequest> loras;
     auto text = extract_lora_tags("x <lora:kohya:strong>", &loras);

@@ -175,6 +175,10 @@ Result<Family> load(const FamilyContext& ctx) {
         if (!expert.ok()) return expert.status().with_context("high-noise expert");
         GGDIFF_LOG_INFO("%s: high-noise expert %s, %lld blocks", name.c_str(),
                         hn->size_name().c_str(), (long long)hn->layers);
+        LoraTarget expert_lora = wan_lora_target((*expert)->runner(), hn->prefix);
+        expert_lora.label = "Wan high-noise DiT";
+        expert_lora.high_noise = true;
+        f.lora_targets.push_back(std::move(expert_lora));
         f.high_noise = std::move(*expert);
     }
 
