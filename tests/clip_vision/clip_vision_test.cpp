@@ -419,6 +419,15 @@ TEST_F(ClipVision, OpenClipAndHfNamesGiveTheSameStates) {
         auto cfg = detect_clip_vision(index, kRole);
         ASSERT_TRUE(cfg.ok()) << tag << ": " << cfg.status().message();
         EXPECT_EQ(cfg->layers, 2) << tag;
+        if (names == TinySpec::Names::OpenClip || names == TinySpec::Names::OpenClipModel) {
+            // The fused in_proj became three slices; the transposed projection and the text
+            // tower keep their names.
+            EXPECT_TRUE(index.has(kTower + "encoder.layers.1.self_attn.v_proj.bias")) << tag;
+            EXPECT_TRUE(index.has(kTower + "post_layernorm.weight")) << tag;
+            EXPECT_TRUE(index.has(kRole + "visual.proj")) << tag;
+            EXPECT_TRUE(index.has(kRole + "transformer.resblocks.0.ln_1.weight")) << tag;
+            EXPECT_FALSE(index.has(kRole + "visual_projection.weight")) << tag;
+        }
         const HostTensor got = encode(index, *cfg, img);
         ASSERT_EQ(got.ne, (std::vector<int64_t>{128, kPositions, 1})) << tag;
         if (first.data.empty()) {
