@@ -218,17 +218,23 @@ class ClipVision : public ::testing::Test {
         EXPECT_FALSE(cfg.ok()) << tag;
         return cfg.ok() ? "" : cfg.status().message();
     }
-    // The encoder's output for `img` on the CPU.
-    HostTensor encode(const TensorIndex& index, const ClipVisionConfig& cfg, const Image& img) {
+    // The encoder on the CPU (null when it cannot be made).
+    std::unique_ptr<ClipVisionEncoder> make_encoder(const TensorIndex& index,
+                                                    const ClipVisionConfig& cfg) {
         ModelOptions options;
         EnginePlacement placement;
         const FamilyContext ctx{options, index, placement, -1, 2, "", nullptr};
         auto enc = ClipVisionEncoder::create(ctx, placement.clip_vision, cfg);
         EXPECT_TRUE(enc.ok()) << enc.status().message();
-        if (!enc.ok()) return {};
-        auto out = (*enc)->encode(img);
+        return enc.ok() ? std::move(*enc) : nullptr;
+    }
+    // The encoder's output for `img`.
+    HostTensor encode(const TensorIndex& index, const ClipVisionConfig& cfg, const Image& img) {
+        auto enc = make_encoder(index, cfg);
+        if (!enc) return {};
+        auto out = enc->encode(img);
         EXPECT_TRUE(out.ok()) << out.status().message();
-        (*enc)->end_phase();
+        enc->end_phase();
         return out.ok() ? *out : HostTensor{};
     }
     // tests/tools/clip_vision_reference.py's hidden states for `img`. Quick GELU as the CPU
@@ -442,21 +448,18 @@ TEST_F(ClipVision, EncoderRefusesAnEmptyImage) {
     const TensorIndex index = open(write_tower(dir_ + "/tower.safetensors", {}));
     auto cfg = detect_clip_vision(index, kRole);
     ASSERT_TRUE(cfg.ok());
-    ModelOptions options;
-    EnginePlacement placement;
-    const FamilyContext ctx{options, index, placement, -1, 2, "", nullptr};
-    auto enc = ClipVisionEncoder::create(ctx, placement.clip_vision, *cfg);
-    ASSERT_TRUE(enc.ok()) << enc.status().message();
+    auto enc = make_encoder(index, *cfg);
+    ASSERT_TRUE(enc);
     Image bad;
     bad.width = 4;
     bad.height = 4;
     bad.channels = 3;  // no pixels
-    EXPECT_FALSE((*enc)->encode(bad).ok());
+    EXPECT_FALSE(enc->encode(bad).ok());
     // A grey image becomes RGB.
     Image grey = test_image(50, 40, 5);
     grey.channels = 1;
     grey.pixels.resize(50 * 40);
-    auto g = (*enc)->encode(grey);
+    auto g = enc->encode(grey);
     ASSERT_TRUE(g.ok()) << g.status().message();
     EXPECT_EQ(g->ne, (std::vector<int64_t>{128, kPositions, 1}));
 }
