@@ -3,8 +3,8 @@
 // missing or mis-shaped tensor and a truncated file, small random towers of both activations
 // (quick GELU at width 128, exact GELU at width 1024) through ClipVisionEncoder against an
 // independent float64 numpy forward (tests/tools/clip_vision_reference.py), the open_clip and
-// HF names giving the same hidden states, the placement the encoder gets, and the families
-// refusing the file they do not read.
+// HF names giving the same hidden states, --type q8_0 weights, the placement the encoder gets,
+// and the families refusing the file they do not read.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -220,10 +220,11 @@ class ClipVision : public ::testing::Test {
     }
     // The encoder on the CPU (null when it cannot be made).
     std::unique_ptr<ClipVisionEncoder> make_encoder(const TensorIndex& index,
-                                                    const ClipVisionConfig& cfg) {
+                                                    const ClipVisionConfig& cfg,
+                                                    int weight_type = -1) {
         ModelOptions options;
         EnginePlacement placement;
-        const FamilyContext ctx{options, index, placement, -1, 2, "", nullptr};
+        const FamilyContext ctx{options, index, placement, weight_type, 2, "", nullptr};
         auto enc = ClipVisionEncoder::create(ctx, placement.clip_vision, cfg);
         EXPECT_TRUE(enc.ok()) << enc.status().message();
         return enc.ok() ? std::move(*enc) : nullptr;
@@ -462,6 +463,26 @@ TEST_F(ClipVision, EncoderRefusesAnEmptyImage) {
     auto g = enc->encode(grey);
     ASSERT_TRUE(g.ok()) << g.status().message();
     EXPECT_EQ(g->ne, (std::vector<int64_t>{128, kPositions, 1}));
+}
+
+// --type q8_0: the matrices quantized, the class and position tables and the patch kernel
+// kept in f16 (cast to f32 in the graph); the states stay close to the f32 ones.
+TEST_F(ClipVision, QuantizedWeightsRun) {
+    const TensorIndex index = open(write_tower(dir_ + "/tower.safetensors", {}));
+    auto cfg = detect_clip_vision(index, kRole);
+    ASSERT_TRUE(cfg.ok());
+    const Image img = test_image(224, 224, 6);
+    const HostTensor want = encode(index, *cfg, img);
+    auto enc = make_encoder(index, *cfg, GGML_TYPE_Q8_0);
+    ASSERT_TRUE(enc);
+    auto got = enc->encode(img);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    double scale = 0;
+    for (float v : want.data) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+    const double d = max_abs_diff(*got, want);
+    std::printf("[ clip vision ] q8_0: max |f32| %.4g, max diff %.3g\n", scale, d);
+    EXPECT_GT(d, 0.0);
+    EXPECT_LT(d, 0.05 * scale);
 }
 
 // The encoder runs where --backend puts clip_vision, else on the text encoders' first device.
