@@ -79,7 +79,8 @@ bool check_mode_inputs(const CliRun& r, std::string& error) {
     // img_gen without a model uses the library's built-in one.
     // convert and info also take a single part (a text encoder or VAE file alone).
     if ((mode == "convert" || mode == "info") && !any_model) {
-        for (const char* f : {"vae", "clip_l", "clip_g", "t5xxl", "llm", "llm_vision", "taesd"}) {
+        for (const char* f :
+             {"vae", "clip_l", "clip_g", "t5xxl", "llm", "llm_vision", "taesd", "clip_vision"}) {
             if (r.given(f)) return true;
         }
         error = mode == "convert"

@@ -49,7 +49,7 @@ int ggdiff_loaded_model_info(const ggdiff_model* model, char** out) {
         {"vae", &f.vae},       {"clip_l", &f.clip_l},
         {"clip_g", &f.clip_g}, {"t5xxl", &f.t5xxl},
         {"llm", &f.llm},       {"llm_vision", &f.llm_vision},
-        {"taesd", &f.taesd}};
+        {"taesd", &f.taesd},   {"clip_vision", &f.clip_vision}};
     for (const auto& [role, path] : roles)
         if (!path->empty()) files[role] = *path;
     if (f.model.empty() && f.diffusion_model.empty()) {

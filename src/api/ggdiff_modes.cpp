@@ -38,6 +38,7 @@ ggdiff::Result<ggdiff::TensorIndex> open_named_files(const ggdiff::ApiOptions& o
         {&o.model.t5xxl, "t5xxl"},
         {&o.model.llm, "llm"},
         {&o.model.llm_vision, "llm_vision"},
+        {&o.model.clip_vision, "clip_vision"},
         {&o.model.taesd, "taesd"}};
     for (const auto& [path, role] : roles) {
         if (!path->empty()) files.emplace_back(*path, role);

@@ -37,7 +37,10 @@ void add_model_options(std::vector<OptionSpec>& out) {
         .alias("tae");
     file("clip_l", "CLIP ViT-L text encoder", GGDIFF_FIELD(model.clip_l));
     file("clip_g", "OpenCLIP ViT-bigG text encoder", GGDIFF_FIELD(model.clip_g));
-    planned("clip_vision", "CLIP vision encoder");
+    file("clip_vision",
+         "CLIP vision encoder (Wan 2.1 image-to-video: ViT-H/14, e.g. ComfyUI's "
+         "clip_vision_h.safetensors; HF or open_clip names)",
+         GGDIFF_FIELD(model.clip_vision));
     file("t5xxl", "T5-XXL text encoder", GGDIFF_FIELD(model.t5xxl));
     file("llm", "LLM text encoder (Qwen2.5-VL for Qwen Image, Mistral for FLUX.2, ...)",
          GGDIFF_FIELD(model.llm))

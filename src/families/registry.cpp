@@ -92,6 +92,15 @@ Result<const FamilyRecipe*> runnable_family(const TensorIndex& index) {
 }
 
 Status check_part_files(const FamilyRecipe& recipe, const ModelOptions& options) {
+    // --clip_vision is refused by every family that does not list it, even one whose other
+    // part files are not checked: only image-to-video models read it.
+    if (!options.clip_vision.empty() &&
+        (!recipe.part_files ||
+         (std::string(",") + recipe.part_files + ",").find(",clip_vision,") == std::string::npos)) {
+        return Status::Error("--clip_vision " + options.clip_vision + ": " + recipe.display +
+                             " models have no part that reads it (a CLIP vision encoder for "
+                             "image-to-video models); leave it out");
+    }
     if (!recipe.part_files) return Status::Ok();
     const std::string reads = std::string(",") + recipe.part_files + ",";
     const std::pair<const char*, const std::string*> parts[] = {

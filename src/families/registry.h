@@ -44,6 +44,7 @@ std::vector<std::string> family_signatures();
 
 // An error naming the first part file in `options` (--clip_l, --clip_g, --t5xxl, --llm,
 // --taesd) that the recipe's parts do not read; Ok when all are read or unchecked.
+// --clip_vision is always checked: a recipe without "clip_vision" in part_files refuses it.
 Status check_part_files(const FamilyRecipe& recipe, const ModelOptions& options);
 
 }  // namespace ggdiff

@@ -14,8 +14,9 @@ constexpr const char* kHighNoisePrefix = "model.high_noise_diffusion_model.";
 constexpr const char* kVaePrefix = "first_stage_model.";
 constexpr const char* kControlPrefix = "control_model.";
 constexpr const char* kUpscalerPrefix = "upscaler.";
+constexpr const char* kClipVisionPrefix = "clip_vision.";
 
-enum class RoleKind { Full, Diffusion, Vae, TextEncoder, Control, Upscaler, Other };
+enum class RoleKind { Full, Diffusion, Vae, TextEncoder, Control, Upscaler, ClipVision, Other };
 
 RoleKind kind_of(const std::string& prefix) {
     if (prefix.empty()) return RoleKind::Full;
@@ -23,6 +24,7 @@ RoleKind kind_of(const std::string& prefix) {
     if (prefix == kVaePrefix) return RoleKind::Vae;
     if (prefix == kControlPrefix) return RoleKind::Control;
     if (prefix == kUpscalerPrefix) return RoleKind::Upscaler;
+    if (prefix == kClipVisionPrefix) return RoleKind::ClipVision;
     if (starts_with(prefix, "text_encoders.") || starts_with(prefix, "cond_stage_model.") ||
         starts_with(prefix, "conditioner.")) {
         return RoleKind::TextEncoder;
@@ -83,16 +85,20 @@ void convert_all(Work* w, const std::function<bool(const std::string&, std::stri
     }
 }
 
-// `text_encoder` (a "text_encoders.<x>." role): a name the wrappers left under "transformer."
-// (in a file where not every name has it, so that wrapper stayed) loses it here, one name at
-// a time. A canonical name must never read "text_encoders.<x>.transformer.<y>": that is how
-// single-file DiT checkpoints spell "text_encoders.<x>.<y>" (map_full), and a converted file
-// must read back with the names it was written with.
-void emit(const Work& w, const std::string& prefix, bool openclip, bool text_encoder,
+// One stored name -> its canonical name(s) (several: equal slices of a fused tensor).
+using SplitRename = bool (*)(const std::string&, std::vector<std::string>*);
+
+// `split` (may be null) renames the names it knows. `text_encoder` (a "text_encoders.<x>."
+// role): a name the wrappers left under "transformer." (in a file where not every name has
+// it, so that wrapper stayed) loses it here, one name at a time. A canonical name must never
+// read "text_encoders.<x>.transformer.<y>": that is how single-file DiT checkpoints spell
+// "text_encoders.<x>.<y>" (map_full), and a converted file must read back with the names it
+// was written with.
+void emit(const Work& w, const std::string& prefix, SplitRename split, bool text_encoder,
           std::vector<NameMapping>* out) {
     for (size_t i = 0; i < w.names.size(); ++i) {
         std::vector<std::string> parts;
-        if (openclip && openclip_to_hf(w.names[i], &parts)) {
+        if (split && split(w.names[i], &parts)) {
             for (size_t p = 0; p < parts.size(); ++p) {
                 out->push_back({w.source[i], prefix + parts[p], static_cast<int>(p),
                                 static_cast<int>(parts.size())});
@@ -207,6 +213,9 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
                 wrappers.emplace_back("visual.", false);
             }
             break;
+        case RoleKind::ClipVision:
+            wrappers.emplace_back("model.", true);  // open_clip's whole model, as saved by some
+            break;
         default:
             break;
     }
@@ -227,7 +236,7 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
             }
         }
     }
-    bool openclip = false;
+    SplitRename split = nullptr;
     if (kind == RoleKind::Diffusion && DiffusersUnetMap::detect(w.names)) {
         DiffusersUnetMap m(w.names);
         convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });
@@ -251,7 +260,7 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
         convert_all(&w, old_esrgan_to_basicsr);
         if (notes) notes->push_back("original ESRGAN names renamed to RRDBNet (BasicSR) names");
     } else if (kind == RoleKind::TextEncoder && is_openclip_layout(w.names)) {
-        openclip = true;
+        split = openclip_to_hf;
         if (notes) notes->push_back("open_clip text encoder renamed to HF CLIP layout");
     } else if (kind == RoleKind::TextEncoder && ends_with(prefix, ".visual.") &&
                is_mmproj_layout(w.names)) {
@@ -260,9 +269,18 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
     } else if (kind == RoleKind::TextEncoder && is_llama_gguf_layout(w.names)) {
         convert_all(&w, llama_gguf_to_hf);
         if (notes) notes->push_back("llama.cpp language model names renamed to HF layout");
+    } else if (kind == RoleKind::ClipVision && is_openclip_vision_layout(w.names)) {
+        split = openclip_vision_to_hf;
+        if (notes) notes->push_back("open_clip vision tower renamed to HF CLIP vision layout");
+    } else if (kind == RoleKind::ClipVision) {
+        // HF's own spelling is "pre_layrnorm"; some converted files fix it.
+        convert_all(&w, [](const std::string& n, std::string* o) {
+            *o = n;
+            return replace_prefix(o, "vision_model.pre_layernorm.", "vision_model.pre_layrnorm.");
+        });
     }
     std::vector<NameMapping> out;
-    emit(w, prefix, openclip, starts_with(prefix, "text_encoders."), &out);
+    emit(w, prefix, split, starts_with(prefix, "text_encoders."), &out);
     return out;
 }
 

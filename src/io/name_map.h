@@ -27,6 +27,11 @@
 //   ESRGAN upscalers      upscaler.<BasicSR / Real-ESRGAN RRDBNet names> (conv_first, body.N.rdbK.
 //                         convJ, conv_body, conv_up1/2, conv_hr, conv_last); the original
 //                         ESRGAN names (model.0, model.1.sub.N.RDBk.convj.0, ...) are renamed.
+//   CLIP vision towers    HF CLIPVisionModel layout "clip_vision.vision_model.*" (and
+//                         "clip_vision.visual_projection.weight"), as ComfyUI's clip_vision
+//                         files hold it; open_clip "visual.*" names (with or without a
+//                         "model." wrapper) are renamed to it, fused in_proj split, and the
+//                         "pre_layernorm" spelling becomes HF's "pre_layrnorm".
 //   Anything else         kept as stored, under the role prefix.
 #pragma once
 
@@ -96,6 +101,13 @@ class DiffusersControlNetMap {
 
 bool openclip_to_hf(const std::string& name, std::vector<std::string>* out);
 bool is_openclip_layout(const std::vector<std::string>& names);
+
+// open_clip vision tower ("visual.conv1.weight", "visual.transformer.resblocks.N.attn.
+// in_proj_weight", ...) -> HF CLIPVisionModel names ("vision_model.embeddings.patch_embedding.
+// weight", "vision_model.encoder.layers.N.self_attn.q_proj.weight", ...; a fused in_proj
+// yields q, k, v in order). "visual.proj" is not renamed (open_clip stores it transposed).
+bool is_openclip_vision_layout(const std::vector<std::string>& names);
+bool openclip_vision_to_hf(const std::string& name, std::vector<std::string>* out);
 
 // llama.cpp GGUF names of a Qwen-family LM ("token_embd.weight", "blk.N.attn_q.weight", ...)
 // -> HF names ("model.embed_tokens.weight", "model.layers.N.self_attn.q_proj.weight", ...).

@@ -1,4 +1,4 @@
-// open_clip text tower -> HF CLIPTextModel names.
+// open_clip text and vision towers -> HF CLIPTextModel / CLIPVisionModel names.
 #include "io/name_map.h"
 #include "io/name_util.h"
 
@@ -53,6 +53,41 @@ bool openclip_to_hf(const std::string& name, std::vector<std::string>* out) {
         }
     }
     return false;
+}
+
+bool is_openclip_vision_layout(const std::vector<std::string>& names) {
+    for (const std::string& n : names) {
+        if (starts_with(n, "visual.transformer.resblocks.")) return true;
+    }
+    return false;
+}
+
+bool openclip_vision_to_hf(const std::string& name, std::vector<std::string>* out) {
+    out->clear();
+    std::string rest = name;
+    if (!replace_prefix(&rest, "visual.", "")) return false;
+    // The projection keeps its name: open_clip's [width, proj] is HF's transposed.
+    static const std::pair<const char*, const char*> kFixed[] = {
+        {"class_embedding", "vision_model.embeddings.class_embedding"},
+        {"conv1.weight", "vision_model.embeddings.patch_embedding.weight"},
+        {"ln_pre.weight", "vision_model.pre_layrnorm.weight"},
+        {"ln_pre.bias", "vision_model.pre_layrnorm.bias"},
+        {"ln_post.weight", "vision_model.post_layernorm.weight"},
+        {"ln_post.bias", "vision_model.post_layernorm.bias"},
+    };
+    for (const auto& [from, to] : kFixed) {
+        if (rest == from) {
+            out->push_back(to);
+            return true;
+        }
+    }
+    // The encoder layers and the position table are named as in the text tower.
+    if (rest != "positional_embedding" && !starts_with(rest, "transformer.resblocks.")) {
+        return false;
+    }
+    if (!openclip_to_hf(rest, out)) return false;
+    for (std::string& n : *out) replace_prefix(&n, "text_model.", "vision_model.");
+    return true;
 }
 
 }  // namespace ggdiff

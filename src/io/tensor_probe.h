@@ -28,6 +28,16 @@ struct TensorProbe {
         }
         return t->shape;
     }
+    // Tensor `n` is there with exactly `want` (torch order).
+    Status expect(const std::string& n, const std::vector<int64_t>& want) const {
+        const TensorInfo* t = index.find(prefix + n);
+        if (!t) return missing(n);
+        if (t->shape != want) {
+            return Status::Error(model + ": tensor " + prefix + n + " has shape " +
+                                 shape_string(t->shape) + ", expected " + shape_string(want));
+        }
+        return Status::Ok();
+    }
     Status missing(const std::string& n) const {
         return Status::Error(model + ": missing tensor " + prefix + n);
     }

@@ -276,7 +276,8 @@ struct FamilyRecipe {
     Result<Family> (*load)(const FamilyContext& context);
     // The stand-alone part files its parts read, as their flags spell them without "--"
     // ("vae,taesd,clip_l"); a part file given for any other part (--clip_g, --t5xxl, --llm,
-    // --clip_l, --taesd) is an error rather than silently unused. nullptr: not checked.
+    // --clip_l, --taesd) is an error rather than silently unused. nullptr: not checked, but
+    // for --clip_vision, which only a family that lists it reads.
     const char* part_files = nullptr;
     // The family's own tensor names (bare files, diffusers forms and pipelines), or nullptr
     // when it has none beyond the shared layouts (io/model_layout.h).

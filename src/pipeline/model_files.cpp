@@ -56,6 +56,7 @@ Result<TensorIndex> open_model_files(const ModelOptions& options) {
         {"t5xxl", &o.t5xxl},
         {"llm", &o.llm},
         {"llm_vision", &o.llm_vision},  // after --llm: its visual.* tensors give way
+        {"clip_vision", &o.clip_vision},
         {"taesd", &o.taesd},
         {"control-net", &o.control_net},
     };

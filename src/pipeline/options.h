@@ -28,8 +28,9 @@ struct ModelOptions {
     std::string high_noise_diffusion_model;
     std::string vae;  // --vae
     std::string clip_l, clip_g, t5xxl, llm;
-    std::string llm_vision;  // --llm_vision: the LLM's vision tower in its own file
-    std::string taesd;       // --taesd
+    std::string llm_vision;   // --llm_vision: the LLM's vision tower in its own file
+    std::string clip_vision;  // --clip_vision: a CLIP vision encoder (Wan image-to-video)
+    std::string taesd;        // --taesd
     // --taesd-preview-only: with --taesd, TAESD decodes the previews only; the final images
     // (and img2img encodes) use the full VAE.
     bool taesd_preview_only = false;

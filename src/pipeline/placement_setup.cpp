@@ -122,12 +122,16 @@ Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& o, const Te
     if (!spec.ok()) return spec.status();
     uint64_t bytes[4] = {0, 0, 0, 0};
     const std::string control_prefix = prefix_for_role("control-net");
+    const std::string clip_vision_prefix = prefix_for_role("clip_vision");
     for (const TensorInfo& t : index.tensors()) {
         Component c = component_of(t.name);
         // A ControlNet runs beside the denoiser, on its first device (resolve_placement), so
-        // its weights are planned as part of the diffusion component.
+        // its weights are planned as part of the diffusion component; a CLIP vision encoder
+        // runs where the text encoders run.
         if (c == Component::Other && t.name.rfind(control_prefix, 0) == 0) {
             c = Component::Diffusion;
+        } else if (c == Component::Other && t.name.rfind(clip_vision_prefix, 0) == 0) {
+            c = Component::TextEncoder;
         }
         bytes[static_cast<int>(c)] += converted_bytes(t, weight_type);
     }
@@ -182,6 +186,16 @@ Result<std::vector<EnginePlacement>> resolve_placement(const ModelOptions& o,
             module_devices(effective, placement::Module::ControlNet, k, devices, o.stream_layers);
         ep.upscaler =
             module_devices(effective, placement::Module::Upscaler, k, devices, o.stream_layers);
+        const placement::Module cv = placement::Module::ClipVision;
+        if (effective.backend.modules.count(cv) || effective.params.modules.count(cv) ||
+            effective.split_mode.modules.count(cv)) {
+            ep.clip_vision = module_devices(effective, cv, k, devices, o.stream_layers);
+        } else {
+            ep.clip_vision = ep.te.first_device_only();
+            ep.clip_vision.module = placement::module_name(cv);
+            ep.clip_vision.cut_budget = 0;
+            ep.clip_vision.block_segments.clear();
+        }
         if (measured) {
             // Layer-split shares keep the measured compute buffer (with its margin) per device.
             for (ModuleDevices* md : {&ep.te, &ep.diffusion}) {

@@ -18,6 +18,9 @@ namespace ggdiff {
 struct EnginePlacement {
     ModuleDevices te, diffusion, vae, control;
     ModuleDevices upscaler;  // --upscale-model (its first replica's only)
+    // --clip_vision: its own entry when the flags name the clip_vision module, else the text
+    // encoders' first device (with their params location).
+    ModuleDevices clip_vision;
     bool auto_fit = false;
     // Data parallel: the devices of the replica's '|' entries and its name ("RPC1", or
     // "CUDA1+RPC1"); empty without '|'.

@@ -1,6 +1,6 @@
-// Stand-alone part files (--clip_l, --clip_g, --t5xxl, --llm, --taesd) are either read by the
-// model's parts or refused before loading: never silently unused. SD1/SD2 read --clip_l in
-// place of the checkpoint's text encoder.
+// Stand-alone part files (--clip_l, --clip_g, --t5xxl, --llm, --taesd, --clip_vision) are either
+// read by the model's parts or refused before loading: never silently unused. SD1/SD2 read --clip_l
+// in place of the checkpoint's text encoder.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -27,7 +27,7 @@ RunResult run_sd1(const std::string& dir, const std::string& out,
 TEST(PartFiles, UnreadPartFileIsRefusedBeforeLoading) {
     ASSERT_TRUE(prerequisites_ok());
     const std::string dir = fresh_dir();
-    for (const char* flag : {"--t5xxl", "--clip_g", "--llm"}) {
+    for (const char* flag : {"--t5xxl", "--clip_g", "--llm", "--clip_vision"}) {
         const std::string out = dir + "/out.png";
         const RunResult r = run_sd1(dir, out, {flag, fixture_path(), "-v"});
         EXPECT_TRUE(r.failed_cleanly()) << r.describe();

@@ -74,23 +74,29 @@ std::string ClipTextConfig::projection_name() const {
     }
 }
 
-namespace {
-
-ggml_tensor* clip_layer(nn::Ctx& c, const ClipTextConfig& cfg, ggml_tensor* x,
-                        const std::string& p) {
-    const int64_t d = cfg.width;
+ggml_tensor* clip_encoder_layer(nn::Ctx& c, const ClipLayerShape& s, ggml_tensor* x,
+                                const std::string& p) {
+    const int64_t d = s.width;
     ggml_tensor* h = nn::layer_norm(c, x, p + "layer_norm1", d);
     ggml_tensor* q = nn::linear(c, h, p + "self_attn.q_proj", d, d);
     ggml_tensor* k = nn::linear(c, h, p + "self_attn.k_proj", d, d);
     ggml_tensor* v = nn::linear(c, h, p + "self_attn.v_proj", d, d);
-    h = nn::attention(c.ctx, q, k, v, static_cast<int>(cfg.heads), /*causal=*/true);
+    h = nn::attention(c.ctx, q, k, v, static_cast<int>(s.heads), s.causal);
     x = ggml_add(c.ctx, x, nn::linear(c, h, p + "self_attn.out_proj", d, d));
 
     h = nn::layer_norm(c, x, p + "layer_norm2", d);
-    h = nn::linear(c, h, p + "mlp.fc1", d, cfg.intermediate);
-    h = cfg.quick_gelu ? ggml_gelu_quick(c.ctx, h) : ggml_gelu_erf(c.ctx, h);
-    h = nn::linear(c, h, p + "mlp.fc2", cfg.intermediate, d);
+    h = nn::linear(c, h, p + "mlp.fc1", d, s.intermediate);
+    h = s.quick_gelu ? ggml_gelu_quick(c.ctx, h) : ggml_gelu_erf(c.ctx, h);
+    h = nn::linear(c, h, p + "mlp.fc2", s.intermediate, d);
     return ggml_add(c.ctx, x, h);
+}
+
+namespace {
+
+ggml_tensor* clip_layer(nn::Ctx& c, const ClipTextConfig& cfg, ggml_tensor* x,
+                        const std::string& p) {
+    return clip_encoder_layer(c, {cfg.width, cfg.heads, cfg.intermediate, cfg.quick_gelu, true}, x,
+                              p);
 }
 
 }  // namespace

@@ -64,4 +64,17 @@ ClipOutputs build_clip(nn::Ctx& c, const ClipTextConfig& cfg, ggml_tensor* token
 // Names of the encoder layers' prefixes, in order (for layer split).
 std::vector<std::string> clip_layer_prefixes(const ClipTextConfig& cfg);
 
+// One CLIP encoder layer (text and vision towers alike) in the HF names under `prefix`
+// ("....encoder.layers.N."): pre-LN self-attention with biased q/k/v/out projections, then a
+// pre-LN MLP (fc1, GELU or quick GELU, fc2), each added to x [width, tokens, N].
+struct ClipLayerShape {
+    int64_t width = 768;
+    int64_t heads = 12;
+    int64_t intermediate = 3072;
+    bool quick_gelu = true;
+    bool causal = true;  // the text towers' causal mask; the vision towers see every token
+};
+ggml_tensor* clip_encoder_layer(nn::Ctx& c, const ClipLayerShape& s, ggml_tensor* x,
+                                const std::string& prefix);
+
 }  // namespace ggdiff::models
