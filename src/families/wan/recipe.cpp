@@ -13,8 +13,10 @@
 #include "families/wan/conditions.h"
 #include "families/wan/denoiser.h"
 #include "families/wan/names.h"
+#include "models/te/clip_vision.h"
 #include "models/te/t5.h"
 #include "pipeline/family.h"
+#include "pipeline/parts/clip_vision_encoder.h"
 #include "pipeline/parts/t5_encoder.h"
 #include "pipeline/parts/wan_autoencoder.h"
 
@@ -25,6 +27,7 @@ constexpr const char* kDit = "model.diffusion_model.";
 constexpr const char* kHighNoise = "model.high_noise_diffusion_model.";
 constexpr const char* kT5 = "text_encoders.t5xxl.";
 constexpr const char* kVae = "first_stage_model.";
+constexpr const char* kClipVision = "clip_vision.";
 constexpr int kWanT5Tokens = 512;
 
 bool detect(const TensorIndex& index) {
@@ -76,11 +79,6 @@ Result<Family> load(const FamilyContext& ctx) {
     const std::string name = ctx.recipe->display;
     auto dit = models::detect_wan_dit(ctx.index, kDit);
     if (!dit.ok()) return dit.status();
-    if (dit->image_embedding) {
-        return Status::Error(name + " " + dit->size_name() +
-                             " image-to-video DiTs with CLIP image features (img_emb) are not "
-                             "supported yet (--clip_vision); Wan 2.2 I2V and text-to-video run");
-    }
     if (dit->vace_layers > 0) {
         return Status::Error(name + " VACE DiTs (vace_blocks) are not supported yet");
     }
@@ -184,11 +182,41 @@ Result<Family> load(const FamilyContext& ctx) {
 
     auto ae = WanAutoencoder::create(ctx, ctx.placement.vae, *vae, /*video=*/true);
     if (!ae.ok()) return ae.status();
+    if (!dit->image_embedding && ctx.index.has_prefix(kClipVision)) {
+        GGDIFF_LOG_WARN(
+            "--clip_vision: this %s DiT takes no CLIP image features (no img_emb); "
+            "the encoder is not used",
+            name.c_str());
+    }
     if (wan_takes_images(*dit) || wan_holds_frames(*dit)) {
         if (!(*ae)->can_encode()) {
             return Status::Error(name + " image-to-video needs a full VAE (with the encoder)");
         }
-        f.video_conditions = wan_video_conditions(*dit, ae->get(), nullptr);
+        WanClipVision clip;
+        if (dit->image_embedding) {
+            // Wan 2.1 I2V / FLF2V: the images' CLIP vision tokens (ViT-H/14, --clip_vision).
+            if (!ctx.index.has_prefix(kClipVision)) {
+                return Status::Error(name + " " + dit->size_name() +
+                                     " image-to-video (img_emb) needs its CLIP vision encoder: "
+                                     "pass --clip_vision clip_vision_h.safetensors");
+            }
+            auto ccfg = models::detect_clip_vision(ctx.index, kClipVision);
+            if (!ccfg.ok()) return ccfg.status().with_context("--clip_vision");
+            if (ccfg->width != dit->image_width) {
+                return Status::Error(string_format(
+                    "--clip_vision: the encoder is %lld wide, the DiT's img_emb takes %lld",
+                    (long long)ccfg->width, (long long)dit->image_width));
+            }
+            auto enc = ClipVisionEncoder::create(ctx, ctx.placement.clip_vision, *ccfg);
+            if (!enc.ok()) return enc.status();
+            std::shared_ptr<ClipVisionEncoder> shared = std::move(*enc);
+            clip = [shared](const Image& img) -> Result<HostTensor> {
+                auto r = shared->encode(img);
+                shared->end_phase();
+                return r;
+            };
+        }
+        f.video_conditions = wan_video_conditions(*dit, ae->get(), std::move(clip));
         f.takes_end_image = true;
         if (wan_takes_images(*dit)) f.variant += " I2V";
     }
@@ -204,7 +232,7 @@ extern const FamilyRecipe kWanRecipe = {"wan",
                                         "blocks.0.cross_attn.q.weight",
                                         detect,
                                         load,
-                                        "diffusion-model,t5xxl,vae",
+                                        "diffusion-model,t5xxl,vae,clip_vision",
                                         &kWanLayout,
                                         {"blocks"},
                                         /*circular=*/false,
