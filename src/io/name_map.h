@@ -5,6 +5,8 @@
 //   UNet (SD1/SD2/SDXL)   model.diffusion_model.{input_blocks,middle_block,output_blocks,...}
 //   VAE                   first_stage_model.{encoder,decoder}.{down,mid,up}...  Attention
 //                         weights keep their stored shape: [C,C,1,1] (LDM) or [C,C] (diffusers).
+//                         The Wan VAE: its original names (conv1, decoder.upsamples.N, ...);
+//                         diffusers AutoencoderKLWan files (Wan 2.1 layout) are renamed.
 //   CLIP text encoders    HF CLIPTextModel layout "<te>.transformer.text_model.*" for the
 //                         checkpoint's own encoders (<te> = cond_stage_model or
 //                         conditioner.embedders.N), "<role prefix>text_model.*" for separate
@@ -84,6 +86,23 @@ class DiffusersVaeMap {
 
   private:
     int up_levels_ = 4;
+};
+
+// diffusers AutoencoderKLWan in the Wan 2.1 layout (Wan 2.1, Qwen Image) -> the original Wan
+// VAE names (conv1, conv2, {encoder,decoder}.conv1, .downsamples.N, .upsamples.N, .middle.K,
+// .head.K; name_map_wan_vae.cpp has the table). detect: the diffusers names of any Wan VAE
+// (RMS-norm gammas in a mid_block); grouped: Wan 2.2's layout (blocks in groups), which is
+// not renamed.
+class DiffusersWanVaeMap {
+  public:
+    static bool detect(const std::vector<std::string>& names);
+    static bool grouped(const std::vector<std::string>& names);
+    explicit DiffusersWanVaeMap(const std::vector<std::string>& names);
+    bool map(const std::string& name, std::string* out) const;
+
+  private:
+    std::vector<int> up_first_;    // original index of each up block's first block
+    std::vector<int> up_resnets_;  // resnets per up block (the upsampler follows them)
 };
 
 // open_clip text tower name (without the "model." wrapper) -> HF CLIP name(s). A fused

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../golden/e2e_support.h"
+#include "../support/wan_vae_diffusers.h"
 #include "families/registry.h"
 #include "ggdiff.h"
 #include "io/tensor_index.h"
@@ -294,6 +295,41 @@ TEST_F(FamilyWalk, InfoNamesTheFamilyOfEveryGoldenSet) {
     }
     // Z-Image among them (the family the old detector missed).
     EXPECT_TRUE(seen.count("z_image"));
+}
+
+// A diffusers WanPipeline folder, given as -m: -M info names wan and counts the VAE, whose
+// vae/ is in diffusers AutoencoderKLWan names (the Wan 2.1 VAE of the wan_tiny set, renamed).
+// The transformer/ and text_encoder/ hold the set's DiT and umT5 as they are.
+TEST_F(FamilyWalk, InfoNamesWanOfADiffusersPipelineFolder) {
+    const std::string pipe = dir_ + "/wan_pipeline";
+    for (const char* sub : {"transformer", "vae", "text_encoder"}) {
+        fs::create_directories(pipe + "/" + sub);
+    }
+    std::ofstream(pipe + "/model_index.json") << R"({"_class_name": "WanPipeline"})";
+    // The VAE's tensor list in diffusers names.
+    const std::string renamed = dir_ + "/wan_vae_diffusers.tensors";
+    {
+        std::ofstream out(renamed);
+        for (const TensorLine& t :
+             read_tensor_list(shared_path("shared/fixtures/qwen_vae.tensors"))) {
+            std::string dims;
+            for (int64_t d : t.shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+            out << wan_vae_test::to_diffusers(t.name) << " " << dims << "\n";
+        }
+    }
+    write_fixture(shared_path("shared/fixtures/wan_1_3b_dit.tensors"),
+                  pipe + "/transformer/diffusion_pytorch_model.safetensors", false);
+    write_fixture(renamed, pipe + "/vae/diffusion_pytorch_model.safetensors", false);
+    write_fixture(shared_path("shared/fixtures/wan_umt5.tensors"),
+                  pipe + "/text_encoder/model.safetensors", false);
+    RunResult r = run_ggdiff({"-M", "info", "-m", pipe}, dir_ + "/logs");
+    ASSERT_TRUE(r.succeeded()) << r.describe();
+    EXPECT_EQ(family_line(r.out).substr(0, 4), "wan ") << r.out;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.out, m, std::regex("\\n  vae +([^\\n]*)"))) << r.out;
+    EXPECT_NE(m[1].str().rfind("0 ", 0), 0u) << r.out;
+    // The log says the VAE was renamed to the original names.
+    EXPECT_NE((r.out + r.err).find("diffusers Wan VAE renamed"), std::string::npos) << r.err;
 }
 
 // -M convert writes the registry's id as ggdiff.family, for every golden set.

@@ -2,12 +2,16 @@
 // (bare DiT files, diffusers forms, diffusers pipeline routes) only through model_index().
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "../io/io_test_util.h"
+#include "../support/wan_vae_diffusers.h"
 #include "families/registry.h"
 #include "io/name_map.h"
+#include "models/vae/wan_vae.h"
 
 namespace ggdiff {
 namespace {
@@ -104,6 +108,72 @@ TEST(FamilyRegistry, UnetPipelinesRoutedByTheirFamily) {
         sd.has("cond_stage_model.transformer.text_model.embeddings.token_embedding.weight"));
     EXPECT_FALSE(
         sd.has("conditioner.embedders.1.transformer.text_model.embeddings.token_embedding.weight"));
+}
+
+// A WanPipeline folder whose vae/ holds the VAE in diffusers AutoencoderKLWan names (the tiny
+// Wan 2.1 VAE of tests/fixtures renamed): it indexes to the original names the Wan VAE reader
+// takes, from the pipeline, from the pipeline given as --vae and from vae/ alone.
+TEST(FamilyRegistry, WanPipelineVaeInDiffusersNames) {
+    const std::string dir = test_dir("registry_wan_pipeline");
+    for (const char* sub : {"transformer", "vae", "text_encoder"}) make_dirs(dir + "/" + sub);
+    write_bytes(dir + "/model_index.json", R"({"_class_name": "WanPipeline"})");
+    write_safetensors(dir + "/transformer/diffusion_pytorch_model.safetensors",
+                      {f16_tensor("patch_embedding.weight", {8, 16, 1, 2, 2}),
+                       f16_tensor("blocks.0.attn2.to_q.weight", {8, 8}),
+                       f16_tensor("condition_embedder.text_embedder.linear_1.weight", {8, 8})});
+    std::vector<FakeTensor> vae;
+    std::ifstream list(std::string(GGDIFF_SOURCE_DIR) + "/tests/fixtures/wan_vae_tiny.tensors");
+    std::string line;
+    while (std::getline(list, line)) {
+        std::istringstream ss(line.substr(0, line.find('#')));
+        std::string name, dims, d;
+        if (!(ss >> name >> dims)) continue;
+        std::vector<int64_t> shape;
+        std::istringstream ds(dims);
+        while (std::getline(ds, d, ',')) shape.push_back(std::stoll(d));
+        vae.push_back(f16_tensor(wan_vae_test::to_diffusers(name), shape));
+    }
+    ASSERT_EQ(vae.size(), 194u);
+    write_safetensors(dir + "/vae/diffusion_pytorch_model.safetensors", vae);
+    write_safetensors(dir + "/text_encoder/model.safetensors",
+                      {f16_tensor("shared.weight", {16, 8})});
+
+    TensorIndex index = model_index();
+    const Status st = index.add(dir);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(family_id(index), "wan");
+    EXPECT_TRUE(index.has("model.diffusion_model.blocks.0.cross_attn.q.weight"));
+    EXPECT_TRUE(index.has("text_encoders.t5xxl.shared.weight"));
+    const TensorInfo* t = index.find("first_stage_model.decoder.upsamples.4.shortcut.weight");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->source_name, "decoder.up_blocks.1.resnets.0.conv_shortcut.weight");
+    auto cfg = models::detect_wan_vae(index);
+    ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+    EXPECT_EQ(cfg->decoder.size(), 15u);
+    EXPECT_EQ(cfg->encoder.size(), 11u);
+    EXPECT_TRUE(cfg->decoder[3].temporal && cfg->decoder[7].temporal);
+    EXPECT_FALSE(cfg->decoder[11].temporal);
+    EXPECT_EQ(cfg->z_dim, 16);
+
+    for (const std::string& path : {dir, dir + "/vae/diffusion_pytorch_model.safetensors"}) {
+        SCOPED_TRACE(path);
+        TensorIndex alone = model_index();
+        ASSERT_TRUE(alone.add(path, prefix_for_role("vae")).ok());
+        EXPECT_EQ(alone.size(), 194u);
+        EXPECT_TRUE(models::detect_wan_vae(alone).ok());
+    }
+    // The file alone as the main model (-m) is filed as the VAE, with every family's layout.
+    std::vector<std::string> names;
+    for (const FakeTensor& v : vae) names.push_back(v.name);
+    for (const NameMapping& m : map_tensor_names(names, "", nullptr, model_layouts())) {
+        EXPECT_EQ(m.name.rfind("first_stage_model.", 0), 0u) << m.name;
+        EXPECT_EQ(m.name.find("_block"), std::string::npos) << m.name;
+    }
+    // Qwen Image's pipelines route vae/ the same way.
+    write_bytes(dir + "/model_index.json", R"({"_class_name": "QwenImagePipeline"})");
+    TensorIndex qwen = model_index();
+    ASSERT_TRUE(qwen.add(dir).ok());
+    EXPECT_TRUE(qwen.has("first_stage_model.encoder.downsamples.8.time_conv.weight"));
 }
 
 // A recognised family runs (Wan, the last detect-only one, runs since issue 30); no family at

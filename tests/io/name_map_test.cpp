@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "../support/wan_vae_diffusers.h"
 #include "io/model_info.h"
 #include "io/name_map.h"
 #include "io/tensor_index.h"
@@ -154,6 +155,103 @@ TEST(NameMap, DiffusersVaeMatchesLdmNames) {
     EXPECT_EQ(mapped_set(diffusers_vae(), "first_stage_model."),
               fixture_names("first_stage_model."));
     EXPECT_EQ(mapped_set(old_style, "first_stage_model."), fixture_names("first_stage_model."));
+}
+
+// The original names of a Wan 2.1 VAE tensor list ("name shape" lines).
+std::vector<std::string> wan_vae_names(const std::string& path) {
+    std::vector<std::string> out;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+        line = line.substr(0, line.find('#'));
+        std::istringstream ss(line);
+        std::string name;
+        if (ss >> name) out.push_back(name);
+    }
+    return out;
+}
+
+// A diffusers AutoencoderKLWan (Wan 2.1 layout) indexes to the original Wan VAE names, as
+// --vae and bare as -m: the tiny VAE of tests/fixtures and the Qwen Image VAE fixture.
+TEST(NameMap, DiffusersWanVaeMatchesOriginalNames) {
+    for (const std::string& list :
+         {std::string(GGDIFF_SOURCE_DIR) + "/tests/fixtures/wan_vae_tiny.tensors",
+          std::string(GGDIFF_SHARED_DIR) + "/fixtures/qwen_vae.tensors"}) {
+        SCOPED_TRACE(list);
+        const std::vector<std::string> original = wan_vae_names(list);
+        ASSERT_GE(original.size(), 190u);
+        std::vector<std::string> diffusers;
+        std::set<std::string> want;
+        for (const std::string& n : original) {
+            diffusers.push_back(wan_vae_test::to_diffusers(n));
+            want.insert("first_stage_model." + n);
+        }
+        EXPECT_EQ(std::set<std::string>(diffusers.begin(), diffusers.end()).size(),
+                  original.size());
+        EXPECT_TRUE(DiffusersWanVaeMap::detect(diffusers));
+        EXPECT_FALSE(DiffusersWanVaeMap::grouped(diffusers));
+        EXPECT_FALSE(DiffusersWanVaeMap::detect(original));
+        EXPECT_EQ(mapped_set(diffusers, "first_stage_model."), want);
+        EXPECT_EQ(mapped_set(diffusers, ""), want);
+        // The original names pass through.
+        EXPECT_EQ(mapped_set(original, "first_stage_model."), want);
+    }
+    // Single names of the real layout, as the reference engine's table has them.
+    const std::vector<std::string> names = {"decoder.up_blocks.1.resnets.0.conv_shortcut.weight",
+                                            "decoder.up_blocks.2.upsamplers.0.resample.1.weight",
+                                            "decoder.up_blocks.0.upsamplers.0.time_conv.weight",
+                                            "decoder.up_blocks.3.resnets.2.norm2.gamma",
+                                            "encoder.down_blocks.5.time_conv.bias",
+                                            "encoder.down_blocks.6.conv_shortcut.bias",
+                                            "encoder.mid_block.attentions.0.to_qkv.weight",
+                                            "decoder.mid_block.resnets.1.conv2.weight",
+                                            "decoder.norm_out.gamma",
+                                            "post_quant_conv.weight"};
+    const std::vector<std::string> want = {
+        "first_stage_model.decoder.upsamples.4.shortcut.weight",
+        "first_stage_model.decoder.upsamples.11.resample.1.weight",
+        "first_stage_model.decoder.upsamples.3.time_conv.weight",
+        "first_stage_model.decoder.upsamples.14.residual.3.gamma",
+        "first_stage_model.encoder.downsamples.5.time_conv.bias",
+        "first_stage_model.encoder.downsamples.6.shortcut.bias",
+        "first_stage_model.encoder.middle.1.to_qkv.weight",
+        "first_stage_model.decoder.middle.2.residual.6.weight",
+        "first_stage_model.decoder.head.0.gamma",
+        "first_stage_model.conv2.weight"};
+    // The other up blocks' tensors fix the block counts.
+    std::vector<std::string> all =
+        wan_vae_names(std::string(GGDIFF_SOURCE_DIR) + "/tests/fixtures/wan_vae_tiny.tensors");
+    for (std::string& n : all) n = wan_vae_test::to_diffusers(n);
+    const std::vector<NameMapping> m = map_tensor_names(all, "first_stage_model.");
+    for (size_t i = 0; i < names.size(); ++i) {
+        bool found = false;
+        for (const NameMapping& x : m) {
+            if (all[x.source] != names[i]) continue;
+            found = true;
+            EXPECT_EQ(x.name, want[i]) << names[i];
+        }
+        EXPECT_TRUE(found) << names[i];
+    }
+    // The SD/FLUX diffusers VAE is no Wan VAE (group norms, no gamma).
+    EXPECT_FALSE(DiffusersWanVaeMap::detect(diffusers_vae()));
+}
+
+// Wan 2.2's AutoencoderKLWan groups its blocks: its names are kept as stored (the Wan VAE
+// reader refuses them by name) instead of being mangled by either renaming.
+TEST(NameMap, DiffusersWan22VaeKeepsItsNames) {
+    const std::vector<std::string> names = {"decoder.mid_block.resnets.0.norm1.gamma",
+                                            "decoder.up_blocks.0.resnets.0.conv1.weight",
+                                            "decoder.up_blocks.0.upsampler.resample.1.weight",
+                                            "encoder.down_blocks.0.resnets.0.norm1.gamma",
+                                            "encoder.down_blocks.0.downsampler.resample.1.weight"};
+    EXPECT_TRUE(DiffusersWanVaeMap::detect(names));
+    EXPECT_TRUE(DiffusersWanVaeMap::grouped(names));
+    std::vector<std::string> notes;
+    const std::vector<NameMapping> m = map_tensor_names(names, "first_stage_model.", &notes);
+    ASSERT_EQ(m.size(), names.size());
+    for (const NameMapping& x : m) EXPECT_EQ(x.name, "first_stage_model." + names[x.source]);
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("Wan 2.2"), std::string::npos) << notes[0];
 }
 
 TEST(NameMap, LdmNamesPassThrough) {

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "../support/wan_vae_diffusers.h"
 #include "io/tensor_index.h"
 #include "models/vae/wan_vae.h"
 #include "pipeline/parts/wan_autoencoder.h"
@@ -660,6 +661,91 @@ TEST_F(WanVideo, AutoencoderVideoAndImageModes) {
     // A video of 6 frames is no Wan video.
     const HostTensor bad = vae_test::random_tensor({32, 24, 3, 6}, 122);
     EXPECT_FALSE((*video)->encode(bad, *rng).ok());
+}
+
+// The same VAE stored in diffusers AutoencoderKLWan names (a WanPipeline's
+// vae/diffusion_pytorch_model.safetensors, given as --vae) indexes to the same tensors, is
+// read as the same network and decodes (video and image) and encodes the same, exactly.
+TEST_F(WanVideo, DiffusersNamesLoadTheSameVae) {
+    std::map<std::string, vae_test::HostWeight> renamed;
+    for (const auto& [name, w] : m_.weights)
+        renamed[wan_vae_test::to_diffusers(name.substr(kPrefix.size()))] = w;
+    ASSERT_EQ(renamed.size(), m_.weights.size());
+    ASSERT_TRUE(renamed.count("decoder.up_blocks.1.resnets.0.conv_shortcut.weight"));
+    ggdiff::TensorIndex original, diffusers;
+    ASSERT_TRUE(
+        original.add(write_weights("wan_vae_tiny_f32.safetensors", m_.weights).string()).ok());
+    const ggdiff::Status st =
+        diffusers.add(write_weights("wan_vae_tiny_diffusers.safetensors", renamed).string(),
+                      ggdiff::prefix_for_role("vae"));
+    ASSERT_TRUE(st.ok()) << st.message();
+
+    ASSERT_EQ(diffusers.size(), original.size());
+    for (const ggdiff::TensorInfo& t : original.tensors()) {
+        const ggdiff::TensorInfo* d = diffusers.find(t.name);
+        ASSERT_NE(d, nullptr) << t.name;
+        EXPECT_EQ(d->shape, t.shape) << t.name;
+        std::vector<float> a, b;
+        ASSERT_TRUE(original.read_f32(t, a).ok());
+        ASSERT_TRUE(diffusers.read_f32(*d, b).ok());
+        EXPECT_EQ(a, b) << t.name;
+    }
+    ASSERT_TRUE(ggdiff::models::is_wan_vae(diffusers, kPrefix));
+    auto cfg = ggdiff::models::detect_wan_vae(diffusers, kPrefix);
+    ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+    ASSERT_EQ(cfg->decoder.size(), cfg_->decoder.size());
+    ASSERT_EQ(cfg->encoder.size(), cfg_->encoder.size());
+    for (size_t i = 0; i < cfg->decoder.size(); ++i) {
+        EXPECT_EQ(cfg->decoder[i].prefix, cfg_->decoder[i].prefix);
+        EXPECT_EQ(cfg->decoder[i].temporal, cfg_->decoder[i].temporal) << i;
+        EXPECT_EQ(cfg->decoder[i].shortcut, cfg_->decoder[i].shortcut) << i;
+    }
+    EXPECT_EQ(cfg->taps, cfg_->taps);
+    EXPECT_TRUE(cfg->has_encoder);
+
+    ggdiff::ModelOptions options;
+    ggdiff::EnginePlacement placement;
+    const HostTensor latent = vae_test::random_tensor({4, 3, 16 * 2, 1}, 130);
+    const HostTensor video = vae_test::random_tensor({32, 24, 3, 5}, 131, 0.5f);
+    std::vector<std::vector<float>> outputs[2];
+    for (int k = 0; k < 2; ++k) {
+        const ggdiff::TensorIndex& index = k == 0 ? original : diffusers;
+        const ggdiff::FamilyContext ctx{options, index, placement, -1, 2, "", nullptr};
+        for (bool as_video : {true, false}) {
+            auto vae = ggdiff::WanAutoencoder::create(ctx, placement.vae, *cfg, as_video);
+            ASSERT_TRUE(vae.ok()) << vae.status().message();
+            auto got = (*vae)->decode(latent);
+            ASSERT_TRUE(got.ok()) << got.status().message();
+            outputs[k].push_back(got->data);
+            if (!as_video) continue;
+            auto rng = ggdiff::sampling::make_rng(ggdiff::sampling::RngKind::Cpu, 1);
+            auto enc = (*vae)->encode(video, *rng);
+            ASSERT_TRUE(enc.ok()) << enc.status().message();
+            outputs[k].push_back(enc->data);
+        }
+    }
+    ASSERT_EQ(outputs[0].size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+        ASSERT_FALSE(outputs[0][i].empty());
+        EXPECT_EQ(outputs[0][i], outputs[1][i]) << "output " << i;
+    }
+}
+
+// Wan 2.2's diffusers names (blocks in groups) are not renamed: the reader says so.
+TEST(WanVaeNames, DiffusersWan22IsRefusedByName) {
+    vae_test::Shapes shapes = {{"decoder.mid_block.resnets.0.norm1.gamma", {16}},
+                               {"decoder.up_blocks.0.upsampler.resample.1.weight", {8, 16, 3, 3}},
+                               {"encoder.down_blocks.0.resnets.0.norm1.gamma", {16}}};
+    ggdiff::TensorIndex index;
+    const ggdiff::Status st =
+        index.add(write_safetensors("wan22_diffusers.safetensors", shapes).string(),
+                  ggdiff::prefix_for_role("vae"));
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_TRUE(ggdiff::models::is_wan_vae(index, kPrefix));
+    auto cfg = ggdiff::models::detect_wan_vae(index, kPrefix);
+    ASSERT_FALSE(cfg.ok());
+    EXPECT_NE(cfg.status().message().find("Wan 2.2"), std::string::npos) << cfg.status().message();
+    EXPECT_NE(cfg.status().message().find("not supported yet"), std::string::npos);
 }
 
 }  // namespace

@@ -81,7 +81,8 @@ struct WanVaeConfig {
     bool wan22() const { return patch > 1 || !decoder_groups.empty(); }
 };
 
-// True when the weights under `prefix` are a Wan VAE (RMS-norm gammas in its middle block).
+// True when the weights under `prefix` are a Wan VAE (RMS-norm gammas in its middle block;
+// also a diffusers AutoencoderKLWan left in its names, which detect_wan_vae refuses).
 bool is_wan_vae(const TensorIndex& index, const std::string& prefix = "first_stage_model.");
 
 // Reads the block list and widths; the error names the first missing or mis-shaped tensor.

@@ -1,0 +1,65 @@
+// The inverse of the diffusers AutoencoderKLWan renaming, for tests: an original Wan 2.1 VAE
+// name ("decoder.upsamples.4.shortcut.weight") -> its diffusers name
+// ("decoder.up_blocks.1.resnets.0.conv_shortcut.weight"). Written from diffusers' block
+// structure (4 up blocks of 3 resnets, an upsampler after each of the first three), not from
+// the renaming it checks.
+#pragma once
+
+#include <string>
+
+namespace wan_vae_test {
+
+inline bool swap_prefix(std::string* s, const std::string& from, const std::string& to) {
+    if (s->compare(0, from.size(), from) != 0) return false;
+    *s = to + s->substr(from.size());
+    return true;
+}
+
+// "residual.0.gamma" -> "norm1.gamma", ...; a resampler's member is kept.
+inline std::string diffusers_member(std::string m) {
+    (void)(swap_prefix(&m, "residual.0.", "norm1.") || swap_prefix(&m, "residual.2.", "conv1.") ||
+           swap_prefix(&m, "residual.3.", "norm2.") || swap_prefix(&m, "residual.6.", "conv2.") ||
+           swap_prefix(&m, "shortcut.", "conv_shortcut."));
+    return m;
+}
+
+// "<N>.<rest>" -> N and rest; -1 when no index leads.
+inline int split_index(const std::string& s, std::string* rest) {
+    const size_t dot = s.find('.');
+    if (dot == 0 || dot == std::string::npos) return -1;
+    for (size_t i = 0; i < dot; ++i) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+    }
+    *rest = s.substr(dot + 1);
+    return std::stoi(s.substr(0, dot));
+}
+
+inline std::string to_diffusers(const std::string& name) {
+    std::string s = name;
+    if (swap_prefix(&s, "conv1.", "quant_conv.") || swap_prefix(&s, "conv2.", "post_quant_conv."))
+        return s;
+    const std::string coder = name.substr(0, 8);  // "encoder." / "decoder."
+    std::string r = name.substr(8), rest;
+    if (swap_prefix(&r, "conv1.", "conv_in.") || swap_prefix(&r, "head.0.", "norm_out.") ||
+        swap_prefix(&r, "head.2.", "conv_out.") ||
+        swap_prefix(&r, "middle.1.", "mid_block.attentions.0.")) {
+        return coder + r;
+    }
+    if (swap_prefix(&r, "middle.", "")) {
+        const int k = split_index(r, &rest);
+        return coder + "mid_block.resnets." + std::to_string(k / 2) + "." + diffusers_member(rest);
+    }
+    if (swap_prefix(&r, "downsamples.", "")) {
+        const int k = split_index(r, &rest);
+        return coder + "down_blocks." + std::to_string(k) + "." + diffusers_member(rest);
+    }
+    if (swap_prefix(&r, "upsamples.", "")) {
+        const int k = split_index(r, &rest);
+        const std::string block = coder + "up_blocks." + std::to_string(k / 4) + ".";
+        if (k % 4 == 3) return block + "upsamplers.0." + rest;
+        return block + "resnets." + std::to_string(k % 4) + "." + diffusers_member(rest);
+    }
+    return name;
+}
+
+}  // namespace wan_vae_test
