@@ -22,6 +22,18 @@ std::string last_png() {
     return std::string(GGDIFF_SOURCE_DIR) + "/tests/golden/wan_i2v/last.png";
 }
 
+// A 5-frame 64x64 video request of 2 steps at CFG 1 on a narrow DiT, frames to OUT_%d.png.
+std::vector<std::string> small_video(const std::string& dit, const std::string& vae,
+                                     const std::string& prompt, const std::string& seed,
+                                     const std::string& out) {
+    // clang-format off
+    return {"-M", "vid_gen", "--diffusion-model", dit, "--t5xxl", wan::umt5(), "--vae", vae,
+            "--t5xxl-tokenizer", wan::tokenizer(), "-p", prompt, "-W", "64", "-H", "64",
+            "--video-frames", "5", "--steps", "2", "--cfg-scale", "1", "-s", seed, "-o",
+            out + "_%d.png"};
+    // clang-format on
+}
+
 class WanI2v : public ::testing::Test {
   protected:
     void SetUp() override {
@@ -35,32 +47,8 @@ class WanI2v : public ::testing::Test {
     // Paths of the frames of a 5-frame 64x64 video from the narrow I2V DiT with `extra`
     // arguments.
     std::vector<std::string> video(const std::string& name, const std::vector<std::string>& extra) {
-        std::vector<std::string> args = {"-M",
-                                         "vid_gen",
-                                         "--diffusion-model",
-                                         i2v_dit(),
-                                         "--t5xxl",
-                                         wan::umt5(),
-                                         "--vae",
-                                         wan::vae(),
-                                         "--t5xxl-tokenizer",
-                                         wan::tokenizer(),
-                                         "-p",
-                                         "a cat in a garden",
-                                         "-W",
-                                         "64",
-                                         "-H",
-                                         "64",
-                                         "--video-frames",
-                                         "5",
-                                         "--steps",
-                                         "2",
-                                         "--cfg-scale",
-                                         "1",
-                                         "-s",
-                                         "7",
-                                         "-o",
-                                         dir_ + "/" + name + "_%d.png"};
+        std::vector<std::string> args =
+            small_video(i2v_dit(), wan::vae(), "a cat in a garden", "7", dir_ + "/" + name);
         args.insert(args.end(), extra.begin(), extra.end());
         RunResult r = run_ggdiff(args, dir_, 600);
         EXPECT_TRUE(r.succeeded()) << r.describe();
@@ -102,32 +90,9 @@ TEST_F(WanI2v, FirstAndLastFramesCondition) {
 TEST_F(WanI2v, Ti2vHoldsTheFirstFrame) {
     auto ti2v = [&](const std::string& name, const std::string& prompt, const std::string& seed,
                     bool image) {
-        std::vector<std::string> args = {"-M",
-                                         "vid_gen",
-                                         "--diffusion-model",
-                                         wan::fixture("wan_small_ti2v_dit"),
-                                         "--t5xxl",
-                                         wan::umt5(),
-                                         "--vae",
-                                         wan::fixture("wan22_vae_tiny"),
-                                         "-p",
-                                         prompt,
-                                         "--t5xxl-tokenizer",
-                                         wan::tokenizer(),
-                                         "-W",
-                                         "64",
-                                         "-H",
-                                         "64",
-                                         "--video-frames",
-                                         "5",
-                                         "--steps",
-                                         "2",
-                                         "--cfg-scale",
-                                         "1",
-                                         "-s",
-                                         seed,
-                                         "-o",
-                                         dir_ + "/" + name + "_%d.png"};
+        std::vector<std::string> args =
+            small_video(wan::fixture("wan_small_ti2v_dit"), wan::fixture("wan22_vae_tiny"), prompt,
+                        seed, dir_ + "/" + name);
         if (image) {
             args.push_back("-i");
             args.push_back(first_png());
