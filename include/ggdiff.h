@@ -305,10 +305,11 @@ ggdiff_options* ggdiff_options_clone(const ggdiff_options* options);
 
 /* Sets an image option from pixels in memory instead of a file path: "init-img" (img2img;
  * a Wan image-to-video model's first frame), "end-img" (its last frame), "mask"
- * (inpainting: white repaints), "control-image" (ControlNet) or "ref-image" (a
- * reference image of edit models: each call adds one, after any given as files). The pixels
- * are copied; a NULL image clears the option (for "ref-image": all of them). Other names are
- * errors saying why. */
+ * (inpainting: white repaints), "control-image" (ControlNet), "ref-image" (a
+ * reference image of edit models: each call adds one, after any given as files) or
+ * "control-video" (the next frame of a Wan VACE control video; replaces a --control-video
+ * folder). The pixels are copied; a NULL image clears the option (for "ref-image" and
+ * "control-video": all of them). Other names are errors saying why. */
 int ggdiff_options_set_image(ggdiff_options* options, const char* name, const ggdiff_image* image);
 
 /* Encodes an image as "png", "jpeg" (or "jpg") or "webp" into a malloc'd buffer (free()).

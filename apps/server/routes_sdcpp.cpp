@@ -493,10 +493,16 @@ GenRequest parse_vid_gen(const nlohmann::json& body, ServerContext& ctx) {
         r.set_number("vace-strength", vace, "vace_strength");
     }
     read_image(f, "end_image", "end-img", r, ctx.config);
+    // Wan VACE's control video, frame by frame (as --control-video's folder).
     const auto control = f.array("control_frames", 4096);
-    if (!control.empty()) {
-        require_supported("control-video", "control_frames");
-        throw not_supported("control_frames", "control frames in a request");
+    for (size_t i = 0; i < control.size(); ++i) {
+        const std::string key = "control_frames[" + std::to_string(i) + "]";
+        require_supported("control-video", key);
+        if (!control[i].is_string()) throw bad_field(key, "expected a base64 string");
+        r.add_image(
+            "control-video",
+            decode_base64_upload(control[i].get<std::string>(), ctx.config.max_upload_pixels, key),
+            key);
     }
     if (auto hp = f.object("high_noise_sample_params")) read_high_noise(*hp, r);
     read_common_tail(f, body, r, ctx);

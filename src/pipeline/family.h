@@ -92,6 +92,10 @@ struct DenoiseBatch {
     // Image tokens a video model attends to besides the text (Wan I2V's CLIP vision features,
     // [width, tokens, 1]), the same for every item; null: none.
     const HostTensor* image_context = nullptr;
+    // Wan VACE's control context ([w, h, k * frames, 1], the latent's frames), the same for
+    // every item, and the scale of what the VACE blocks add (--vace-strength); null: none.
+    const HostTensor* vace_context = nullptr;
+    float vace_strength = 1.0f;
     // Skip-layer guidance: the denoiser's blocks (as --skip-layers numbers them) that pass
     // their inputs through unchanged in this call; null or empty: none. Only set for a
     // family with Family::skips_layers.
@@ -132,6 +136,11 @@ struct VideoConditions {
     HostTensor concat;             // extra denoiser input channels (DenoiseBatch::concat), or empty
     HostTensor image_context;      // DenoiseBatch::image_context, or empty
     bool used_init_image = false;  // -i went into these (not into img2img)
+    HostTensor vace_context;       // DenoiseBatch::vace_context, or empty
+    float vace_strength = 1.0f;    // DenoiseBatch::vace_strength
+    // Latent frames at the start that only condition the denoiser (Wan VACE's reference
+    // image, -i): sampled with the rest, dropped before decoding.
+    int leading_frames = 0;
 };
 
 // What the family does when the request leaves something unset.
@@ -223,6 +232,8 @@ struct Family {
         video_conditions;
     // Whether video_conditions reads --end-img.
     bool takes_end_image = false;
+    // Whether video_conditions reads --control-video (Wan VACE); elsewhere it is refused.
+    bool takes_control_video = false;
     // Reference images (-r) the denoiser attends to: each is resized to about the output's
     // pixel count (at most 1024x1024) in multiples of this, then encoded by the VAE (through
     // image_input). 0: the family takes none.

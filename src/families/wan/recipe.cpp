@@ -13,6 +13,7 @@
 #include "families/wan/conditions.h"
 #include "families/wan/denoiser.h"
 #include "families/wan/names.h"
+#include "families/wan/vace.h"
 #include "models/te/t5.h"
 #include "pipeline/family.h"
 #include "pipeline/parts/t5_encoder.h"
@@ -34,6 +35,11 @@ bool detect(const TensorIndex& index) {
 // --video-frames aligned down to 4n + 1 -> latent frames.
 int latent_frames(const GenerateOptions& o) {
     return (std::max(1, o.video_frames) - 1) / 4 + 1;
+}
+
+// VACE: one more latent frame for a reference image (-i), dropped before decoding.
+int vace_latent_frames(const GenerateOptions& o) {
+    return wan_vace_latent_frames(o, latent_frames(o));
 }
 
 int output_frames(const GenerateOptions& o) {
@@ -81,8 +87,10 @@ Result<Family> load(const FamilyContext& ctx) {
                              " image-to-video DiTs with CLIP image features (img_emb) are not "
                              "supported yet (--clip_vision); Wan 2.2 I2V and text-to-video run");
     }
-    if (dit->vace_layers > 0) {
-        return Status::Error(name + " VACE DiTs (vace_blocks) are not supported yet");
+    if (dit->vace_layers > 0 && wan_takes_images(*dit)) {
+        return Status::Error(name +
+                             " VACE DiTs with image-to-video input channels are no layout "
+                             "ggdiff knows");
     }
     const std::string& pred = ctx.options.prediction;
     if (!pred.empty() && pred != "sd3_flow") {
@@ -171,6 +179,12 @@ Result<Family> load(const FamilyContext& ctx) {
                 " input channels, text " + std::to_string(hn->text_width) + " vs " +
                 std::to_string(dit->text_width) + ")");
         }
+        if ((hn->vace_layers > 0) != (dit->vace_layers > 0) ||
+            (hn->vace_layers > 0 && hn->vace_in_channels != dit->vace_in_channels)) {
+            return Status::Error(
+                "--high-noise-diffusion-model: the expert and --diffusion-model must both be VACE "
+                "DiTs (vace_blocks, with the same control channels) or neither");
+        }
         auto expert = WanDenoiser::create(ctx, ctx.placement.diffusion, *hn);
         if (!expert.ok()) return expert.status().with_context("high-noise expert");
         GGDIFF_LOG_INFO("%s: high-noise expert %s, %lld blocks", name.c_str(),
@@ -180,6 +194,18 @@ Result<Family> load(const FamilyContext& ctx) {
 
     auto ae = WanAutoencoder::create(ctx, ctx.placement.vae, *vae, /*video=*/true);
     if (!ae.ok()) return ae.status();
+    if (dit->vace_layers > 0) {
+        if (!(*ae)->can_encode()) {
+            return Status::Error(name + " VACE needs a full VAE (with the encoder)");
+        }
+        f.video_conditions = wan_vace_conditions(*dit, ae->get());
+        f.latent_frames = vace_latent_frames;
+        f.takes_control_video = true;
+        f.variant += " VACE";
+        GGDIFF_LOG_INFO("%s: VACE, %lld blocks, one after every %lld", name.c_str(),
+                        (long long)dit->vace_layers,
+                        (long long)models::wan_vace_block_after(*dit, 1));
+    }
     if (wan_takes_images(*dit)) {
         if (!(*ae)->can_encode()) {
             return Status::Error(name + " image-to-video needs a full VAE (with the encoder)");
