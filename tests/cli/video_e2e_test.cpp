@@ -130,7 +130,9 @@ TEST_F(VideoCli, ControlVideoIsAFolderOfFramesForVaceModels) {
         RunResult r = run(cat(sd1_request(), extra));
         EXPECT_TRUE(r.failed_cleanly()) << r.describe();
         EXPECT_TRUE(contains(r.err, message)) << r.describe();
-        if (before_weights) EXPECT_FALSE(read_weights(r)) << r.describe();
+        if (before_weights) {
+            EXPECT_FALSE(read_weights(r)) << r.describe();
+        }
     };
     fails({"--control-video", dir_ + "/missing"}, "not a directory", true);
     fails({"--control-video", frames}, "no frame images", true);
