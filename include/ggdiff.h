@@ -340,7 +340,8 @@ int ggdiff_image_decode(const void* data, size_t size, int64_t max_pixels,
 /* The loaded model as JSON (malloc'd, free()): {"name": main file base name without
  * extension, "family": "SD1" (the family's name with its variant, e.g. "FLUX.1 dev"),
  * "family_id": "sd1" (the registry's id, as ggdiff_list_families and -M info give it),
- * "ref_images": whether the family takes reference images, "skip_layers": whether it does
+ * "ref_images": whether the family takes reference images, "control_video": whether it
+ * takes a control video (Wan VACE: --control-video), "skip_layers": whether it does
  * skip-layer guidance (--slg-scale), "skip_layer_count": the blocks --skip-layers may name
  * (0 .. count-1; 0 without), "files": {"model": path, "vae": path, ...} (the files given, or the
  * built-in model's path as "model"), "vae": VAE file base name or null, "defaults": what the
