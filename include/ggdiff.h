@@ -305,10 +305,11 @@ ggdiff_options* ggdiff_options_clone(const ggdiff_options* options);
 
 /* Sets an image option from pixels in memory instead of a file path: "init-img" (img2img;
  * a Wan image-to-video model's first frame), "end-img" (its last frame), "mask"
- * (inpainting: white repaints), "control-image" (ControlNet) or "ref-image" (a
- * reference image of edit models: each call adds one, after any given as files). The pixels
- * are copied; a NULL image clears the option (for "ref-image": all of them). Other names are
- * errors saying why. */
+ * (inpainting: white repaints), "control-image" (ControlNet), "ref-image" (a
+ * reference image of edit models: each call adds one, after any given as files) or
+ * "control-video" (the next frame of a Wan VACE control video; replaces a --control-video
+ * folder). The pixels are copied; a NULL image clears the option (for "ref-image" and
+ * "control-video": all of them). Other names are errors saying why. */
 int ggdiff_options_set_image(ggdiff_options* options, const char* name, const ggdiff_image* image);
 
 /* Encodes an image as "png", "jpeg" (or "jpg") or "webp" into a malloc'd buffer (free()).
@@ -339,7 +340,8 @@ int ggdiff_image_decode(const void* data, size_t size, int64_t max_pixels,
 /* The loaded model as JSON (malloc'd, free()): {"name": main file base name without
  * extension, "family": "SD1" (the family's name with its variant, e.g. "FLUX.1 dev"),
  * "family_id": "sd1" (the registry's id, as ggdiff_list_families and -M info give it),
- * "ref_images": whether the family takes reference images, "skip_layers": whether it does
+ * "ref_images": whether the family takes reference images, "control_video": whether it
+ * takes a control video (Wan VACE: --control-video), "skip_layers": whether it does
  * skip-layer guidance (--slg-scale), "skip_layer_count": the blocks --skip-layers may name
  * (0 .. count-1; 0 without), "files": {"model": path, "vae": path, ...} (the files given, or the
  * built-in model's path as "model"), "vae": VAE file base name or null, "defaults": what the

@@ -157,7 +157,7 @@ nlohmann::json capabilities(ServerContext& ctx) {
     const nlohmann::json video_features = {
         {"init_image", true},
         {"end_image", option_supported("end-img")},
-        {"control_frames", option_supported("control-video")},
+        {"control_frames", info.value("control_video", false) && option_supported("control-video")},
         {"high_noise_sample_params", option_supported("high-noise-steps")},
         {"lora", ctx.host.lora_supported()},
         {"vae_tiling", true},
@@ -489,14 +489,25 @@ GenRequest parse_vid_gen(const nlohmann::json& body, ServerContext& ctx) {
     r.set_number("moe-boundary", f.number("moe_boundary", -1e9, 1e9), "moe_boundary");
     // sd-server sends vace_strength 1 with every request: it means "not used"; another value
     // goes to the engine option.
-    if (auto vace = f.number("vace_strength", -1e9, 1e9); vace && *vace != 1.0) {
-        r.set_number("vace-strength", vace, "vace_strength");
+    const bool vace = ctx.host.model_info().value("control_video", false);
+    if (auto strength = f.number("vace_strength", -1e9, 1e9); strength && *strength != 1.0) {
+        if (!vace) throw bad_field("vace_strength", "the loaded model is no Wan VACE model");
+        r.set_number("vace-strength", strength, "vace_strength");
     }
     read_image(f, "end_image", "end-img", r, ctx.config);
+    // Wan VACE's control video, frame by frame (as --control-video's folder).
     const auto control = f.array("control_frames", 4096);
-    if (!control.empty()) {
-        require_supported("control-video", "control_frames");
-        throw not_supported("control_frames", "control frames in a request");
+    for (size_t i = 0; i < control.size(); ++i) {
+        const std::string key = "control_frames[" + std::to_string(i) + "]";
+        require_supported("control-video", key);
+        if (!vace) {
+            throw bad_field(key, "the loaded model takes no control video (a Wan VACE model does)");
+        }
+        if (!control[i].is_string()) throw bad_field(key, "expected a base64 string");
+        r.add_image(
+            "control-video",
+            decode_base64_upload(control[i].get<std::string>(), ctx.config.max_upload_pixels, key),
+            key);
     }
     if (auto hp = f.object("high_noise_sample_params")) read_high_noise(*hp, r);
     read_common_tail(f, body, r, ctx);

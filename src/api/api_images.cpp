@@ -68,7 +68,8 @@ int ggdiff_options_set_image(ggdiff_options* options, const char* name, const gg
         if (spec->support == ggdiff::api::Support::NotYet) {
             return fail(spec->flag_name() + " is not supported yet");
         }
-        if (n != "mask" && n != "control-image" && n != "ref-image" && n != "end-img") {
+        if (n != "mask" && n != "control-image" && n != "ref-image" && n != "end-img" &&
+            n != "control-video") {
             return fail("option \"" + n + "\" is not an image");
         }
     }
@@ -85,6 +86,20 @@ int ggdiff_options_set_image(ggdiff_options* options, const char* name, const gg
         ggdiff::Status st = to_image(*image, img);
         if (!st.ok()) return fail(st.with_context(n));
         o.ref_images_in_memory.push_back(std::move(img));
+        return 0;
+    }
+    if (n == "control-video") {
+        // The next control video frame; NULL clears them (and the folder given).
+        o.control_video_path.clear();
+        o.values.erase(n);
+        if (!image) {
+            o.gen.control_frames.clear();
+            return 0;
+        }
+        ggdiff::Image img;
+        ggdiff::Status st = to_image(*image, img);
+        if (!st.ok()) return fail(st.with_context(n));
+        o.gen.control_frames.push_back(std::move(img));
         return 0;
     }
     std::optional<ggdiff::Image>& slot = n == "mask"            ? o.gen.mask

@@ -61,6 +61,7 @@ int ggdiff_loaded_model_info(const ggdiff_model* model, char** out) {
     j["family_id"] = model->engine->family_id();
     const ggdiff::Family& family = model->engine->family_parts();
     j["ref_images"] = family.ref_image_multiple > 0;
+    j["control_video"] = family.takes_control_video;  // Wan VACE: --control-video
     // Skip-layer guidance (--slg-scale) and the blocks --skip-layers may name.
     j["skip_layers"] = family.skips_layers;
     j["skip_layer_count"] = family.skip_layer_count;

@@ -1,11 +1,55 @@
 #include "api/api_options.h"
 
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <random>
 
 #include "image/image_io.h"
 #include "pipeline/generate_plan.h"
 
 namespace ggdiff {
+
+namespace {
+
+// The frame images of `dir` in name order (byte order, as sd-cli sorts them), at most `max`
+// of them; other files are skipped.
+Result<std::vector<Image>> read_frame_dir(const std::string& dir, int max) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) {
+        return Status::Error("--control-video " + dir +
+                             ": not a directory (give a folder of frame images)");
+    }
+    std::vector<fs::path> files;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        if (!it->is_regular_file(ec)) continue;
+        std::string ext = it->path().extension().string();
+        std::transform(ext.begin(), ext.end(), ext.begin(),
+                       [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+        if (ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".webp" || ext == ".bmp") {
+            files.push_back(it->path());
+        }
+    }
+    if (ec) return Status::Error("--control-video " + dir + ": " + ec.message());
+    if (files.empty()) {
+        return Status::Error("--control-video " + dir +
+                             ": no frame images (.png, .jpg, .jpeg, .webp, .bmp) in it");
+    }
+    std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+        return a.filename().string() < b.filename().string();
+    });
+    std::vector<Image> frames;
+    for (const fs::path& f : files) {
+        if (static_cast<int>(frames.size()) >= max) break;
+        auto img = read_image(f.string());
+        if (!img.ok()) return img.status().with_context("--control-video frame " + f.string());
+        frames.push_back(std::move(*img));
+    }
+    return frames;
+}
+
+}  // namespace
 
 Status set_api_option(ApiOptions& options, const std::string& name, const std::string& value) {
     return api::set_option(options, name, value);
@@ -30,6 +74,12 @@ Status resolve_api_inputs(ApiOptions& options) {
     options.gen.ref_images.insert(options.gen.ref_images.end(),
                                   options.ref_images_in_memory.begin(),
                                   options.ref_images_in_memory.end());
+    if (!options.control_video_path.empty()) {
+        auto frames =
+            read_frame_dir(options.control_video_path, std::max(1, options.gen.video_frames));
+        if (!frames.ok()) return frames.status();
+        options.gen.control_frames = std::move(*frames);
+    }
     if (options.init_image_path.empty()) return Status::Ok();
     auto img = read_image(options.init_image_path);
     if (!img.ok()) return img.status().with_context("--init-img " + options.init_image_path);

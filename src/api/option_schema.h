@@ -52,6 +52,7 @@ struct ApiOptions {
     std::string rpc_servers;
     std::string init_image_path;
     std::vector<std::string> ref_image_paths;  // --ref-image, in the order given
+    std::string control_video_path;            // --control-video: a folder of frames
     // Reference images set from memory (ggdiff_options_set_image "ref-image"), in the order
     // given; they follow the files.
     std::vector<Image> ref_images_in_memory;

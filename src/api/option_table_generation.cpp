@@ -1,7 +1,9 @@
 // Schema entries of one generation: prompt, size, sampling, noise, VAE tiling.
 #include <algorithm>
+#include <filesystem>
 
 #include "api/option_decl.h"
+
 #include "core/log.h"
 #include "image/image_io.h"
 #include "sampling/rng.h"
@@ -316,6 +318,25 @@ void add_generation_options(std::vector<OptionSpec>& out) {
             "Frames of a video (-M vid_gen with a video model such as Wan); Wan makes 4n+1 "
             "frames and aligns other counts down (10 -> 9); image models make 1")
         .bind(to_int(GGDIFF_FIELD(gen.video_frames)));
+    opt(out, g, "control-video", OptType::Path, kGenerate)
+        .help(
+            "Folder of control video frames for Wan VACE models: its .png, .jpg, .jpeg, .webp "
+            "and .bmp files in name order (00.png, 01.png, ...), the first --video-frames of "
+            "them, each resized to the output size; missing frames are mid grey. With -i, the "
+            "init image is VACE's reference image")
+        .check([](const OptionValue& v) -> Status {
+            std::error_code ec;
+            if (!v.text.empty() && !std::filesystem::is_directory(v.text, ec)) {
+                return Status::Error("--control-video " + v.text +
+                                     ": not a directory (give a folder of frame images)");
+            }
+            return Status::Ok();
+        })
+        .bind(to_text(GGDIFF_FIELD(control_video_path)));
+    opt(out, g, "vace-strength", OptType::Float, kGenerate)
+        .def("1")
+        .help("Wan VACE: scale of what the VACE blocks add to the video (1: full control)")
+        .bind(to_float(GGDIFF_FIELD(gen.vace_strength)));
 
     g = "High-noise expert (Wan 2.2)";
     auto high_noise = [&](const char* name, OptType type) {

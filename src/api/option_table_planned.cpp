@@ -10,7 +10,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
         return opt(out, group, name, type, kGenerate).not_yet().help(help);
     };
     const char* g = "Generation";
-    later(g, "control-video", OptType::Path, "Folder of ControlNet frames, read in name order");
     later(g, "timestep-shift", OptType::Int,
           "Timestep shift for NitroFusion models (e.g. 250 or 500)");
     later(g, "extra-sample-args", OptType::String, "Extra sampler parameters, key=value,...");
@@ -32,9 +31,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "high-noise-skip-layer-start", OptType::Float, "High-noise skip layer guidance start");
     later(g, "high-noise-skip-layer-end", OptType::Float, "High-noise skip layer guidance end");
     later(g, "high-noise-skip-layers", OptType::IntList, "High-noise skip layer guidance layers");
-
-    g = "Video";
-    later(g, "vace-strength", OptType::Float, "Wan VACE strength");
 
     g = "ControlNet, PhotoMaker, PuLID";
     later(g, "pm-id-images-dir", OptType::Path, "PhotoMaker identity images");

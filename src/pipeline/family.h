@@ -95,6 +95,10 @@ struct DenoiseBatch {
     // Per latent frame, 1 sampled or 0 held (VideoConditions::frame_keep): a held frame is
     // evaluated at timestep 0; null: every frame at the item's timestep.
     const std::vector<float>* frame_keep = nullptr;
+    // Wan VACE's control context ([w, h, k * frames, 1], the latent's frames), the same for
+    // every item, and the scale of what the VACE blocks add (--vace-strength); null: none.
+    const HostTensor* vace_context = nullptr;
+    float vace_strength = 1.0f;
     // Skip-layer guidance: the denoiser's blocks (as --skip-layers numbers them) that pass
     // their inputs through unchanged in this call; null or empty: none. Only set for a
     // family with Family::skips_layers.
@@ -141,6 +145,11 @@ struct VideoConditions {
     // stable-diffusion.cpp does; empty: none.
     std::vector<float> frame_keep;
     std::vector<float> latent;
+    HostTensor vace_context;     // DenoiseBatch::vace_context, or empty
+    float vace_strength = 1.0f;  // DenoiseBatch::vace_strength
+    // Latent frames at the start that only condition the denoiser (Wan VACE's reference
+    // image, -i): sampled with the rest, dropped before decoding.
+    int leading_frames = 0;
 };
 
 // What the family does when the request leaves something unset.
@@ -235,6 +244,8 @@ struct Family {
         video_conditions;
     // Whether video_conditions reads --end-img.
     bool takes_end_image = false;
+    // Whether video_conditions reads --control-video (Wan VACE); elsewhere it is refused.
+    bool takes_control_video = false;
     // Reference images (-r) the denoiser attends to: each is resized to about the output's
     // pixel count (at most 1024x1024) in multiples of this, then encoded by the VAE (through
     // image_input). 0: the family takes none.

@@ -317,6 +317,13 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
             meter.close(t.sampling_figures);
         }
 
+        // Leading latent frames that only conditioned the denoiser are not decoded.
+        GeneratePlan trimmed;
+        if (in.video.leading_frames > 0) {
+            trimmed = *decode_plan;
+            x = drop_leading_frames(trimmed, f.latent_channels, in.video.leading_frames, x);
+            decode_plan = &trimmed;
+        }
         auto td = Clock::now();
         Result<HostTensor> img = Status::Error("not decoded");
         {

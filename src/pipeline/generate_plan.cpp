@@ -204,6 +204,13 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
                              " models (a first-last-frame video model, such as Wan FLF2V or "
                              "Wan I2V, takes it)");
     }
+    if (!o.control_frames.empty() && !f.takes_control_video) {
+        return Status::Error("--control-video is not supported for " + f.name +
+                             " models (a Wan VACE model takes it)");
+    }
+    if (o.vace_strength != 1.0f && !f.takes_control_video) {
+        return Status::Error("--vace-strength applies to Wan VACE models only, not to " + f.name);
+    }
     if (o.end_image && !f.vae->can_encode()) {
         return Status::Error("this VAE has no encoder weights: --end-img needs a full VAE");
     }

@@ -153,6 +153,10 @@ struct GenerateOptions {
     // --end-img: a video's last frame (Wan first-last-frame models; resized to the output size).
     std::optional<Image> end_image;
     std::vector<Image> ref_images;  // -r: reference images (edit / Layered models)
+    // --control-video: a video's control frames in order (Wan VACE; each resized to the output
+    // size; frames past the video's are unused, missing ones mid grey).
+    std::vector<Image> control_frames;
+    float vace_strength = 1.0f;  // --vace-strength: scale of the VACE blocks' contribution
     // Reference images are resized to about the output's pixel count (nearest neighbour, as
     // stable-diffusion.cpp does); off (--disable-auto-resize-ref-image): used at their own
     // size, cropped to whole latent pixels.

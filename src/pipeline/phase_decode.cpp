@@ -69,6 +69,19 @@ Result<HostTensor> decode_once(Family& f, const GeneratePlan& p, const HostTenso
 
 }  // namespace
 
+std::vector<float> drop_leading_frames(GeneratePlan& p, int latent_channels, int drop,
+                                       const std::vector<float>& latent) {
+    const int64_t plane = p.latent_w * p.latent_h, frames = p.frames, kept = frames - drop;
+    std::vector<float> out(static_cast<size_t>(latent_channels * kept * plane));
+    for (int64_t c = 0; c < latent_channels; ++c) {
+        std::copy_n(latent.begin() + (c * frames + drop) * plane, kept * plane,
+                    out.begin() + c * kept * plane);
+    }
+    p.frames = static_cast<int>(kept);
+    p.latent_c = latent_channels * kept;
+    return out;
+}
+
 Result<HostTensor> decode_latent(Family& f, const GeneratePlan& p, std::vector<float> latent,
                                  const TilingOptions& tiling, bool auto_fit) {
     HostTensor x({p.latent_w, p.latent_h, p.latent_c, 1});

@@ -17,6 +17,11 @@
 
 namespace ggdiff {
 
+// `latent` (the plan's shape) without its first `drop` frames (of latent_channels each);
+// `p` is changed to the shape returned.
+std::vector<float> drop_leading_frames(GeneratePlan& p, int latent_channels, int drop,
+                                       const std::vector<float>& latent);
+
 // Decodes `latent` (the plan's latent shape) to images [W, H, channels, frames] in [-1, 1],
 // whole or in tiles as `tiling` says. With `auto_fit`, an untiled decode that fails is
 // retried once with 256x256 tiles (logged).

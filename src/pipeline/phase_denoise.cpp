@@ -51,6 +51,10 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
         if (!in.video.concat.data.empty()) batch.concat = &in.video.concat;
         if (!in.video.image_context.data.empty()) batch.image_context = &in.video.image_context;
         if (!in.video.frame_keep.empty()) batch.frame_keep = &in.video.frame_keep;
+        if (!in.video.vace_context.data.empty()) {
+            batch.vace_context = &in.video.vace_context;
+            batch.vace_strength = in.video.vace_strength;
+        }
         if (in.control) batch.control = &*in.control;
         // Runs the network on `conds` (batchable with each other), one output each.
         auto run = [&](std::vector<const Conditioning*> conds,

@@ -4,6 +4,8 @@
 // in for a video model: its layers come out as the frames of each batch item).
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "../golden/e2e_support.h"
 #include "../golden/qwen_e2e.h"
 #include "image/image_io.h"
@@ -115,6 +117,32 @@ TEST_F(VideoCli, BadOutputsAreRefusedBeforeLoading) {
     EXPECT_TRUE(fps.failed_cleanly()) << fps.describe();
     EXPECT_TRUE(contains(fps.err, "--fps")) << fps.describe();
     EXPECT_TRUE(files_in(dir_).empty());
+}
+
+// --control-video is a folder of frame images, checked before any weight is read; only Wan
+// VACE models take it (and --vace-strength).
+TEST_F(VideoCli, ControlVideoIsAFolderOfFramesForVaceModels) {
+    const std::string frames = dir_ + "/frames";
+    fs::create_directories(frames);
+    auto fails = [&](const std::vector<std::string>& extra, const std::string& message,
+                     bool before_weights) {
+        SCOPED_TRACE(message);
+        RunResult r = run(cat(sd1_request(), extra));
+        EXPECT_TRUE(r.failed_cleanly()) << r.describe();
+        EXPECT_TRUE(contains(r.err, message)) << r.describe();
+        if (before_weights) {
+            EXPECT_FALSE(read_weights(r)) << r.describe();
+        }
+    };
+    fails({"--control-video", dir_ + "/missing"}, "not a directory", true);
+    fails({"--control-video", frames}, "no frame images", true);
+    std::ofstream(frames + "/notes.txt") << "skipped";
+    std::ofstream(frames + "/01.png") << "not a png";
+    fails({"--control-video", frames}, "01.png", true);
+    fs::copy_file(GGDIFF_SHARED_DIR "/golden/sd1_control/circle.png", frames + "/01.png",
+                  fs::copy_options::overwrite_existing);
+    fails({"--control-video", frames}, "--control-video is not supported for SD1", false);
+    fails({"--vace-strength", "0.5"}, "--vace-strength applies to Wan VACE models only", false);
 }
 
 // Several frames per item: one video per batch item (NAME.avi, NAME_1.avi), at --fps, with the

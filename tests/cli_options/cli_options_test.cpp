@@ -98,7 +98,8 @@ const std::map<std::string, std::optional<std::string>>& samples() {
         {"--control-net-cpu", std::nullopt},
         {"--control-net", "control_net.safetensors"},
         {"--control-strength", "0.5"},
-        {"--control-video", "frames"},
+        // A folder of frame images (checked to be a directory when set).
+        {"--control-video", GGDIFF_SHARED_DIR "/golden/sd1_control"},
         {"--convert-name", std::nullopt},
         {"--diffusion-conv-direct", std::nullopt},
         {"--diffusion-fa", std::nullopt},

@@ -60,6 +60,7 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"flux2_tiny", "flux2"},
     {"wan_tiny", "wan"},
     {"wan_moe", "wan"},      // tests/golden: a high-noise expert as well
+    {"wan_vace", "wan"},     // tests/golden: VACE blocks
     {"flow_sde/F", "flux"},  // tests/golden
     {"flow_sde/Q", "qwen_image"},
     {"flux_slg", "flux"},              // tests/golden

@@ -35,8 +35,10 @@ Result<std::unique_ptr<WanDenoiser>> WanDenoiser::create(const FamilyContext& ct
         HostTensor c({cfg.text_width, text, 1});
         const RopeInputs r = rope_inputs(cfg, frames, s, s);
         HostTensor image({cfg.image_width, 2, 1});
+        HostTensor vace({s, s, cfg.vace_in_channels * frames, 1});
         models::WanExtras extras;
         if (cfg.image_embedding) extras.image = gb.input(image);
+        if (cfg.vace_layers > 0) extras.vace = gb.input(vace);
         return std::vector<ggml_tensor*>{
             models::build_wan(gb.nn(), cfg, gb.input(x), frames, gb.input(t), gb.input(c),
                               gb.input(r.cos), gb.input(r.sin), extras)};
@@ -108,6 +110,19 @@ Result<HostTensor> WanDenoiser::run(const DenoiseBatch& b) {
             std::copy_n(b.image_context->data.begin(), is, image.data.begin() + i * is);
         }
     }
+    // VACE DiTs take their control context, laid out as the latent's frames.
+    if (cfg_.vace_layers > 0) {
+        const HostTensor* v = b.vace_context;
+        if (!v || v->dim(0) != w || v->dim(1) != h || v->dim(2) != cfg_.vace_in_channels * frames) {
+            return Status::Error(string_format(
+                "Wan VACE: the DiT takes a control context of %lld channels per frame for %lld "
+                "frames of %lldx%lld latent pixels%s",
+                (long long)cfg_.vace_in_channels, (long long)frames, (long long)w, (long long)h,
+                v ? "; the one given differs" : "; none was given"));
+        }
+    } else if (b.vace_context) {
+        return Status::Error("Wan: a VACE control context for a DiT without vace_blocks");
+    }
     // One timestep per item, or per frame with held frames (at 0).
     HostTensor ts({n});
     ts.data = b.timesteps;
@@ -126,6 +141,10 @@ Result<HostTensor> WanDenoiser::run(const DenoiseBatch& b) {
     auto r = runner_->run([&](GraphBuilder& gb) {
         models::WanExtras extras;
         if (!image.data.empty()) extras.image = gb.input(image);
+        if (cfg_.vace_layers > 0) {
+            extras.vace = gb.input(*b.vace_context);
+            extras.vace_strength = b.vace_strength;
+        }
         return std::vector<ggml_tensor*>{
             models::build_wan(gb.nn(), cfg_, gb.input(*x), frames, gb.input(ts), gb.input(context),
                               gb.input(rope.cos), gb.input(rope.sin), extras)};

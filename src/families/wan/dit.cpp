@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/log.h"
 #include "io/checkpoint_file.h"
 #include "nn/dit.h"
 #include "nn/layers.h"
@@ -108,7 +109,41 @@ ggml_tensor* swap_planes(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h
     return ggml_reshape_4d(ctx, x, w, h, a * b, n);
 }
 
+// [W, H, C*T, N] (frames as x's) -> tokens [width, gw*gh*T, N] through the 1x2x2 3-D
+// convolution `name` (kernel [width, C, 1, 2, 2] as a linear over each patch, plus bias).
+ggml_tensor* patch_tokens(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, int64_t T,
+                          const std::string& name) {
+    ggml_context* ctx = c.ctx;
+    const int64_t N = x->ne[3], cin = x->ne[2] / T, w = cfg.width;
+    x = nn::pad_to_patch(ctx, x, 2);
+    const int64_t pw = x->ne[0], ph = x->ne[1], gw = pw / 2, gh = ph / 2;
+    x = swap_planes(ctx, x, pw, ph, cin, T, N);
+    x = ggml_reshape_4d(ctx, x, pw, ph, cin, T * N);
+    x = nn::patchify(ctx, x, 2);
+    x = ggml_reshape_3d(ctx, x, 4 * cin, gw * gh * T, N);
+    ggml_tensor* pk = c.W(name + ".weight", {2, 2, 1, cin * w});
+    x = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, pk, 4 * cin, w), x);
+    return ggml_add(ctx, x, f32(ctx, c.W(name + ".bias", {w})));
+}
+
+// VACE block n on the control stream `vc`: block 0 first adds before_proj(vc) to the main
+// stream's tokens after patch embedding (x0); returns the block's output (the next block's
+// stream) in `vc` and its after_proj (what the main stream gets) as the result.
+ggml_tensor* vace_block(nn::Ctx& c, const WanConfig& cfg, int64_t n, ggml_tensor*& vc,
+                        ggml_tensor* x0, ggml_tensor* e0, ggml_tensor* context, ggml_tensor* cos,
+                        ggml_tensor* sin, ggml_tensor* image) {
+    const std::string p = cfg.prefix + "vace_blocks." + std::to_string(n) + ".";
+    const int64_t w = cfg.width;
+    if (n == 0) vc = ggml_add(c.ctx, x0, nn::linear(c, vc, p + "before_proj", w, w));
+    vc = block(c, cfg, p, vc, e0, context, cos, sin, image);
+    return nn::linear(c, vc, p + "after_proj", w, w);
+}
+
 }  // namespace
+
+int64_t wan_vace_block_after(const WanConfig& cfg, int64_t n) {
+    return n * (cfg.layers / std::max<int64_t>(1, cfg.vace_layers));
+}
 
 std::string WanConfig::size_name() const {
     if (width == 1536) return "1.3B";
@@ -209,6 +244,35 @@ Result<WanConfig> detect_wan_dit(const TensorIndex& index, const std::string& pr
     while (index.has_prefix(prefix + "vace_blocks." + std::to_string(cfg.vace_layers) + ".")) {
         ++cfg.vace_layers;
     }
+    if (cfg.vace_layers > 0) {
+        const TensorInfo* vp = find_rank(index, prefix + "vace_patch_embedding.weight", 5);
+        if (!vp) {
+            return Status::Error("missing tensor " + prefix +
+                                 "vace_patch_embedding.weight (VACE: a 3-D convolution [width, "
+                                 "channels, 1, 2, 2])");
+        }
+        if (vp->shape[0] != cfg.width || vp->shape[2] != 1 || vp->shape[3] != 2 ||
+            vp->shape[4] != 2) {
+            return Status::Error(prefix + "vace_patch_embedding.weight has shape " +
+                                 shape_string(vp->shape) + ", expected [" +
+                                 std::to_string(cfg.width) + ", channels, 1, 2, 2]");
+        }
+        cfg.vace_in_channels = vp->shape[1];
+        // VACE block n follows main block n * (layers / vace_layers): every main block
+        // index that is a multiple of the step takes one, so their count must match.
+        const int64_t step = cfg.layers / cfg.vace_layers;
+        if (step == 0 || (cfg.layers + step - 1) / step != cfg.vace_layers) {
+            return Status::Error(string_format(
+                "%svace_blocks: %lld VACE blocks do not spread evenly over %lld blocks",
+                prefix.c_str(), (long long)cfg.vace_layers, (long long)cfg.layers));
+        }
+        GGDIFF_TRY(need("vace_blocks.0.before_proj.weight", cfg.width, cfg.width, nullptr));
+        for (int64_t n = 0; n < cfg.vace_layers; ++n) {
+            const std::string vb = "vace_blocks." + std::to_string(n) + ".";
+            GGDIFF_TRY(need(vb + "after_proj.weight", cfg.width, cfg.width, nullptr));
+            GGDIFF_TRY(need(vb + "ffn.0.weight", cfg.ffn, cfg.width, nullptr));
+        }
+    }
     // Each head: frame, row and column dimensions (44 / 42 / 42 for 128).
     const int d = static_cast<int>(cfg.head_dim);
     cfg.axes_dim = {d - 4 * (d / 6), 2 * (d / 6), 2 * (d / 6)};
@@ -248,19 +312,11 @@ ggml_tensor* build_wan(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, int64_t
     ggml_context* ctx = c.ctx;
     const std::string& p = cfg.prefix;
     const int64_t W = x->ne[0], H = x->ne[1], N = x->ne[3], T = frames;
-    const int64_t cin = x->ne[2] / T, w = cfg.width;
+    const int64_t w = cfg.width;
 
     // [W, H, C*T, N] -> frames as batch items [W', H', C, T*N] -> tokens [4C, gw*gh*T, N].
-    x = nn::pad_to_patch(ctx, x, 2);
-    const int64_t pw = x->ne[0], ph = x->ne[1], gw = pw / 2, gh = ph / 2;
-    x = swap_planes(ctx, x, pw, ph, cin, T, N);
-    x = ggml_reshape_4d(ctx, x, pw, ph, cin, T * N);
-    x = nn::patchify(ctx, x, 2);
-    x = ggml_reshape_3d(ctx, x, 4 * cin, gw * gh * T, N);
-    // The 3-D convolution kernel [w, C, 1, 2, 2] as a linear over the patch features.
-    ggml_tensor* pk = c.W(p + "patch_embedding.weight", {2, 2, 1, cin * w});
-    x = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, pk, 4 * cin, w), x);
-    x = ggml_add(ctx, x, f32(ctx, c.W(p + "patch_embedding.bias", {w})));
+    const int64_t pw = W + W % 2, ph = H + H % 2, gw = pw / 2, gh = ph / 2;
+    x = patch_tokens(c, cfg, x, T, p + "patch_embedding");
 
     ggml_tensor* e = ggml_timestep_embedding(ctx, timesteps, static_cast<int>(cfg.freq_dim), 10000);
     e = nn::linear(c, e, p + "time_embedding.0", cfg.freq_dim, w);
@@ -289,8 +345,20 @@ ggml_tensor* build_wan(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, int64_t
         img = nn::layer_norm(c, img, p + "img_emb.proj.4", w, 1e-5f);
     }
 
+    // VACE: the control context's tokens, a stream of their own beside the main one.
+    ggml_tensor* vc = nullptr;
+    ggml_tensor* x0 = x;
+    if (cfg.vace_layers > 0) {
+        GGML_ASSERT(extras.vace && extras.vace->ne[2] == cfg.vace_in_channels * T);
+        vc = patch_tokens(c, cfg, extras.vace, T, p + "vace_patch_embedding");
+    }
+    int64_t next_vace = 0;
     for (int64_t i = 0; i < cfg.layers; ++i) {
         x = block(c, cfg, block_name(cfg, i), x, e0, txt, cos, sin, img);
+        if (next_vace < cfg.vace_layers && wan_vace_block_after(cfg, next_vace) == i) {
+            ggml_tensor* skip = vace_block(c, cfg, next_vace++, vc, x0, e0, txt, cos, sin, img);
+            x = ggml_add(ctx, x, ggml_scale(ctx, skip, extras.vace_strength));
+        }
     }
 
     // Head: e [w, N * F] + head.modulation [w, 2] -> shift, scale.

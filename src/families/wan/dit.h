@@ -49,7 +49,12 @@ struct WanConfig {
     int64_t image_width = 1280;
     // img_emb.emb_pos (FLF2V): positions added to the first and last frames' CLIP tokens.
     int64_t image_positions = 0;
-    int64_t vace_layers = 0;  // vace_blocks.N: VACE
+    // VACE (vace_blocks.N, vace_patch_embedding): a second stack of blocks on the control
+    // context, vace_in_channels per frame (inactive and reactive latents, then the mask's
+    // 8x8 pixels per latent pixel); VACE block n runs after main block n * layers /
+    // vace_layers and adds its after_proj output, times the strength, to the main stream.
+    int64_t vace_layers = 0;
+    int64_t vace_in_channels = 96;
     std::vector<int> axes_dim = {44, 42, 42};
     float theta = 10000.0f;
     float eps = 1e-6f;
@@ -78,7 +83,14 @@ WanRope wan_rope(const WanConfig& cfg, int64_t frames, int64_t grid_h, int64_t g
 struct WanExtras {
     // [image_width, tokens, N]: CLIP vision tokens (257 per image) for img_emb DiTs.
     ggml_tensor* image = nullptr;
+    // [w, h, vace_in_channels * T, 1]: the VACE context for vace_blocks DiTs (frames laid out
+    // as x's), the same for every batch item; required when cfg.vace_layers > 0.
+    ggml_tensor* vace = nullptr;
+    float vace_strength = 1.0f;  // the VACE blocks' output scale (--vace-strength)
 };
+
+// The main block after which VACE block n runs (n * (layers / vace_layers)).
+int64_t wan_vace_block_after(const WanConfig& cfg, int64_t n);
 
 // x [w, h, C * T, N] (channel c of frame t in plane c * T + t; C = in_channels, image-to-video
 // DiTs take the mask and image latent channels after the noisy latent's), timesteps [N]

@@ -13,6 +13,7 @@
 #include "families/wan/conditions.h"
 #include "families/wan/denoiser.h"
 #include "families/wan/names.h"
+#include "families/wan/vace.h"
 #include "models/te/clip_vision.h"
 #include "models/te/t5.h"
 #include "pipeline/family.h"
@@ -37,6 +38,11 @@ bool detect(const TensorIndex& index) {
 // --video-frames aligned down to 4n + 1 -> latent frames.
 int latent_frames(const GenerateOptions& o) {
     return (std::max(1, o.video_frames) - 1) / 4 + 1;
+}
+
+// VACE: one more latent frame for a reference image (-i), dropped before decoding.
+int vace_latent_frames(const GenerateOptions& o) {
+    return wan_vace_latent_frames(o, latent_frames(o));
 }
 
 int output_frames(const GenerateOptions& o) {
@@ -79,8 +85,10 @@ Result<Family> load(const FamilyContext& ctx) {
     const std::string name = ctx.recipe->display;
     auto dit = models::detect_wan_dit(ctx.index, kDit);
     if (!dit.ok()) return dit.status();
-    if (dit->vace_layers > 0) {
-        return Status::Error(name + " VACE DiTs (vace_blocks) are not supported yet");
+    if (dit->vace_layers > 0 && wan_takes_images(*dit)) {
+        return Status::Error(name +
+                             " VACE DiTs with image-to-video input channels are no layout "
+                             "ggdiff knows");
     }
     const std::string& pred = ctx.options.prediction;
     if (!pred.empty() && pred != "sd3_flow") {
@@ -169,6 +177,12 @@ Result<Family> load(const FamilyContext& ctx) {
                 " input channels, text " + std::to_string(hn->text_width) + " vs " +
                 std::to_string(dit->text_width) + ")");
         }
+        if ((hn->vace_layers > 0) != (dit->vace_layers > 0) ||
+            (hn->vace_layers > 0 && hn->vace_in_channels != dit->vace_in_channels)) {
+            return Status::Error(
+                "--high-noise-diffusion-model: the expert and --diffusion-model must both be VACE "
+                "DiTs (vace_blocks, with the same control channels) or neither");
+        }
         auto expert = WanDenoiser::create(ctx, ctx.placement.diffusion, *hn);
         if (!expert.ok()) return expert.status().with_context("high-noise expert");
         GGDIFF_LOG_INFO("%s: high-noise expert %s, %lld blocks", name.c_str(),
@@ -188,7 +202,19 @@ Result<Family> load(const FamilyContext& ctx) {
             "the encoder is not used",
             name.c_str());
     }
-    if (wan_takes_images(*dit) || wan_holds_frames(*dit)) {
+    if (dit->vace_layers > 0) {
+        if (!(*ae)->can_encode()) {
+            return Status::Error(name + " VACE needs a full VAE (with the encoder)");
+        }
+        f.video_conditions = wan_vace_conditions(*dit, ae->get());
+        f.latent_frames = vace_latent_frames;
+        f.takes_control_video = true;
+        f.variant += " VACE";
+        GGDIFF_LOG_INFO("%s: VACE, %lld blocks, one after every %lld", name.c_str(),
+                        (long long)dit->vace_layers,
+                        (long long)models::wan_vace_block_after(*dit, 1));
+    }
+    if (dit->vace_layers == 0 && (wan_takes_images(*dit) || wan_holds_frames(*dit))) {
         if (!(*ae)->can_encode()) {
             return Status::Error(name + " image-to-video needs a full VAE (with the encoder)");
         }
