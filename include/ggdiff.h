@@ -341,7 +341,8 @@ int ggdiff_image_decode(const void* data, size_t size, int64_t max_pixels,
  * extension, "family": "SD1" (the family's name with its variant, e.g. "FLUX.1 dev"),
  * "family_id": "sd1" (the registry's id, as ggdiff_list_families and -M info give it),
  * "ref_images": whether the family takes reference images, "control_video": whether it
- * takes a control video (Wan VACE: --control-video), "skip_layers": whether it does
+ * takes a control video (Wan VACE: --control-video), "end_image": whether it takes a last
+ * frame (Wan image-to-video: --end-img), "skip_layers": whether it does
  * skip-layer guidance (--slg-scale), "skip_layer_count": the blocks --skip-layers may name
  * (0 .. count-1; 0 without), "files": {"model": path, "vae": path, ...} (the files given, or the
  * built-in model's path as "model"), "vae": VAE file base name or null, "defaults": what the

@@ -156,7 +156,7 @@ nlohmann::json capabilities(ServerContext& ctx) {
     // family decides its frames). webm is sd-server's default; this build has no encoder.
     const nlohmann::json video_features = {
         {"init_image", true},
-        {"end_image", option_supported("end-img")},
+        {"end_image", info.value("end_image", false) && option_supported("end-img")},
         {"control_frames", info.value("control_video", false) && option_supported("control-video")},
         {"high_noise_sample_params", option_supported("high-noise-steps")},
         {"lora", ctx.host.lora_supported()},
@@ -493,6 +493,10 @@ GenRequest parse_vid_gen(const nlohmann::json& body, ServerContext& ctx) {
     if (auto strength = f.number("vace_strength", -1e9, 1e9); strength && *strength != 1.0) {
         if (!vace) throw bad_field("vace_strength", "the loaded model is no Wan VACE model");
         r.set_number("vace-strength", strength, "vace_strength");
+    }
+    if (f.has("end_image") && !ctx.host.model_info().value("end_image", false)) {
+        throw bad_field("end_image",
+                        "the loaded model takes no last frame (a Wan image-to-video model does)");
     }
     read_image(f, "end_image", "end-img", r, ctx.config);
     // Wan VACE's control video, frame by frame (as --control-video's folder).

@@ -107,7 +107,8 @@ TEST(ServerVideo, VidGenJobsGiveOneContainer) {
     }
     auto end = post_json(c, "/sdcpp/v1/vid_gen", {{"prompt", "x"}, {"end_image", "AAAA"}});
     ASSERT_TRUE(end);
-    EXPECT_NE(end->body.find("not supported yet"), std::string::npos) << end->body;
+    EXPECT_EQ(end->status, 400) << end->body;
+    EXPECT_NE(end->body.find("takes no last frame"), std::string::npos) << end->body;
     auto health = c.Get("/health");
     ASSERT_TRUE(health);
     EXPECT_EQ(health->status, 200);
