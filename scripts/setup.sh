@@ -66,7 +66,7 @@ PIN
   $SUDO apt-get install -y -q --no-install-recommends \
     build-essential cmake pkg-config git ca-certificates \
     libgtest-dev libgmock-dev nlohmann-json3-dev libcpp-httplib-dev libcli11-dev \
-    libpng-dev libjpeg-dev libwebp-dev zlib1g-dev \
+    libpng-dev libjpeg-dev libwebp-dev libstb-dev zlib1g-dev \
     libopenblas0-pthread python3 python3-numpy python3-pil \
     chromium chromium-driver python3-selenium clang libclang-rt-dev
   $SUDO apt-get install -y -q --no-install-recommends -t sid \

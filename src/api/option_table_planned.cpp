@@ -27,10 +27,18 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "force-sdxl-vae-conv-scale", OptType::Bool, "Apply the conv scale of the SDXL VAE");
 
     g = "High-noise expert (Wan 2.2)";
-    later(g, "high-noise-slg-scale", OptType::Float, "High-noise skip layer guidance scale");
-    later(g, "high-noise-skip-layer-start", OptType::Float, "High-noise skip layer guidance start");
-    later(g, "high-noise-skip-layer-end", OptType::Float, "High-noise skip layer guidance end");
-    later(g, "high-noise-skip-layers", OptType::IntList, "High-noise skip layer guidance layers");
+    // The expert is Wan's, and sd-cli's Wan DiT takes no list of blocks to skip: its
+    // skip-layer pass is the plain one, so these change nothing there either.
+    const char* no_slg =
+        "the high-noise expert is a Wan DiT, which does no skip-layer guidance (sd-cli passes "
+        "Wan no blocks to skip, so its guidance pass equals the plain one)";
+    auto hn_slg = [&](const char* name, OptType type, const char* help) {
+        opt(out, g, name, type, kGenerate).help(help).no_effect(no_slg);
+    };
+    hn_slg("high-noise-slg-scale", OptType::Float, "High-noise skip layer guidance scale");
+    hn_slg("high-noise-skip-layer-start", OptType::Float, "High-noise skip layer guidance start");
+    hn_slg("high-noise-skip-layer-end", OptType::Float, "High-noise skip layer guidance end");
+    hn_slg("high-noise-skip-layers", OptType::IntList, "High-noise skip layer guidance layers");
 
     g = "ControlNet, PhotoMaker, PuLID";
     later(g, "pm-id-images-dir", OptType::Path, "PhotoMaker identity images");

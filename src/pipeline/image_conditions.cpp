@@ -4,13 +4,14 @@
 #include <cmath>
 
 #include "image/canny.h"
+#include "image/input_fit.h"
 #include "pipeline/latent_image.h"
 
 namespace ggdiff {
 
 std::vector<float> mask_weights(const Image& mask, int width, int height, bool binary) {
     Image grey = mask.channels == 1 ? mask : convert_channels(mask, 1);
-    if (grey.width != width || grey.height != height) grey = resize_image(grey, width, height);
+    grey = fit_input_image(grey, width, height);
     std::vector<float> m(grey.pixels.size());
     for (size_t i = 0; i < m.size(); ++i) {
         const float v = grey.pixels[i] / 255.0f;
@@ -73,7 +74,7 @@ void blend_latent(std::vector<float>& x, const std::vector<float>& keep,
 ControlHint make_control_hint(const Image& image, int width, int height, bool canny,
                               float strength) {
     Image rgb = image.channels == 3 ? image : convert_channels(image, 3);
-    if (rgb.width != width || rgb.height != height) rgb = resize_image(rgb, width, height);
+    rgb = fit_input_image(rgb, width, height);
     if (canny) rgb = canny_edges(rgb);
     ControlHint hint;
     hint.strength = strength;

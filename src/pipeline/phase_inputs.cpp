@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/log.h"
+#include "image/input_fit.h"
 #include "pipeline/image_conditions.h"
 #include "pipeline/latent_image.h"
 #include "sampling/schedules.h"
@@ -72,7 +73,7 @@ Result<InitLatents> prepare_init(Family& f, const GeneratePlan& p, const Generat
     }
     const Image img = o.init_image->width == p.width && o.init_image->height == p.height
                           ? *o.init_image
-                          : resize_image(*o.init_image, p.width, p.height);
+                          : fit_input_image(*o.init_image, p.width, p.height);
     auto encode = [&](HostTensor t, const char* what) -> Result<HostTensor> {
         auto enc = f.vae->encode(t, rng);
         if (!enc.ok()) return enc.status().with_context(std::string("encoding ") + what);

@@ -61,6 +61,7 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"wan_tiny", "wan"},
     {"wan_moe", "wan"},      // tests/golden: a high-noise expert as well
     {"wan_vace", "wan"},     // tests/golden: VACE blocks
+    {"wan_i2v", "wan"},      // tests/golden: image-to-video (img_emb)
     {"flow_sde/F", "flux"},  // tests/golden
     {"flow_sde/Q", "qwen_image"},
     {"flux_slg", "flux"},              // tests/golden

@@ -250,7 +250,9 @@ TEST(LoraDit, WanHighNoiseTagPatchesTheExpert) {
     const double d_high = compare_images(dir + "/high.png", dir + "/plain.png").mean_abs;
     const double d_low = compare_images(dir + "/low.png", dir + "/plain.png").mean_abs;
     const double d_both = compare_images(dir + "/high.png", dir + "/low.png").mean_abs;
-    EXPECT_GT(d_high, 0.5) << "the high-noise LoRA changed nothing";
+    // The expert samples only the first (noisiest) step of three, so its LoRA moves the
+    // final frame less (0.24 when written) than the model's (0.70).
+    EXPECT_GT(d_high, 0.1) << "the high-noise LoRA changed nothing";
     EXPECT_GT(d_low, 0.5) << "the LoRA changed nothing";
     EXPECT_GT(d_both, 0.5) << "both tags patched the same model";
     std::printf("high-noise LoRA %.3f, LoRA %.3f, between them %.3f\n", d_high, d_low, d_both);

@@ -92,10 +92,6 @@ TEST(ServerVideo, VidGenJobsGiveOneContainer) {
         {{{"prompt", "x"}, {"moe_boundary", 1.5}}, "moe_boundary"},
         {{{"prompt", "x"}, {"vace_strength", 0.5}}, "vace_strength"},
         {{{"prompt", "x"}, {"control_frames", json::array({"AAAA"})}}, "control_frames"},
-        {{{"prompt", "x"},
-          {"high_noise_sample_params",
-           {{"sample_steps", 4}, {"guidance", {{"slg", {{"scale", 2.0}}}}}}}},
-         "high_noise_sample_params.guidance.slg.scale"},
         {{{"prompt", "x"}, {"fps", 500}}, "fps"},
         {{{"prompt", "x"}, {"batch_count", 2}}, "batch_count"}};
     for (const auto& [body, word] : bad) {

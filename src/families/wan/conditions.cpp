@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "image/input_fit.h"
 #include "pipeline/latent_image.h"
 
 namespace ggdiff {
@@ -14,7 +15,7 @@ constexpr int64_t kClipTokens = 257;
 constexpr int64_t kTi2vChannels = 48;  // Wan 2.2's VAE
 
 Image at_size(const Image& img, int width, int height) {
-    return img.width == width && img.height == height ? img : resize_image(img, width, height);
+    return fit_input_image(img, width, height);
 }
 
 }  // namespace

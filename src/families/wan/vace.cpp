@@ -4,13 +4,14 @@
 #include <string>
 
 #include "core/log.h"
+#include "image/input_fit.h"
 #include "pipeline/latent_image.h"
 
 namespace ggdiff {
 namespace {
 
 Image at_size(const Image& img, int width, int height) {
-    return img.width == width && img.height == height ? img : resize_image(img, width, height);
+    return fit_input_image(img, width, height);
 }
 
 }  // namespace
