@@ -7,7 +7,8 @@
  * and whether it works here, has no effect here, or is not supported yet. A value is
  * checked when it is set, so a bad value fails at ggdiff_options_set, before any model is
  * loaded; the image inputs "mask" (inpainting, with "init-img"), "control-image"
- * (with a "control-net") and "end-img" (video) are read when set, so a file that is not an image fails there.
+ * (with a "control-net") and "end-img" (video) are read when set, so a file that is not
+ * an image fails there.
  * Every function that can fail returns 0 on success and non-zero on error;
  * ggdiff_last_error() then says why (per thread).
  */
