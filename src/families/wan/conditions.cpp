@@ -14,10 +14,6 @@ constexpr int64_t kMaskChannels = 4;
 constexpr int64_t kClipTokens = 257;
 constexpr int64_t kTi2vChannels = 48;  // Wan 2.2's VAE
 
-Image at_size(const Image& img, int width, int height) {
-    return fit_input_image(img, width, height);
-}
-
 }  // namespace
 
 bool wan_takes_images(const models::WanConfig& dit) {
@@ -39,7 +35,7 @@ wan_video_conditions(const models::WanConfig& dit, Autoencoder* vae, WanClipVisi
             const int64_t t = (frames - 1) / 4 + 1;
             vc.frame_keep.assign(static_cast<size_t>(t), 1.0f);
             auto hold = [&](const Image& img, int64_t frame, const char* what) -> Status {
-                auto enc = vae->encode(image_to_tensor(at_size(img, width, height)), rng);
+                auto enc = vae->encode(image_to_tensor(fit_input_image(img, width, height)), rng);
                 if (!enc.ok()) return enc.status().with_context(std::string("encoding ") + what);
                 const int64_t plane = enc->dim(0) * enc->dim(1), z = dit.out_channels;
                 if (enc->dim(2) != z) {
@@ -63,8 +59,8 @@ wan_video_conditions(const models::WanConfig& dit, Autoencoder* vae, WanClipVisi
                             sampling::Rng& rng) -> Result<VideoConditions> {
         VideoConditions vc;
         std::optional<Image> first, last;
-        if (o.init_image) first = at_size(*o.init_image, width, height);
-        if (o.end_image) last = at_size(*o.end_image, width, height);
+        if (o.init_image) first = fit_input_image(*o.init_image, width, height);
+        if (o.end_image) last = fit_input_image(*o.end_image, width, height);
         vc.used_init_image = true;
 
         if (dit.image_embedding) {

@@ -8,14 +8,6 @@
 #include "pipeline/latent_image.h"
 
 namespace ggdiff {
-namespace {
-
-Image at_size(const Image& img, int width, int height) {
-    return fit_input_image(img, width, height);
-}
-
-}  // namespace
-
 int wan_vace_latent_frames(const GenerateOptions& o, int video_latent_frames) {
     return video_latent_frames + (o.init_image ? 1 : 0);
 }
@@ -38,7 +30,8 @@ wan_vace_conditions(const models::WanConfig& dit, Autoencoder* vae) {
         // engine encodes it before the control video.
         HostTensor ref;
         if (o.init_image) {
-            auto enc = vae->encode(image_to_tensor(at_size(*o.init_image, width, height)), rng);
+            auto enc =
+                vae->encode(image_to_tensor(fit_input_image(*o.init_image, width, height)), rng);
             if (!enc.ok())
                 return enc.status().with_context("encoding the VACE reference image (-i)");
             ref = std::move(*enc);
@@ -48,7 +41,8 @@ wan_vace_conditions(const models::WanConfig& dit, Autoencoder* vae) {
         HostTensor control({width, height, 3, frames});
         const int given = std::min<int>(frames, static_cast<int>(o.control_frames.size()));
         for (int i = 0; i < given; ++i) {
-            const HostTensor t = image_to_tensor(at_size(o.control_frames[i], width, height));
+            const HostTensor t =
+                image_to_tensor(fit_input_image(o.control_frames[i], width, height));
             std::copy(t.data.begin(), t.data.end(), control.data.begin() + i * 3 * plane);
         }
         if (given < frames && !o.control_frames.empty()) {
