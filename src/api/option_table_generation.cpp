@@ -283,7 +283,9 @@ void add_generation_options(std::vector<OptionSpec>& out) {
 
     g = "VAE";
     opt(out, g, "vae-tiling", OptType::Bool, kGenerate)
-        .help("Decode / encode in tiles to save memory")
+        .help(
+            "Decode in tiles to save memory (a video in tiles of its region; encoding is not "
+            "tiled)")
         .bind(to_bool(GGDIFF_FIELD(gen.vae_tiling.enabled)));
     opt(out, g, "vae-tile-size", OptType::Pair, kGenerate)
         .range(4, 4096)

@@ -249,13 +249,9 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
         }
         if (notes && converted->converted_note) notes->push_back(converted->converted_note);
     } else if (kind == RoleKind::Vae && DiffusersWanVaeMap::detect(w.names)) {
-        if (DiffusersWanVaeMap::grouped(w.names)) {
-            if (notes) notes->push_back("diffusers Wan 2.2 VAE: names kept, not supported yet");
-        } else {
-            DiffusersWanVaeMap m(w.names);
-            convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });
-            if (notes) notes->push_back("diffusers Wan VAE renamed to the original names");
-        }
+        DiffusersWanVaeMap m(w.names);
+        convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });
+        if (notes) notes->push_back("diffusers Wan VAE renamed to the original names");
     } else if (kind == RoleKind::Vae && DiffusersVaeMap::detect(w.names)) {
         DiffusersVaeMap m(w.names);
         convert_all(&w, [&](const std::string& n, std::string* o) { return m.map(n, o); });

@@ -91,8 +91,8 @@ class DiffusersVaeMap {
 // diffusers AutoencoderKLWan in the Wan 2.1 layout (Wan 2.1, Qwen Image) -> the original Wan
 // VAE names (conv1, conv2, {encoder,decoder}.conv1, .downsamples.N, .upsamples.N, .middle.K,
 // .head.K; name_map_wan_vae.cpp has the table). detect: the diffusers names of any Wan VAE
-// (RMS-norm gammas in a mid_block); grouped: Wan 2.2's layout (blocks in groups), which is
-// not renamed.
+// (RMS-norm gammas in a mid_block); grouped: Wan 2.2's layout (blocks in groups, as the
+// original Wan 2.2 names group them).
 class DiffusersWanVaeMap {
   public:
     static bool detect(const std::vector<std::string>& names);
@@ -101,8 +101,12 @@ class DiffusersWanVaeMap {
     bool map(const std::string& name, std::string* out) const;
 
   private:
-    std::vector<int> up_first_;    // original index of each up block's first block
-    std::vector<int> up_resnets_;  // resnets per up block (the upsampler follows them)
+    bool map_grouped(const std::string& coder, const std::string& rest, std::string* out) const;
+
+    bool grouped_ = false;
+    std::vector<int> up_resnets_;    // resnets per up block (the upsampler follows them)
+    std::vector<int> down_resnets_;  // resnets per down block (Wan 2.2)
+    std::vector<int> up_first_;      // Wan 2.1: original index of each up block's first block
 };
 
 // open_clip text tower name (without the "model." wrapper) -> HF CLIP name(s). A fused

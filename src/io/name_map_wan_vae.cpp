@@ -12,9 +12,12 @@
 //   residual.3, residual.6, shortcut; resamplers (resample.1, time_conv) and the attention
 //   (norm, to_qkv, proj) keep their member names.
 //
-// Wan 2.2's AutoencoderKLWan (48 channels) groups its blocks (down_blocks.N.resnets.M,
-// .downsampler, up_blocks.N.upsampler): no flat renaming fits it, and its names are left as
-// stored (models/vae/wan_vae.cpp says it is not supported).
+// Wan 2.2's AutoencoderKLWan (is_residual, 48 channels) groups its blocks as the original
+// Wan 2.2 VAE does, so its groups keep their index:
+//   encoder.down_blocks.N.resnets.M       encoder.downsamples.N.downsamples.M
+//   encoder.down_blocks.N.downsampler     encoder.downsamples.N.downsamples.R (R: the group's
+//   decoder.up_blocks.N.resnets.M         decoder.upsamples.N.upsamples.M      resnet count)
+//   decoder.up_blocks.N.upsampler         decoder.upsamples.N.upsamples.R
 #include <algorithm>
 
 #include "io/name_map.h"
@@ -79,26 +82,66 @@ bool DiffusersWanVaeMap::grouped(const std::vector<std::string>& names) {
     return false;
 }
 
-DiffusersWanVaeMap::DiffusersWanVaeMap(const std::vector<std::string>& names) {
-    // Per up block: how many resnets (highest index + 1) and whether it has an upsampler.
-    std::vector<int> resnets, upsampler;
+namespace {
+
+// Resnets per block under `blocks` ("decoder.up_blocks."): the highest index + 1 of each.
+std::vector<int> resnet_counts(const std::vector<std::string>& names, const char* blocks) {
+    std::vector<int> counts;
     for (const std::string& n : names) {
         int i = 0, j = 0;
         std::string rest, inner;
-        if (!take_indexed(n, "decoder.up_blocks.", &i, &rest) || i > 1000) continue;
-        if (static_cast<size_t>(i) >= resnets.size()) {
-            resnets.resize(i + 1, 0);
-            upsampler.resize(i + 1, 0);
+        if (!take_indexed(n, blocks, &i, &rest) || i > 1000) continue;
+        if (static_cast<size_t>(i) >= counts.size()) counts.resize(i + 1, 0);
+        if (take_indexed(rest, "resnets.", &j, &inner)) counts[i] = std::max(counts[i], j + 1);
+    }
+    return counts;
+}
+
+}  // namespace
+
+DiffusersWanVaeMap::DiffusersWanVaeMap(const std::vector<std::string>& names)
+    : grouped_(grouped(names)),
+      up_resnets_(resnet_counts(names, "decoder.up_blocks.")),
+      down_resnets_(resnet_counts(names, "encoder.down_blocks.")) {
+    // Wan 2.1: the up blocks flatten into one list (each block's resnets, then its upsampler).
+    std::vector<int> upsampler(up_resnets_.size(), 0);
+    for (const std::string& n : names) {
+        int i = 0;
+        std::string rest;
+        if (take_indexed(n, "decoder.up_blocks.", &i, &rest) &&
+            static_cast<size_t>(i) < upsampler.size() && starts_with(rest, "upsamplers.0.")) {
+            upsampler[i] = 1;
         }
-        if (take_indexed(rest, "resnets.", &j, &inner)) resnets[i] = std::max(resnets[i], j + 1);
-        if (starts_with(rest, "upsamplers.0.")) upsampler[i] = 1;
     }
     int next = 0;
-    for (size_t i = 0; i < resnets.size(); ++i) {
+    for (size_t i = 0; i < up_resnets_.size(); ++i) {
         up_first_.push_back(next);
-        next += resnets[i] + upsampler[i];
-        up_resnets_.push_back(resnets[i]);
+        next += up_resnets_[i] + upsampler[i];
     }
+}
+
+bool DiffusersWanVaeMap::map_grouped(const std::string& coder, const std::string& rest,
+                                     std::string* out) const {
+    const bool enc = coder == "encoder.";
+    const std::vector<int>& resnets = enc ? down_resnets_ : up_resnets_;
+    const std::string group = enc ? "downsamples." : "upsamples.";
+    int i = 0, j = 0;
+    std::string r, inner, member;
+    if (!take_indexed(rest, enc ? "down_blocks." : "up_blocks.", &i, &r) ||
+        static_cast<size_t>(i) >= resnets.size()) {
+        return false;
+    }
+    const std::string base = coder + group + std::to_string(i) + "." + group;
+    if (take_indexed(r, "resnets.", &j, &inner) && map_residual_member(inner, &member)) {
+        *out = base + std::to_string(j) + "." + member;
+        return true;
+    }
+    if (replace_prefix(&r, enc ? "downsampler." : "upsampler.", "") &&
+        map_block_member(r, &member)) {
+        *out = base + std::to_string(resnets[i]) + "." + member;
+        return true;
+    }
+    return false;
 }
 
 bool DiffusersWanVaeMap::map(const std::string& name, std::string* out) const {
@@ -131,6 +174,7 @@ bool DiffusersWanVaeMap::map(const std::string& name, std::string* out) const {
         *out = coder + r;
         return true;
     }
+    if (grouped_) return map_grouped(coder, rest, out);
     if (coder == "encoder." && take_indexed(rest, "down_blocks.", &i, &r) &&
         map_block_member(r, &member)) {
         *out = coder + "downsamples." + std::to_string(i) + "." + member;

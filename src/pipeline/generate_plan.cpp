@@ -189,9 +189,6 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
         return Status::Error("--video-frames " + std::to_string(o.video_frames) + ": " + f.name +
                              " makes images, not videos (use a video model such as Wan)");
     }
-    if (f.output_frames && o.vae_tiling.enabled) {
-        return Status::Error("--vae-tiling is not supported yet for video models (" + f.name + ")");
-    }
     if (o.batch <= 0) return Status::Error("--batch-count must be at least 1");
     if (o.init_image && (o.strength <= 0.0f || o.strength > 1.0f)) {
         return Status::Error("--strength must be in (0, 1]");

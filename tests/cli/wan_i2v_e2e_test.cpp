@@ -4,8 +4,14 @@
 // no end frame refuse --end-img before loading weights.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
 #include "../golden/e2e_support.h"
 #include "../golden/wan_e2e.h"
+#include "../support/wan_vae_diffusers.h"
 
 namespace ggdiff::e2e {
 namespace {
@@ -110,6 +116,63 @@ TEST_F(WanI2v, Ti2vHoldsTheFirstFrame) {
     EXPECT_GT(compare_images(a[1], b[1]).mean_abs, 0.5) << "the last frame did not move";
     // (The tiny random VAE decodes everything close to grey: small differences are real ones.)
     EXPECT_GT(compare_images(a[0], t[0]).mean_abs, 0.1) << "-i did not set the first frame";
+}
+
+// A copy of the safetensors file `src` with its tensors renamed (the data unchanged).
+void write_renamed(const std::string& src, const std::string& dst,
+                   const std::function<std::string(const std::string&)>& rename) {
+    std::ifstream in(src, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GT(bytes.size(), 8u);
+    uint64_t len = 0;
+    for (int i = 7; i >= 0; --i) len = (len << 8) | static_cast<unsigned char>(bytes[i]);
+    ASSERT_LE(8 + len, bytes.size());
+    const nlohmann::ordered_json header = nlohmann::ordered_json::parse(bytes.substr(8, len));
+    nlohmann::ordered_json renamed;
+    for (const auto& [name, value] : header.items())
+        renamed[name == "__metadata__" ? name : rename(name)] = value;
+    std::string text = renamed.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    std::ofstream out(dst, std::ios::binary | std::ios::trunc);
+    for (int i = 0; i < 8; ++i) out.put(static_cast<char>((text.size() >> (8 * i)) & 0xff));
+    out << text << bytes.substr(8 + len);
+}
+
+// The Wan 2.2 VAE in diffusers AutoencoderKLWan names (a Wan2.2-TI2V-5B-Diffusers vae/ file)
+// makes the same video as the original names, through -i's encode and the decode.
+TEST_F(WanI2v, Ti2vWithTheDiffusersVae) {
+    const std::string vae = dir_ + "/wan22_vae_diffusers.safetensors";
+    write_renamed(wan::fixture("wan22_vae_tiny"), vae, wan_vae_test::to_diffusers22);
+    std::vector<std::string> frames[2];
+    for (int k = 0; k < 2; ++k) {
+        const std::string name = k == 0 ? "orig" : "diffusers";
+        std::vector<std::string> args = small_video(wan::fixture("wan_small_ti2v_dit"),
+                                                    k == 0 ? wan::fixture("wan22_vae_tiny") : vae,
+                                                    "a cat", "3", dir_ + "/" + name);
+        args.push_back("-i");
+        args.push_back(first_png());
+        RunResult r = run_ggdiff(args, dir_, 600);
+        ASSERT_TRUE(r.succeeded()) << r.describe();
+        if (k == 1) {
+            EXPECT_TRUE(contains(r.out + r.err, "diffusers Wan VAE renamed")) << r.describe();
+        }
+        for (int i = 0; i < 5; ++i)
+            frames[k].push_back(dir_ + "/" + name + "_" + std::to_string(i) + ".png");
+    }
+    EXPECT_EQ(video_diff(frames[0], frames[1]), 0.0);
+}
+
+// --vae-tiling on a video decodes each region as a whole video (causal over time) and
+// blends the regions: one tile over the whole latent is the untiled video exactly, 4x4 tiles
+// (of an 8x8 latent) come close to it.
+TEST_F(WanI2v, VaeTilingDecodesVideoRegions) {
+    const auto whole = video("whole", {});
+    const auto one = video("one", {"--vae-tiling", "--vae-tile-size", "8x8"});
+    const auto tiled = video("tiled", {"--vae-tiling", "--vae-tile-size", "4x4"});
+    EXPECT_EQ(video_diff(whole, one), 0.0);
+    const double d = video_diff(whole, tiled);
+    EXPECT_GT(d, 0.0) << "no tiles were made";
+    EXPECT_LT(d, 12.0);  // 4.9 here, on frames of standard deviation 24-38
 }
 
 TEST_F(WanI2v, EndImageNeedsAFirstLastFrameModel) {

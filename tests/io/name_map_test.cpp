@@ -236,22 +236,48 @@ TEST(NameMap, DiffusersWanVaeMatchesOriginalNames) {
     EXPECT_FALSE(DiffusersWanVaeMap::detect(diffusers_vae()));
 }
 
-// Wan 2.2's AutoencoderKLWan groups its blocks: its names are kept as stored (the Wan VAE
-// reader refuses them by name) instead of being mangled by either renaming.
-TEST(NameMap, DiffusersWan22VaeKeepsItsNames) {
-    const std::vector<std::string> names = {"decoder.mid_block.resnets.0.norm1.gamma",
-                                            "decoder.up_blocks.0.resnets.0.conv1.weight",
-                                            "decoder.up_blocks.0.upsampler.resample.1.weight",
-                                            "encoder.down_blocks.0.resnets.0.norm1.gamma",
-                                            "encoder.down_blocks.0.downsampler.resample.1.weight"};
-    EXPECT_TRUE(DiffusersWanVaeMap::detect(names));
-    EXPECT_TRUE(DiffusersWanVaeMap::grouped(names));
+// Wan 2.2's AutoencoderKLWan groups its blocks as the original names do: every name of the
+// tiny TI2V-5B-layout VAE comes back, the resamplers after their group's resnets.
+TEST(NameMap, DiffusersWan22VaeMatchesOriginalNames) {
+    const std::vector<std::string> original =
+        wan_vae_names(std::string(GGDIFF_SOURCE_DIR) + "/tests/fixtures/wan22_vae_tiny.tensors");
+    ASSERT_GE(original.size(), 190u);
+    std::vector<std::string> diffusers;
+    std::set<std::string> want;
+    for (const std::string& n : original) {
+        diffusers.push_back(wan_vae_test::to_diffusers22(n));
+        want.insert("first_stage_model." + n);
+    }
+    EXPECT_EQ(std::set<std::string>(diffusers.begin(), diffusers.end()).size(), original.size());
+    EXPECT_TRUE(DiffusersWanVaeMap::detect(diffusers));
+    EXPECT_TRUE(DiffusersWanVaeMap::grouped(diffusers));
+    EXPECT_FALSE(DiffusersWanVaeMap::grouped(original));
     std::vector<std::string> notes;
-    const std::vector<NameMapping> m = map_tensor_names(names, "first_stage_model.", &notes);
-    ASSERT_EQ(m.size(), names.size());
-    for (const NameMapping& x : m) EXPECT_EQ(x.name, "first_stage_model." + names[x.source]);
+    EXPECT_EQ(mapped_set(diffusers, "first_stage_model."), want);
+    const std::vector<NameMapping> m = map_tensor_names(diffusers, "first_stage_model.", &notes);
     ASSERT_EQ(notes.size(), 1u);
-    EXPECT_NE(notes[0].find("Wan 2.2"), std::string::npos) << notes[0];
+    EXPECT_NE(notes[0].find("diffusers Wan VAE"), std::string::npos) << notes[0];
+    // Single names, as diffusers' conversion of Wan2.2_VAE.pth writes them.
+    const std::pair<const char*, const char*> pairs[] = {
+        {"encoder.down_blocks.1.resnets.0.conv_shortcut.weight",
+         "encoder.downsamples.1.downsamples.0.shortcut.weight"},
+        {"encoder.down_blocks.1.downsampler.time_conv.weight",
+         "encoder.downsamples.1.downsamples.2.time_conv.weight"},
+        {"decoder.up_blocks.0.resnets.2.norm2.gamma",
+         "decoder.upsamples.0.upsamples.2.residual.3.gamma"},
+        {"decoder.up_blocks.2.upsampler.resample.1.weight",
+         "decoder.upsamples.2.upsamples.3.resample.1.weight"},
+        {"decoder.mid_block.attentions.0.to_qkv.weight", "decoder.middle.1.to_qkv.weight"},
+        {"quant_conv.weight", "conv1.weight"}};
+    for (const auto& [from, to] : pairs) {
+        bool found = false;
+        for (const NameMapping& x : m) {
+            if (diffusers[x.source] != from) continue;
+            found = true;
+            EXPECT_EQ(x.name, std::string("first_stage_model.") + to) << from;
+        }
+        EXPECT_TRUE(found) << from;
+    }
 }
 
 TEST(NameMap, LdmNamesPassThrough) {

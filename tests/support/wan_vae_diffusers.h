@@ -2,7 +2,9 @@
 // name ("decoder.upsamples.4.shortcut.weight") -> its diffusers name
 // ("decoder.up_blocks.1.resnets.0.conv_shortcut.weight"). Written from diffusers' block
 // structure (4 up blocks of 3 resnets, an upsampler after each of the first three), not from
-// the renaming it checks.
+// the renaming it checks. to_diffusers22: the same for the Wan 2.2 VAE, whose groups
+// ("decoder.upsamples.1.upsamples.3.resample.1.weight") become diffusers' residual blocks
+// ("decoder.up_blocks.1.upsampler.resample.1.weight").
 #pragma once
 
 #include <string>
@@ -60,6 +62,25 @@ inline std::string to_diffusers(const std::string& name) {
         return block + "resnets." + std::to_string(k % 4) + "." + diffusers_member(rest);
     }
     return name;
+}
+
+inline std::string to_diffusers22(const std::string& name) {
+    for (const std::string coder : {"encoder.", "decoder."}) {
+        const bool enc = coder == "encoder.";
+        const std::string group = enc ? "downsamples." : "upsamples.";
+        std::string r = name, inner, rest;
+        if (!swap_prefix(&r, coder + group, "")) continue;
+        const int n = split_index(r, &inner);
+        if (n < 0 || !swap_prefix(&inner, group, "")) continue;
+        const int m = split_index(inner, &rest);
+        const std::string block =
+            coder + (enc ? "down_blocks." : "up_blocks.") + std::to_string(n) + ".";
+        // A group's resampler (the last block) keeps its members; the rest are resnets.
+        if (rest.rfind("resample.", 0) == 0 || rest.rfind("time_conv.", 0) == 0)
+            return block + (enc ? "downsampler." : "upsampler.") + rest;
+        return block + "resnets." + std::to_string(m) + "." + diffusers_member(rest);
+    }
+    return to_diffusers(name);
 }
 
 }  // namespace wan_vae_test

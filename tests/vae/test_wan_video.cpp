@@ -731,21 +731,64 @@ TEST_F(WanVideo, DiffusersNamesLoadTheSameVae) {
     }
 }
 
-// Wan 2.2's diffusers names (blocks in groups) are not renamed: the reader says so.
-TEST(WanVaeNames, DiffusersWan22IsRefusedByName) {
-    vae_test::Shapes shapes = {{"decoder.mid_block.resnets.0.norm1.gamma", {16}},
-                               {"decoder.up_blocks.0.upsampler.resample.1.weight", {8, 16, 3, 3}},
-                               {"encoder.down_blocks.0.resnets.0.norm1.gamma", {16}}};
-    ggdiff::TensorIndex index;
+// The Wan 2.2 VAE in diffusers AutoencoderKLWan names (is_residual: down_blocks.N.resnets.M,
+// .downsampler, up_blocks.N.upsampler; a Wan2.2-TI2V-5B-Diffusers vae/ folder) indexes to the
+// same tensors, is read as the same groups, and decodes and encodes the same, exactly.
+TEST_F(Wan22Video, DiffusersNamesLoadTheSameVae) {
+    std::map<std::string, vae_test::HostWeight> renamed;
+    for (const auto& [name, w] : m_.weights)
+        renamed[wan_vae_test::to_diffusers22(name.substr(kPrefix.size()))] = w;
+    ASSERT_EQ(renamed.size(), m_.weights.size());
+    ASSERT_TRUE(renamed.count("decoder.up_blocks.0.upsampler.time_conv.weight"));
+    ASSERT_TRUE(renamed.count("encoder.down_blocks.2.downsampler.resample.1.weight"));
+    ggdiff::TensorIndex original, diffusers;
+    ASSERT_TRUE(
+        original.add(write_weights("wan22_vae_tiny_f32.safetensors", m_.weights).string()).ok());
     const ggdiff::Status st =
-        index.add(write_safetensors("wan22_diffusers.safetensors", shapes).string(),
-                  ggdiff::prefix_for_role("vae"));
+        diffusers.add(write_weights("wan22_vae_tiny_diffusers.safetensors", renamed).string(),
+                      ggdiff::prefix_for_role("vae"));
     ASSERT_TRUE(st.ok()) << st.message();
-    EXPECT_TRUE(ggdiff::models::is_wan_vae(index, kPrefix));
-    auto cfg = ggdiff::models::detect_wan_vae(index, kPrefix);
-    ASSERT_FALSE(cfg.ok());
-    EXPECT_NE(cfg.status().message().find("Wan 2.2"), std::string::npos) << cfg.status().message();
-    EXPECT_NE(cfg.status().message().find("not supported yet"), std::string::npos);
+    ASSERT_EQ(diffusers.size(), original.size());
+    for (const ggdiff::TensorInfo& t : original.tensors()) {
+        const ggdiff::TensorInfo* d = diffusers.find(t.name);
+        ASSERT_NE(d, nullptr) << t.name;
+        EXPECT_EQ(d->shape, t.shape) << t.name;
+    }
+    ASSERT_TRUE(ggdiff::models::is_wan_vae(diffusers, kPrefix));
+    auto cfg = ggdiff::models::detect_wan_vae(diffusers, kPrefix);
+    ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+    EXPECT_TRUE(cfg->wan22());
+    ASSERT_EQ(cfg->decoder_groups.size(), m_.cfg.decoder_groups.size());
+    ASSERT_EQ(cfg->encoder_groups.size(), m_.cfg.encoder_groups.size());
+    for (size_t i = 0; i < cfg->decoder_groups.size(); ++i) {
+        EXPECT_EQ(cfg->decoder_groups[i].count, m_.cfg.decoder_groups[i].count) << i;
+        EXPECT_EQ(cfg->decoder_groups[i].factor_t, m_.cfg.decoder_groups[i].factor_t) << i;
+        EXPECT_EQ(cfg->encoder_groups[i].factor_s, m_.cfg.encoder_groups[i].factor_s) << i;
+    }
+    EXPECT_EQ(cfg->taps, m_.cfg.taps);
+
+    ggdiff::ModelOptions options;
+    ggdiff::EnginePlacement placement;
+    const HostTensor latent = vae_test::random_tensor({3, 2, 48 * 2, 1}, 140);
+    const HostTensor video = vae_test::random_tensor({48, 32, 3, 5}, 141, 0.5f);
+    std::vector<std::vector<float>> outputs[2];
+    for (int k = 0; k < 2; ++k) {
+        const ggdiff::TensorIndex& index = k == 0 ? original : diffusers;
+        const ggdiff::FamilyContext ctx{options, index, placement, -1, 2, "", nullptr};
+        auto vae = ggdiff::WanAutoencoder::create(ctx, placement.vae, *cfg, true);
+        ASSERT_TRUE(vae.ok()) << vae.status().message();
+        auto got = (*vae)->decode(latent);
+        ASSERT_TRUE(got.ok()) << got.status().message();
+        outputs[k].push_back(got->data);
+        auto rng = ggdiff::sampling::make_rng(ggdiff::sampling::RngKind::Cpu, 1);
+        auto enc = (*vae)->encode(video, *rng);
+        ASSERT_TRUE(enc.ok()) << enc.status().message();
+        outputs[k].push_back(enc->data);
+    }
+    for (size_t i = 0; i < 2; ++i) {
+        ASSERT_FALSE(outputs[0][i].empty());
+        EXPECT_EQ(outputs[0][i], outputs[1][i]) << "output " << i;
+    }
 }
 
 }  // namespace

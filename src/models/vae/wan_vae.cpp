@@ -357,20 +357,11 @@ int WanVaeConfig::downscale() const {
 }
 
 bool is_wan_vae(const TensorIndex& index, const std::string& prefix) {
-    // The second name: a diffusers AutoencoderKLWan the indexing did not rename (Wan 2.2's),
-    // which detect_wan_vae refuses by name.
-    return index.has(prefix + "decoder.middle.0.residual.0.gamma") ||
-           index.has(prefix + "decoder.mid_block.resnets.0.norm1.gamma");
+    // diffusers AutoencoderKLWan names (both layouts) are renamed to these when indexed.
+    return index.has(prefix + "decoder.middle.0.residual.0.gamma");
 }
 
 Result<WanVaeConfig> detect_wan_vae(const TensorIndex& index, const std::string& prefix) {
-    if (index.has(prefix + "decoder.mid_block.resnets.0.norm1.gamma")) {
-        return Status::Error(
-            "a diffusers AutoencoderKLWan in the Wan 2.2 layout (" + prefix +
-            "decoder.up_blocks.N.upsampler, encoder.down_blocks.N.resnets): not supported yet; "
-            "use the VAE in its original names (Wan2.2_VAE.pth as safetensors, e.g. "
-            "wan2.2_vae.safetensors)");
-    }
     WanVaeConfig cfg;
     cfg.prefix = prefix;
     const std::string d = prefix + "decoder.";
