@@ -2,7 +2,8 @@
 #   cmake -DPYTHON=/usr/bin/python3 -DGENERATOR=.../make_fixture.py -DTENSORS=.../x.tensors
 #         -DSEED=1 -DSHA256=<hex> -DOUT=.../x.safetensors -P ensure_fixture.cmake
 # An existing OUT whose sha256 matches is reused; anything else is regenerated through a
-# temporary file and renamed into place only when its sha256 matches.
+# temporary file of this run's own (two ctest runs in one build tree may make the same fixture
+# at once) and renamed into place only when its sha256 matches.
 foreach(var PYTHON GENERATOR TENSORS SEED SHA256 OUT)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "ensure_fixture.cmake: -D${var}=... is required")
@@ -20,7 +21,8 @@ endif()
 
 get_filename_component(dir "${OUT}" DIRECTORY)
 file(MAKE_DIRECTORY "${dir}")
-set(tmp "${OUT}.tmp")
+string(RANDOM LENGTH 12 run)
+set(tmp "${OUT}.${run}.tmp")
 file(REMOVE "${tmp}")
 execute_process(
   COMMAND "${PYTHON}" "${GENERATOR}" "${TENSORS}" "${tmp}" --seed "${SEED}"
