@@ -59,18 +59,17 @@ std::string rng_of(const std::string& randn_source) {
 nlohmann::json A1111Settings::get() const {
     std::lock_guard<std::mutex> lock(mutex_);
     const nlohmann::json info = host_.model_info();
-    const std::string file = info.value("file", "");
-    return {
-        {"sd_model_checkpoint", file},
-        {"sd_vae", info.contains("vae") && info["vae"].is_string() ? info["vae"]
-                                                                   : nlohmann::json("Automatic")},
-        {"samples_format", samples_format_},
-        {"CLIP_stop_at_last_layers", clip_skip_},
-        {"randn_source", randn_source_},
-        {"enable_pnginfo", pnginfo_},
-        {"live_previews_enable", live_previews_},
-        {"show_progress_every_n_steps", preview_every_},
-        {"eta_noise_seed_delta", 0}};
+    const std::string vae = host_.library().current_vae();
+    return {{"sd_model_checkpoint", info.value("title", info.value("file", ""))},
+            {"sd_vae", vae.empty() ? "Automatic" : vae},
+            {"sd_checkpoints_limit", host_.library().max_loaded()},
+            {"samples_format", samples_format_},
+            {"CLIP_stop_at_last_layers", clip_skip_},
+            {"randn_source", randn_source_},
+            {"enable_pnginfo", pnginfo_},
+            {"live_previews_enable", live_previews_},
+            {"show_progress_every_n_steps", preview_every_},
+            {"eta_noise_seed_delta", 0}};
 }
 
 void A1111Settings::set(const nlohmann::json& body) {
@@ -80,7 +79,8 @@ void A1111Settings::set(const nlohmann::json& body) {
     int pnginfo = -1;
     int live = -1;
     std::optional<int> every;
-    const nlohmann::json info = host_.model_info();
+    std::optional<std::string> model, vae;
+    const ModelLibrary& lib = host_.library();
     for (const auto& [key, v] : body.items()) {
         if (key == "samples_format") {
             format = checked_format(v, key);
@@ -95,12 +95,27 @@ void A1111Settings::set(const nlohmann::json& body) {
         } else if (key == "show_progress_every_n_steps") {
             every = checked_every(v, key);
         } else if (key == "sd_model_checkpoint") {
-            // One model per server: naming the loaded one is fine, another one is not.
-            const std::string want = v.is_string() ? v.get<std::string>() : "";
-            const std::string file = info.value("file", ""), name = info.value("name", "");
-            if (want != file && want != name && want.rfind(file + " ", 0) != 0) {
-                throw bad_field(key, "this server has one model, '" + file +
-                                         "'; switching models is not supported");
+            if (!v.is_string())
+                throw bad_field(key, "expected a string, got " + json_type_phrase(v));
+            std::string name;
+            if (!lib.resolve(v.get<std::string>(), &name)) {
+                throw bad_field(key, "no model \"" + v.get<std::string>() +
+                                         "\" (GET /sdapi/v1/sd-models lists them)");
+            }
+            model = name;
+        } else if (key == "sd_vae") {
+            if (!v.is_string())
+                throw bad_field(key, "expected a string, got " + json_type_phrase(v));
+            std::string name;
+            if (!lib.resolve_vae(v.get<std::string>(), &name)) {
+                throw bad_field(key, "no VAE \"" + v.get<std::string>() +
+                                         "\" (GET /sdapi/v1/sd-vae lists them)");
+            }
+            vae = name;
+        } else if (key == "sd_checkpoints_limit") {
+            if (!v.is_number_integer() || v.get<int64_t>() != lib.max_loaded()) {
+                throw bad_field(key, "set by the server's --max-loaded-models (" +
+                                         std::to_string(lib.max_loaded()) + ")");
             }
         } else if (key == "eta_noise_seed_delta") {
             if (!v.is_number_integer() || v.get<int64_t>() != 0) {
@@ -111,7 +126,8 @@ void A1111Settings::set(const nlohmann::json& body) {
                             "unknown or unsupported setting (supported: samples_format, "
                             "CLIP_stop_at_last_layers, randn_source, enable_pnginfo, "
                             "live_previews_enable, show_progress_every_n_steps, "
-                            "sd_model_checkpoint, eta_noise_seed_delta)");
+                            "sd_model_checkpoint, sd_vae, sd_checkpoints_limit, "
+                            "eta_noise_seed_delta)");
         }
     }
     std::lock_guard<std::mutex> lock(mutex_);
@@ -121,6 +137,11 @@ void A1111Settings::set(const nlohmann::json& body) {
     if (pnginfo >= 0) pnginfo_ = pnginfo == 1;
     if (live >= 0) live_previews_ = live == 1;
     if (every) preview_every_ = *every;
+    // The model requests use from now on; it starts loading (off this request).
+    if (model || vae) {
+        ModelLibrary& library = host_.library();
+        library.set_current(model.value_or(library.current()), vae.value_or(library.current_vae()));
+    }
 }
 
 int A1111Settings::preview_interval() const {
@@ -179,7 +200,9 @@ void A1111Settings::apply_overrides(const nlohmann::json& overrides, GenRequest&
         } else if (key == "show_progress_every_n_steps") {
             every = checked_every(v, path);
             live_set = true;
-        } else if (key == "sd_model_checkpoint" || key == "eta_noise_seed_delta") {
+        } else if (key == "sd_model_checkpoint" || key == "sd_vae") {
+            // The request's model: choose_model read them.
+        } else if (key == "eta_noise_seed_delta" || key == "sd_checkpoints_limit") {
             A1111Settings probe(host_, true);
             probe.set({{key, v}});
         } else {

@@ -17,10 +17,11 @@ namespace ggdiff::server {
 class A1111Settings {
   public:
     // `pnginfo`: whether images carry their parameters until a client says otherwise.
-    A1111Settings(const ModelHost& host, bool pnginfo) : host_(host), pnginfo_(pnginfo) {}
+    A1111Settings(ModelHost& host, bool pnginfo) : host_(host), pnginfo_(pnginfo) {}
 
     nlohmann::json get() const;
     // Applies every key or none: unknown keys and wrong values are 400s naming the key.
+    // sd_model_checkpoint and sd_vae switch the model requests use (it starts loading now).
     void set(const nlohmann::json& body);
 
     // What requests use: output format ("png", "jpeg", "webp"), default clip skip (0: the
@@ -33,13 +34,14 @@ class A1111Settings {
     // steps (show_progress_every_n_steps; -1 or 0: none while sampling). 0 when off.
     int preview_interval() const;
 
-    // Applies an override_settings object to one request only (same keys and checks);
+    // Applies an override_settings object to one request only (same keys and checks;
+    // sd_model_checkpoint and sd_vae are the request's model, read by choose_model first);
     // `preview_interval` as preview_interval() says it for this request.
     void apply_overrides(const nlohmann::json& overrides, GenRequest& request,
                          std::string* samples_format, bool* pnginfo, int* preview_interval) const;
 
   private:
-    const ModelHost& host_;
+    ModelHost& host_;
     mutable std::mutex mutex_;
     std::string samples_format_ = "png";
     int clip_skip_ = 1;

@@ -192,8 +192,73 @@ int64_t resolve_seed(const GenRequest& request, const ModelHost& host, bool seed
     return static_cast<int64_t>(rng() & 0xffffffffull);
 }
 
+void choose_model(GenRequest& r, const ModelHost& host, const std::optional<std::string>& model,
+                  const std::string& model_field, const std::optional<std::string>& vae,
+                  const std::string& vae_field) {
+    const ModelLibrary& lib = host.library();
+    r.model = lib.current();
+    r.vae = lib.current_vae();
+    if (model && !model->empty()) {
+        if (!lib.resolve(*model, &r.model)) {
+            throw bad_field(model_field, "no model \"" + *model +
+                                             "\" (GET /sdapi/v1/sd-models or /v1/models lists "
+                                             "them)");
+        }
+    }
+    if (vae && !lib.resolve_vae(*vae, &r.vae)) {
+        throw bad_field(vae_field, "no VAE \"" + *vae + "\" (GET /sdapi/v1/sd-vae lists them)");
+    }
+    r.model_chosen = true;
+}
+
+std::optional<bool> model_can(const GenRequest& r, const ModelHost& host, const char* capability) {
+    const nlohmann::json info = host.model_info(r.model, r.vae);
+    if (!info.is_object() || !info.contains("family") || info["family"].is_null())
+        return std::nullopt;
+    return info.value(capability, false);
+}
+
+void require_capability(GenRequest& r, const ModelHost& host, const char* capability,
+                        const std::string& field, const std::string& message) {
+    const std::optional<bool> can = model_can(r, host, capability);
+    if (!can) {
+        r.needs.push_back({capability, field, message});
+    } else if (!*can) {
+        throw bad_field(field, message);
+    }
+}
+
+void add_ref_image(GenRequest& r, const ModelHost& host, ImagePtr image, const std::string& field,
+                   bool needed) {
+    const std::optional<bool> can = model_can(r, host, "ref_images");
+    if (can.value_or(false)) {
+        r.add_image("ref-image", std::move(image), field);
+    } else if (!can) {
+        r.pending_refs.push_back({"ref-image", std::move(image), field});
+        if (needed) {
+            r.needs.push_back({"ref_images", field,
+                               "this model takes no reference images (FLUX.1 Kontext, FLUX.2 "
+                               "and Qwen Image Edit models do)"});
+        }
+    }
+}
+
+std::string settle_for_model(const GenRequest& r, const nlohmann::json& info,
+                             ggdiff_options* options) {
+    for (const GenRequest::Need& n : r.needs) {
+        if (!info.value(n.capability, false)) return n.field + ": " + n.message;
+    }
+    if (!info.value("ref_images", false)) return "";
+    for (const RequestImage& img : r.pending_refs) {
+        if (ggdiff_options_set_image(options, img.option.c_str(), img.image.get()) != 0)
+            return img.field + ": " + ggdiff_last_error();
+    }
+    return "";
+}
+
 OptionsPtr build_options(GenRequest& r, const ModelHost& host, const LoraDir& loras,
                          const ServerConfig& config) {
+    if (!r.model_chosen) choose_model(r, host, std::nullopt, "");
     for (const char* name : {"prompt", "negative-prompt"}) {
         const RequestOption* p = r.get(name);
         if (p && p->value.size() > kMaxPromptBytes) {
@@ -247,7 +312,7 @@ OptionsPtr build_options(GenRequest& r, const ModelHost& host, const LoraDir& lo
     r.set("seed", std::to_string(resolve_seed(r, host, config.seed_given)),
           r.get("seed") ? r.get("seed")->field : "seed");
 
-    OptionsPtr o = host.request_options();
+    OptionsPtr o = host.request_options(r.model);
     if (!o) throw std::runtime_error("out of memory");
     for (const RequestOption& opt : r.options) {
         if (ggdiff_options_set(o.get(), opt.name.c_str(), opt.value.c_str()) != 0) {

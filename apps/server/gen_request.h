@@ -46,6 +46,20 @@ struct GenRequest {
     std::vector<RequestImage> images;    // decoded uploads (the C API says which it takes)
     std::vector<LoraUse> loras;
     bool strip_prompt_loras = false;  // remove <lora:...> tags from the prompts, unapplied
+    // The model of the library it runs on, and its VAE ("" = the model's own), resolved by
+    // choose_model (submit_request fills in the current ones when a route did not).
+    std::string model, vae;
+    bool model_chosen = false;
+    // What waits for the model's family when that model was never loaded (its capabilities
+    // are not known yet); the job settles it once the model is loaded. `pending_refs` become
+    // reference images when the model takes them and are dropped otherwise; each of `needs`
+    // fails the job ("field: message") when the model lacks the capability.
+    struct Need {
+        std::string capability;  // a flag of ggdiff_loaded_model_info: "ref_images", ...
+        std::string field, message;
+    };
+    std::vector<RequestImage> pending_refs;
+    std::vector<Need> needs;
 
     // Output encoding (a video: webp or avi, its frames in one container at `fps`).
     bool video = false;
@@ -74,6 +88,32 @@ struct GenRequest {
 // '_' may stand for '-') into the request: any per-request option of the schema, typed as
 // the schema says. Paths are refused (no file-system path comes from a request).
 void read_engine_options(const Fields& body, const std::string& key, GenRequest& request);
+
+// Sets the request's model: `model` (any name ModelLibrary::resolve takes; none: the current
+// one) and `vae` (a --vae-dir name, "Automatic" or "None"; none: the current choice). An
+// unknown name is a 400 naming `model_field` / `vae_field` and where the names are listed.
+void choose_model(GenRequest& request, const ModelHost& host,
+                  const std::optional<std::string>& model, const std::string& model_field,
+                  const std::optional<std::string>& vae = std::nullopt,
+                  const std::string& vae_field = "");
+
+// Whether the request's model (choose_model first) has `capability` ("ref_images",
+// "control_video", "end_image"): known once the model has been loaded, nullopt before.
+std::optional<bool> model_can(const GenRequest& request, const ModelHost& host,
+                              const char* capability);
+// The request needs `capability`: a 400 "field: message" when the model is known to lack it;
+// left to the job (GenRequest::needs) when the model was never loaded.
+void require_capability(GenRequest& request, const ModelHost& host, const char* capability,
+                        const std::string& field, const std::string& message);
+// A reference image: added when the model takes them; when that is not known yet, kept in
+// pending_refs (and with `needed`, the job fails on a model without them).
+void add_ref_image(GenRequest& request, const ModelHost& host, ImagePtr image,
+                   const std::string& field, bool needed);
+
+// Settles what waited for the model (GenRequest::needs, pending_refs) now that it is loaded
+// with `info`: "" or the "field: message" the job fails with.
+std::string settle_for_model(const GenRequest& request, const nlohmann::json& info,
+                             ggdiff_options* options);
 
 // The request's seed, resolved: its own when >= 0, else the -s default, else random.
 int64_t resolve_seed(const GenRequest& request, const ModelHost& host, bool seed_given);

@@ -21,6 +21,8 @@ const char* job_status_name(JobStatus s) {
     switch (s) {
         case JobStatus::queued:
             return "queued";
+        case JobStatus::loading:
+            return "loading";
         case JobStatus::generating:
             return "generating";
         case JobStatus::completed:
@@ -169,7 +171,8 @@ Lookup JobManager::cancel(const std::string& id, JobView* out) {
         job.error_message = "job cancelled by client";
         job.options.reset();
         finish_locked(job, JobStatus::cancelled);
-    } else if (job.status == JobStatus::generating && !job.cancel_requested) {
+    } else if ((job.status == JobStatus::generating || job.status == JobStatus::loading) &&
+               !job.cancel_requested) {
         job.cancel_requested = true;
         job.version++;
         cv_.notify_all();
@@ -285,7 +288,12 @@ void JobManager::worker() {
             job = queue_.front();
             queue_.pop_front();
             running_ = job;
-            job->status = JobStatus::generating;
+            // A job whose model is not loaded waits for it as "loading" (not an upscale: it
+            // needs no diffusion model).
+            const bool loaded = job->kind == "upscale" ||
+                                host_.library().view(job->request.model, job->request.vae).state ==
+                                    ModelState::loaded;
+            job->status = loaded ? JobStatus::generating : JobStatus::loading;
             job->started = unix_now();
             job->started_at = Clock::now();
             job->progress.batch = std::max(
@@ -448,12 +456,42 @@ void on_preview(const ggdiff_image* image, int step, int total, void* user) {
 void JobManager::run(const std::shared_ptr<Job>& job) {
     RunContext ctx{this, job.get(), &mutex_, &cv_, "", {}, {}, ""};
     const auto t0 = Clock::now();
-    const int rc = job->kind == "upscale"
-                       ? run_upscale(*job, ctx)
-                       : ggdiff_generate_each_preview(host_.model(), job->options.get(),
-                                                      on_progress, on_image, on_preview, &ctx);
+    std::shared_ptr<LoadedModel> model;
+    std::string load_error;
+    bool refused = false;  // the request asks for what the model cannot do
+    if (job->kind != "upscale") {
+        model = host_.library().acquire(
+            job->request.model, job->request.vae,
+            [&] {
+                std::lock_guard<std::mutex> lock(mutex_);
+                return job->cancel_requested || stopping_;
+            },
+            &load_error);
+        if (model) {
+            // What waited for the model's family (it was never loaded when the job came).
+            load_error = settle_for_model(job->request, model->info, job->options.get());
+            if (!load_error.empty()) {
+                model.reset();
+                refused = true;
+            }
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (model && job->status == JobStatus::loading) {
+            job->status = JobStatus::generating;
+            job->started_at = Clock::now();  // the ETA counts from here
+            job->version++;
+            cv_.notify_all();
+        }
+    }
+    const int rc = job->kind == "upscale" ? run_upscale(*job, ctx)
+                   : !model               ? -1
+                            : ggdiff_generate_each_preview(model->model, job->options.get(),
+                                                           on_progress, on_image, on_preview, &ctx);
+    model.reset();  // the library may unload it now
     if (rc == 0 && job->request.video) encode_video_result(ctx);
-    const std::string error = rc != 0 ? ggdiff_last_error() : "";
+    const std::string error = rc == 0                                         ? ""
+                              : job->kind != "upscale" && !load_error.empty() ? load_error
+                                                                              : ggdiff_last_error();
     OptionsPtr release;
     std::lock_guard<std::mutex> lock(mutex_);
     release = std::move(job->options);
@@ -466,7 +504,9 @@ void JobManager::run(const std::shared_ptr<Job>& job) {
         job->error_message = "job cancelled by client";
         finish_locked(*job, JobStatus::cancelled);
     } else if (rc != 0 || !ctx.encode_error.empty()) {
-        job->error_code = "generation_failed";
+        job->error_code = refused               ? "unsupported_input"
+                          : !load_error.empty() ? "model_load_failed"
+                                                : "generation_failed";
         job->error_message = rc != 0 ? error : ctx.encode_error;
         finish_locked(*job, JobStatus::failed);
     } else {

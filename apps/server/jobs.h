@@ -1,4 +1,5 @@
-// The job queue: one worker runs generations one at a time on the loaded model; requests
+// The job queue: one worker runs generations one at a time, each on the model it names (it
+// waits in the state "loading" while the model library loads it); requests
 // wait in a bounded queue (full: 429 with a Retry-After estimate); finished results stay for
 // --result-ttl seconds, then answer 410. A job can be cancelled while queued (at once) or
 // while running (it stops at the next step, keeping the images already finished).
@@ -25,7 +26,7 @@
 
 namespace ggdiff::server {
 
-enum class JobStatus { queued, generating, completed, failed, cancelled };
+enum class JobStatus { queued, loading, generating, completed, failed, cancelled };
 const char* job_status_name(JobStatus status);
 
 struct JobProgress {

@@ -1,4 +1,4 @@
-// ggdiff-server: one model behind the OpenAI Images, AUTOMATIC1111 and stable-diffusion.cpp
+// ggdiff-server: models behind the OpenAI Images, AUTOMATIC1111 and stable-diffusion.cpp
 // APIs, with a web page. Uses only the C API (ggdiff.h).
 #include <httplib.h>
 
@@ -63,6 +63,16 @@ int main(int argc, char** argv) {
     }
 
     ModelHost host(config);
+    if (const std::string error = host.scan(); !error.empty()) {
+        std::fprintf(stderr, "error: %s\n(see ggdiff-server --help)\n", error.c_str());
+        return 2;
+    }
+    if (!config.models_dir.empty()) {
+        const Catalog catalog = host.library().catalog();
+        std::fprintf(stderr, "%zu models in %s (%zu VAEs); up to %d loaded at once\n",
+                     catalog.models.size(), config.models_dir.c_str(), catalog.vaes.size(),
+                     host.library().max_loaded());
+    }
     Upscalers upscalers(host);  // before the jobs, whose worker may run one of them
     JobManager jobs(host, config.max_queue, config.result_ttl_s, config.max_result_bytes);
     LoraDir loras(config.lora_model_dir);
@@ -102,9 +112,13 @@ int main(int argc, char** argv) {
     std::atomic<int> exit_code{0};
     std::atomic<bool> finished{false};
     std::thread loader([&] {
-        std::fprintf(stderr, "loading the model...\n");
+        std::fprintf(stderr, "loading the model %s...\n", host.library().current().c_str());
         if (host.load()) {
             std::fprintf(stderr, "model loaded in %.1f s; ready\n", host.load_seconds());
+        } else if (host.state() == ModelHost::State::ready) {
+            // --models-dir: requests may still name the other models.
+            std::fprintf(stderr, "error: %s\nready (the other models can be used)\n",
+                         host.load_error().c_str());
         } else {
             std::fprintf(stderr, "error: %s\n", host.load_error().c_str());
             exit_code = 1;

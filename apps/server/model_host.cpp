@@ -1,6 +1,5 @@
 #include "model_host.h"
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 
@@ -19,13 +18,18 @@ nlohmann::json api_json(F&& call) {
     return j.is_discarded() ? nlohmann::json() : j;
 }
 
+ggdiff_options* make_defaults(const ServerConfig& config) {
+    ggdiff_options* o = ggdiff_options_new();
+    for (const auto& [name, value] : config.engine_options) {
+        ggdiff_options_set(o, name.c_str(), value.c_str());
+    }
+    return o;
+}
+
 }  // namespace
 
 ModelHost::ModelHost(const ServerConfig& config)
-    : config_(config), defaults_(ggdiff_options_new()) {
-    for (const auto& [name, value] : config.engine_options) {
-        ggdiff_options_set(defaults_.get(), name.c_str(), value.c_str());
-    }
+    : config_(config), defaults_(make_defaults(config)), library_(config, defaults_.get()) {
     // LoRA is there when the engine knows the option; until then requests using it are told
     // that it is not supported yet.
     OptionsPtr probe(ggdiff_options_new());
@@ -36,38 +40,27 @@ ModelHost::ModelHost(const ServerConfig& config)
     samplers_ = api_json([](char** t) { return ggdiff_list_samplers(t); });
     families_ = api_json([](char** t) { return ggdiff_list_families(t); });
     schedulers_ = api_json([](char** t) { return ggdiff_list_schedulers(t); });
-    const std::string main = !default_value("model").empty() ? default_value("model")
-                             : !default_value("diffusion-model").empty()
-                                 ? default_value("diffusion-model")
-                                 : config.builtin_model;
-    const std::filesystem::path p(main);
-    info_ = {{"name", p.stem().string()}, {"file", p.filename().string()}, {"family", nullptr}};
 }
 
 ModelHost::~ModelHost() {
-    if (model_) ggdiff_model_free(model_);
+    library_.stop();
+}
+
+std::string ModelHost::scan() {
+    return library_.refresh();
 }
 
 bool ModelHost::load() {
-    const auto t0 = std::chrono::steady_clock::now();
-    ggdiff_model* model = nullptr;
-    if (ggdiff_model_load(defaults_.get(), &model) != 0) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        error_ = ggdiff_last_error();
-        state_ = State::failed;
+    std::string error;
+    auto model = library_.acquire(library_.current(), library_.current_vae(), nullptr, &error);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!model) {
+        error_ = error;
+        // With a library the server goes on: requests may name the other models.
+        state_ = config_.models_dir.empty() ? State::failed : State::ready;
         return false;
     }
-    nlohmann::json info =
-        api_json([model](char** t) { return ggdiff_loaded_model_info(model, t); });
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        const std::string file = info_.value("file", "");
-        if (info.is_object()) info_ = info;
-        info_["file"] = file;
-        model_ = model;
-        load_seconds_ =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
+    load_seconds_ = model->load_seconds;
     state_ = State::ready;
     return true;
 }
@@ -77,8 +70,8 @@ std::string ModelHost::load_error() const {
     return error_;
 }
 
-OptionsPtr ModelHost::request_options() const {
-    return OptionsPtr(ggdiff_options_clone(defaults_.get()));
+OptionsPtr ModelHost::request_options(const std::string& name) const {
+    return library_.request_options(name.empty() ? library_.current() : name);
 }
 
 std::string ModelHost::default_value(const std::string& name) const {
@@ -94,9 +87,21 @@ std::string ModelHost::option_value(const std::string& name) const {
     return text;
 }
 
-nlohmann::json ModelHost::model_info() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return info_;
+nlohmann::json ModelHost::model_info(const std::string& name, const std::string& vae) const {
+    const std::string n = name.empty() ? library_.current() : name;
+    const std::string v = name.empty() ? library_.current_vae() : vae;
+    ModelLibrary::View view = library_.view(n, v);
+    if (view.info.is_object() && !view.info.empty()) return view.info;
+    for (const CatalogEntry& e : library_.catalog().models) {
+        if (e.name != n) continue;
+        const std::filesystem::path p(e.path);
+        return {{"name", p.stem().string()},
+                {"file", p.filename().string()},
+                {"title", e.title},
+                {"model_name", e.name},
+                {"family", nullptr}};
+    }
+    return {{"name", n}, {"family", nullptr}};
 }
 
 }  // namespace ggdiff::server

@@ -1,5 +1,6 @@
-// The one loaded model: loads in the background (the HTTP server answers /health with 503
-// meanwhile), then hands out request options that start from the command line's defaults.
+// What requests start from: the command line's engine options, the engine's lists (samplers,
+// schedulers, families), and the model library (model_library.h) that loads the models. The
+// first model loads in the background (the HTTP server answers /health with 503 meanwhile).
 #pragma once
 
 #include <atomic>
@@ -10,14 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "ggdiff.h"
+#include "model_library.h"
 #include "server_config.h"
 
 namespace ggdiff::server {
-
-struct OptionsDeleter {
-    void operator()(ggdiff_options* o) const { ggdiff_options_free(o); }
-};
-using OptionsPtr = std::unique_ptr<ggdiff_options, OptionsDeleter>;
 
 class ModelHost {
   public:
@@ -28,15 +25,21 @@ class ModelHost {
     explicit ModelHost(const ServerConfig& config);
     ~ModelHost();
 
-    // Loads the model (blocking; run it on its own thread). Returns false on failure.
+    // Reads the catalog ("" or what is wrong with --models-dir / models.json).
+    std::string scan();
+    // Loads the current model (blocking; run it on its own thread). False when it fails.
     bool load();
 
+    // The first load: ready once it ended (and stays ready with --models-dir even when that
+    // model failed: requests can name others).
     State state() const { return state_.load(); }
     std::string load_error() const;
-    ggdiff_model* model() const { return model_; }
 
-    // A fresh copy of the defaults for one request.
-    OptionsPtr request_options() const;
+    ModelLibrary& library() { return library_; }
+    const ModelLibrary& library() const { return library_; }
+
+    // A fresh copy of the defaults for a request on model `name` ("" = the current one).
+    OptionsPtr request_options(const std::string& name = "") const;
     // A default value given on the command line for engine option `name`, or "".
     std::string default_value(const std::string& name) const;
     // The value requests start from: the command line's, else the schema's default ("" when
@@ -44,9 +47,11 @@ class ModelHost {
     std::string option_value(const std::string& name) const;
     const ggdiff_options* defaults() const { return defaults_.get(); }
 
-    // {"name", "family", "files", "vae", "version"} from ggdiff_loaded_model_info, plus "file"
-    // (main file name); before loading it has the names from the command line only.
-    nlohmann::json model_info() const;
+    // Model `name` ("" = the current one) with `vae` ("" = its own): {"name", "family",
+    // "files", "vae", "version", "ref_images", ...} from ggdiff_loaded_model_info when it is
+    // (or was once) loaded, plus "file", "title" and "model_name"; before its first load the
+    // names only ("family" null).
+    nlohmann::json model_info(const std::string& name = "", const std::string& vae = "") const;
     // ggdiff_list_samplers / ggdiff_list_schedulers.
     const nlohmann::json& samplers() const { return samplers_; }
     // ggdiff_list_families: the families the engine recognises.
@@ -60,14 +65,13 @@ class ModelHost {
   private:
     const ServerConfig& config_;
     OptionsPtr defaults_;
-    ggdiff_model* model_ = nullptr;
     std::atomic<State> state_{State::loading};
     mutable std::mutex mutex_;
     std::string error_;
-    nlohmann::json info_;
     nlohmann::json samplers_, schedulers_, families_;
     bool lora_supported_ = false;
     double load_seconds_ = 0.0;
+    ModelLibrary library_;  // last: it loads with defaults_
 };
 
 }  // namespace ggdiff::server

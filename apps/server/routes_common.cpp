@@ -99,13 +99,17 @@ nlohmann::json job_json(const JobView& v, bool images) {
 void register_health_routes(httplib::Server& server, ServerContext& ctx) {
     server.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) {
         switch (ctx.host.state()) {
-            case ModelHost::State::ready:
-                send_json(res, 200,
-                          {{"status", "ok"},
-                           {"model", ctx.host.model_info().value("name", "")},
-                           {"queued", ctx.jobs.queued_count()},
-                           {"busy", ctx.jobs.running().has_value()}});
-                break;
+            case ModelHost::State::ready: {
+                const ModelLibrary& lib = ctx.host.library();
+                nlohmann::json h = {{"status", "ok"},
+                                    {"model", ctx.host.model_info().value("name", "")},
+                                    {"loaded_models", lib.loaded()},
+                                    {"queued", ctx.jobs.queued_count()},
+                                    {"busy", ctx.jobs.running().has_value()}};
+                // With --models-dir the first model may have failed: the others still serve.
+                if (!ctx.host.load_error().empty()) h["model_error"] = ctx.host.load_error();
+                send_json(res, 200, h);
+            } break;
             case ModelHost::State::loading:
                 res.set_header("Retry-After", "5");
                 send_json(res, 503, {{"status", "loading"}});

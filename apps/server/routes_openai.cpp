@@ -53,10 +53,21 @@ std::string output_format(const std::string& v) {
     throw bad_field("output_format", "'" + v + "' is not one of png, jpeg, webp");
 }
 
+// The `model` field: a model of the server's library by name; OpenAI's own model names
+// (dall-e-2, dall-e-3, gpt-image-1, ..., which clients send by default) mean the current one.
+void choose_openai_model(GenRequest& r, ServerContext& ctx, std::optional<std::string> model) {
+    if (model && (model->rfind("dall-e", 0) == 0 || model->rfind("gpt-image", 0) == 0)) {
+        model.reset();
+    }
+    choose_model(r, ctx.host, model, "model");
+}
+
 // The JSON route's fields.
-GenRequest parse_generation(const nlohmann::json& body, const ServerConfig& config) {
+GenRequest parse_generation(const nlohmann::json& body, ServerContext& ctx) {
+    const ServerConfig& config = ctx.config;
     Fields f(body);
     GenRequest r;
+    choose_openai_model(r, ctx, f.string("model", 4096));
     r.embed_metadata = config.embed_metadata;
     r.set_text("prompt", f.string("prompt"), "prompt");
     if (!r.get("prompt")) throw bad_field("prompt", "required");
@@ -124,14 +135,17 @@ std::optional<double> form_number(const httplib::Request& req, const std::string
     return v;
 }
 
-// `takes_refs`: the loaded model attends to reference images (FLUX.2, Qwen Image Edit, ...):
-// as stable-diffusion.cpp's server does, every input image is then a reference image too and
-// the first one also the init image.
-GenRequest parse_edit(const httplib::Request& req, const ServerConfig& config, bool takes_refs) {
+// A model that attends to reference images (FLUX.2, Qwen Image Edit, ...): as
+// stable-diffusion.cpp's server does, every input image is then a reference image too and the
+// first one also the init image (for a model never loaded, decided when it loads).
+GenRequest parse_edit(const httplib::Request& req, ServerContext& ctx) {
+    const ServerConfig& config = ctx.config;
     if (!req.is_multipart_form_data()) {
         throw bad_field("body", "expected multipart/form-data (fields image, prompt, ...)");
     }
     GenRequest r;
+    choose_openai_model(r, ctx, form_text(req, "model"));
+    const bool takes_refs = model_can(r, ctx.host, "ref_images").value_or(true);
     r.kind = "img2img";
     r.embed_metadata = config.embed_metadata;
     r.set_text("prompt", form_text(req, "prompt"), "prompt");
@@ -196,10 +210,10 @@ GenRequest parse_edit(const httplib::Request& req, const ServerConfig& config, b
         auto range = req.files.equal_range(key);
         for (auto it = range.first; it != range.second; ++it) {
             const std::string& bytes = it->second.content;
-            r.add_image("ref-image",
-                        decode_upload(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
-                                      config.max_upload_pixels, key),
-                        key);
+            add_ref_image(r, ctx.host,
+                          decode_upload(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                        bytes.size(), config.max_upload_pixels, key),
+                          key, count > 1);
         }
     }
     return r;
@@ -229,26 +243,22 @@ void answer(httplib::Response& res, ServerContext& ctx, GenRequest request) {
 }  // namespace
 
 void register_openai_routes(httplib::Server& server, ServerContext& ctx) {
-    server.Post("/v1/images/generations",
-                [&ctx](const httplib::Request& req, httplib::Response& res) {
-                    guarded(res, ApiStyle::openai, [&] {
-                        answer(res, ctx, parse_generation(parse_json_object(req.body), ctx.config));
-                    });
-                });
-    server.Post("/v1/images/edits", [&ctx](const httplib::Request& req, httplib::Response& res) {
-        guarded(res, ApiStyle::openai, [&] {
-            const bool refs = ctx.host.model_info().value("ref_images", false);
-            answer(res, ctx, parse_edit(req, ctx.config, refs));
+    server.Post(
+        "/v1/images/generations", [&ctx](const httplib::Request& req, httplib::Response& res) {
+            guarded(res, ApiStyle::openai,
+                    [&] { answer(res, ctx, parse_generation(parse_json_object(req.body), ctx)); });
         });
+    server.Post("/v1/images/edits", [&ctx](const httplib::Request& req, httplib::Response& res) {
+        guarded(res, ApiStyle::openai, [&] { answer(res, ctx, parse_edit(req, ctx)); });
     });
+    // The library's models; the `model` field of a request names one by its id.
     server.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
-        const nlohmann::json info = ctx.host.model_info();
-        send_json(res, 200,
-                  {{"object", "list"},
-                   {"data", nlohmann::json::array({{{"id", info.value("name", "")},
-                                                    {"object", "model"},
-                                                    {"created", 0},
-                                                    {"owned_by", "ggdiff"}}})}});
+        nlohmann::json data = nlohmann::json::array();
+        for (const CatalogEntry& e : ctx.host.library().catalog().models) {
+            data.push_back(
+                {{"id", e.name}, {"object", "model"}, {"created", 0}, {"owned_by", "ggdiff"}});
+        }
+        send_json(res, 200, {{"object", "list"}, {"data", data}});
     });
 }
 

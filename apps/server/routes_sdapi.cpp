@@ -146,6 +146,25 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
     r.strip_prompt_loras = f.flag("disable_extra_networks").value_or(false);
     out.send_images = f.boolean("send_images").value_or(true);
 
+    // The model: override_settings' sd_model_checkpoint and sd_vae, else the current one.
+    {
+        std::optional<std::string> model, vae;
+        if (f.has("override_settings") && body["override_settings"].is_object()) {
+            const nlohmann::json& o = body["override_settings"];
+            for (const char* key : {"sd_model_checkpoint", "sd_vae"}) {
+                if (o.contains(key) && !o[key].is_string()) {
+                    throw bad_field(std::string("override_settings.") + key,
+                                    "expected a string, got " + json_type_phrase(o[key]));
+                }
+            }
+            if (o.contains("sd_model_checkpoint"))
+                model = o["sd_model_checkpoint"].get<std::string>();
+            if (o.contains("sd_vae")) vae = o["sd_vae"].get<std::string>();
+        }
+        choose_model(r, ctx.host, model, "override_settings.sd_model_checkpoint", vae,
+                     "override_settings.sd_vae");
+    }
+
     // Settings, then this request's override_settings.
     std::string format = ctx.settings.samples_format();
     bool pnginfo = ctx.settings.enable_pnginfo();
@@ -173,7 +192,9 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
     // stable-diffusion.cpp's extra_images; any other model refuses both. A request that has
     // the extra_images field (even empty) names its references itself: its init image is then
     // only the init image, as in stable-diffusion.cpp's server (plain img2img on FLUX.1-dev).
-    const bool takes_refs = ctx.host.model_info().value("ref_images", false);
+    // A model never loaded yet: its references wait for its family (GenRequest::needs).
+    const std::optional<bool> refs_known = model_can(r, ctx.host, "ref_images");
+    const bool takes_refs = refs_known.value_or(true);
     const bool inits_are_refs = takes_refs && !f.has("extra_images");
     if (img2img) {
         auto inits = f.array("init_images", kMaxImages);
@@ -197,8 +218,9 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
             }
             if (inits_are_refs) {
                 require_supported("ref-image", key);
-                r.add_image("ref-image",
-                            decode_base64_upload(text, ctx.config.max_upload_pixels, key), key);
+                add_ref_image(r, ctx.host,
+                              decode_base64_upload(text, ctx.config.max_upload_pixels, key), key,
+                              inits.size() > 1);
             }
         }
         r.set_number("strength", f.number("denoising_strength", -1e9, 1e9), "denoising_strength");
@@ -241,10 +263,10 @@ A1111Request parse(const nlohmann::json& body, bool img2img, ServerContext& ctx)
         if (!extra[i].is_string()) {
             throw bad_field(key, "expected a base64 string, got " + json_type_phrase(extra[i]));
         }
-        r.add_image("ref-image",
-                    decode_base64_upload(extra[i].get_ref<const std::string&>(),
-                                         ctx.config.max_upload_pixels, key),
-                    key);
+        add_ref_image(r, ctx.host,
+                      decode_base64_upload(extra[i].get_ref<const std::string&>(),
+                                           ctx.config.max_upload_pixels, key),
+                      key, true);
     }
     // Any other per-request engine option, by its schema name.
     read_engine_options(f, "ggdiff", r);
@@ -275,7 +297,8 @@ void generate(const httplib::Request& req, httplib::Response& res, ServerContext
         send_json(res, 200,
                   {{"images", images},
                    {"parameters", params},
-                   {"info", a1111_info(done, job->request, ctx.host.model_info(),
+                   {"info", a1111_info(done, job->request,
+                                       ctx.host.model_info(job->request.model, job->request.vae),
                                        job->request.get("scheduler") ||
                                            !ctx.host.default_value("scheduler").empty())}});
     });
@@ -407,15 +430,40 @@ void register_sdapi_routes(httplib::Server& server, ServerContext& ctx) {
     server.Get("/sdapi/v1/schedulers", [&ctx](const httplib::Request&, httplib::Response& res) {
         send_json(res, 200, a1111_schedulers(ctx.host.schedulers()));
     });
+    // The library's models, as A1111 lists checkpoints (no hashes: ggdiff does not read whole
+    // files to list them).
     server.Get("/sdapi/v1/sd-models", [&ctx](const httplib::Request&, httplib::Response& res) {
-        const nlohmann::json info = ctx.host.model_info();
-        send_json(res, 200,
-                  nlohmann::json::array({{{"title", info.value("file", "")},
-                                          {"model_name", info.value("name", "")},
-                                          {"hash", nullptr},
-                                          {"sha256", nullptr},
-                                          {"filename", info.value("file", "")},
-                                          {"config", nullptr}}}));
+        nlohmann::json list = nlohmann::json::array();
+        for (const CatalogEntry& e : ctx.host.library().catalog().models) {
+            list.push_back({{"title", e.title},
+                            {"model_name", e.name},
+                            {"hash", nullptr},
+                            {"sha256", nullptr},
+                            {"filename", e.path},
+                            {"config", nullptr}});
+        }
+        send_json(res, 200, list);
+    });
+    server.Get("/sdapi/v1/sd-vae", [&ctx](const httplib::Request&, httplib::Response& res) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const VaeEntry& v : ctx.host.library().catalog().vaes) {
+            list.push_back({{"model_name", v.name}, {"filename", v.path}});
+        }
+        send_json(res, 200, list);
+    });
+    // Re-reading the folders (files added or removed while the server runs). LoRAs are read
+    // on each use already.
+    auto refresh = [&ctx](const httplib::Request&, httplib::Response& res) {
+        guarded(res, ApiStyle::a1111, [&] {
+            const std::string error = ctx.host.library().refresh();
+            if (!error.empty()) throw RequestError(400, "", error);
+            send_json(res, 200, nullptr);
+        });
+    };
+    server.Post("/sdapi/v1/refresh-checkpoints", refresh);
+    server.Post("/sdapi/v1/refresh-vae", refresh);
+    server.Post("/sdapi/v1/refresh-loras", [](const httplib::Request&, httplib::Response& res) {
+        send_json(res, 200, nullptr);
     });
     server.Get("/sdapi/v1/options", [&ctx](const httplib::Request&, httplib::Response& res) {
         send_json(res, 200, ctx.settings.get());

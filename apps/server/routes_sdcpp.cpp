@@ -19,9 +19,16 @@ constexpr int64_t kMaxSeed = INT64_MAX - (1 << 20);
 constexpr int kMaxEventStreams = 32;
 const char kJobPattern[] = R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]{1,64}))";
 
+// What option `name` is in `o` (set, else the schema's default; "" when the model decides).
+std::string option_text(const ggdiff_options* o, const char* name) {
+    const char* text = nullptr;
+    if (ggdiff_options_get(o, name, &text) != 0 || !text) return "";
+    return text;
+}
+
 // A default as JSON: a number where it reads as one, null where the model decides.
-nlohmann::json default_json(const ModelHost& host, const char* name) {
-    const std::string v = host.option_value(name);
+nlohmann::json default_json(const ggdiff_options* o, const char* name) {
+    const std::string v = option_text(o, name);
     if (v.empty()) return nullptr;
     if (v == "true" || v == "false") return v == "true";
     nlohmann::json j = nlohmann::json::parse(v, nullptr, false);
@@ -29,15 +36,16 @@ nlohmann::json default_json(const ModelHost& host, const char* name) {
 }
 
 // A list option's value ("7,8,9") as a JSON array.
-nlohmann::json int_list_json(const ModelHost& host, const char* name) {
-    nlohmann::json j = nlohmann::json::parse("[" + host.option_value(name) + "]", nullptr, false);
+nlohmann::json int_list_json(const ggdiff_options* o, const char* name) {
+    nlohmann::json j = nlohmann::json::parse("[" + option_text(o, name) + "]", nullptr, false);
     return j.is_array() ? j : nlohmann::json::array();
 }
 
-// sd-server's request schema filled with what requests start from here.
-nlohmann::json defaults_json(const ServerContext& ctx) {
-    const ModelHost& h = ctx.host;
-    auto text = [&](const char* name) { return h.option_value(name); };
+// sd-server's request schema filled with what requests on `model` start from here.
+nlohmann::json defaults_json(const ServerContext& ctx, const std::string& model) {
+    const OptionsPtr owned = ctx.host.request_options(model);
+    const ggdiff_options* h = owned.get();
+    auto text = [&](const char* name) { return option_text(h, name); };
     return {
         {"prompt", text("prompt")},
         {"negative_prompt", text("negative-prompt")},
@@ -98,9 +106,10 @@ nlohmann::json defaults_json(const ServerContext& ctx) {
 
 // sd-server's vid_gen request schema filled with what requests start from here: the shared
 // fields of img_gen, the video ones, no batch or image-only fields.
-nlohmann::json vid_gen_defaults_json(const ServerContext& ctx) {
-    const ModelHost& h = ctx.host;
-    nlohmann::json d = defaults_json(ctx);
+nlohmann::json vid_gen_defaults_json(const ServerContext& ctx, const std::string& model) {
+    const OptionsPtr owned = ctx.host.request_options(model);
+    const ggdiff_options* h = owned.get();
+    nlohmann::json d = defaults_json(ctx, model);
     for (const char* key : {"batch_count", "qwen_image_layers", "auto_resize_ref_image",
                             "increase_ref_index", "hires", "embed_image_metadata"}) {
         d.erase(key);
@@ -127,8 +136,9 @@ bool control_net_loaded(const ServerContext& ctx) {
     return option_supported("control-image") && !ctx.host.default_value("control-net").empty();
 }
 
-nlohmann::json capabilities(ServerContext& ctx) {
-    const nlohmann::json info = ctx.host.model_info();
+// What `model` ("" = the current one) does, and what its requests start from.
+nlohmann::json capabilities(ServerContext& ctx, const std::string& model) {
+    const nlohmann::json info = ctx.host.model_info(model);
     nlohmann::json samplers = nlohmann::json::array(), schedulers = nlohmann::json::array();
     for (const auto& s : ctx.host.samplers()) samplers.push_back(s["name"]);
     for (const auto& s : ctx.host.schedulers()) schedulers.push_back(s["name"]);
@@ -151,7 +161,7 @@ nlohmann::json capabilities(ServerContext& ctx) {
         {"skip_layer_guidance", info.value("skip_layers", false)},
         {"events", true}};
     const nlohmann::json formats = {"png", "jpeg", "webp"};
-    const nlohmann::json defaults = defaults_json(ctx);
+    const nlohmann::json defaults = defaults_json(ctx, model);
     // Every model takes vid_gen: an image model makes one frame per video (a video model's
     // family decides its frames). webm is sd-server's default; this build has no encoder.
     const nlohmann::json video_features = {
@@ -172,6 +182,8 @@ nlohmann::json capabilities(ServerContext& ctx) {
     return {
         {"model",
          {{"name", info.value("file", "")},
+          {"model_name", info.value("model_name", info.value("name", ""))},
+          {"title", info.value("title", info.value("file", ""))},
           {"stem", info.value("name", "")},
           {"path", info.value("file", "")},
           {"family", info.contains("family") ? info["family"] : nlohmann::json(nullptr)},
@@ -184,7 +196,8 @@ nlohmann::json capabilities(ServerContext& ctx) {
         {"current_mode", "img_gen"},
         {"supported_modes", {"img_gen", "vid_gen"}},
         {"defaults", defaults},
-        {"defaults_by_mode", {{"img_gen", defaults}, {"vid_gen", vid_gen_defaults_json(ctx)}}},
+        {"defaults_by_mode",
+         {{"img_gen", defaults}, {"vid_gen", vid_gen_defaults_json(ctx, model)}}},
         {"output_formats", formats},
         {"output_formats_by_mode", {{"img_gen", formats}, {"vid_gen", video_formats}}},
         {"features", features},
@@ -314,6 +327,7 @@ GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
     Fields f(body);
     GenRequest r;
     r.kind = "img_gen";
+    choose_model(r, ctx.host, f.string("model", 4096), "model");
     read_common_head(f, r, ctx);
     r.set_int("batch-count", f.integer("batch_count", -(1 << 20), 1 << 20), "batch_count");
     r.embed_metadata = f.boolean("embed_image_metadata").value_or(ctx.config.embed_metadata);
@@ -330,10 +344,13 @@ GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
         const std::string key = "ref_images[" + std::to_string(i) + "]";
         require_supported("ref-image", key);
         if (!refs[i].is_string()) throw bad_field(key, "expected a base64 string");
-        r.add_image(
-            "ref-image",
+        require_capability(r, ctx.host, "ref_images", key,
+                           "this model takes no reference images (FLUX.1 Kontext, FLUX.2 and "
+                           "Qwen Image Edit models do)");
+        add_ref_image(
+            r, ctx.host,
             decode_base64_upload(refs[i].get<std::string>(), ctx.config.max_upload_pixels, key),
-            key);
+            key, false);
     }
     // sd-server's reference-image switches (-r placement and resize).
     if (auto inc = f.boolean("increase_ref_index")) {
@@ -480,6 +497,7 @@ GenRequest parse_vid_gen(const nlohmann::json& body, ServerContext& ctx) {
             throw bad_field(key, "not a vid_gen field (see /sdcpp/v1/img_gen)");
         }
     }
+    choose_model(r, ctx.host, f.string("model", 4096), "model");
     read_common_head(f, r, ctx);
     r.set_int("video-frames", f.integer("video_frames", -(1 << 20), 1 << 20), "video_frames");
     const int default_fps = std::atoi(ctx.host.option_value("fps").c_str());
@@ -489,14 +507,14 @@ GenRequest parse_vid_gen(const nlohmann::json& body, ServerContext& ctx) {
     r.set_number("moe-boundary", f.number("moe_boundary", -1e9, 1e9), "moe_boundary");
     // sd-server sends vace_strength 1 with every request: it means "not used"; another value
     // goes to the engine option.
-    const bool vace = ctx.host.model_info().value("control_video", false);
     if (auto strength = f.number("vace_strength", -1e9, 1e9); strength && *strength != 1.0) {
-        if (!vace) throw bad_field("vace_strength", "the loaded model is no Wan VACE model");
+        require_capability(r, ctx.host, "control_video", "vace_strength",
+                           "the model is no Wan VACE model");
         r.set_number("vace-strength", strength, "vace_strength");
     }
-    if (f.has("end_image") && !ctx.host.model_info().value("end_image", false)) {
-        throw bad_field("end_image",
-                        "the loaded model takes no last frame (a Wan image-to-video model does)");
+    if (f.has("end_image")) {
+        require_capability(r, ctx.host, "end_image", "end_image",
+                           "the model takes no last frame (a Wan image-to-video model does)");
     }
     read_image(f, "end_image", "end-img", r, ctx.config);
     // Wan VACE's control video, frame by frame (as --control-video's folder).
@@ -504,8 +522,9 @@ GenRequest parse_vid_gen(const nlohmann::json& body, ServerContext& ctx) {
     for (size_t i = 0; i < control.size(); ++i) {
         const std::string key = "control_frames[" + std::to_string(i) + "]";
         require_supported("control-video", key);
-        if (!vace) {
-            throw bad_field(key, "the loaded model takes no control video (a Wan VACE model does)");
+        if (i == 0) {
+            require_capability(r, ctx.host, "control_video", key,
+                               "the model takes no control video (a Wan VACE model does)");
         }
         if (!control[i].is_string()) throw bad_field(key, "expected a base64 string");
         r.add_image(
@@ -562,8 +581,49 @@ void send_accepted(httplib::Response& res, ServerContext& ctx, const Job& job) {
 }  // namespace
 
 void register_sdcpp_routes(httplib::Server& server, ServerContext& ctx) {
-    server.Get("/sdcpp/v1/capabilities", [&ctx](const httplib::Request&, httplib::Response& res) {
-        send_json(res, 200, capabilities(ctx));
+    // ?model=NAME: another model of the library (its family is known once it has loaded).
+    server.Get(
+        "/sdcpp/v1/capabilities", [&ctx](const httplib::Request& req, httplib::Response& res) {
+            guarded(res, ApiStyle::sdcpp, [&] {
+                std::string name;
+                const std::string want = req.get_param_value("model");
+                if (!want.empty() && !ctx.host.library().resolve(want, &name))
+                    throw bad_field("model", "no model \"" + want + "\" (see /sdcpp/v1/models)");
+                send_json(res, 200, capabilities(ctx, name));
+            });
+        });
+    // The library: every model with its state; "current" is the one requests use by default.
+    server.Get("/sdcpp/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
+        const ModelLibrary& lib = ctx.host.library();
+        const std::string current = lib.current(), vae = lib.current_vae();
+        nlohmann::json list = nlohmann::json::array();
+        for (const CatalogEntry& e : lib.catalog().models) {
+            const ModelLibrary::View v = lib.view(e.name, e.name == current ? vae : "");
+            nlohmann::json files = nlohmann::json::object();
+            for (const auto& [option, path] : e.load_options)
+                if (is_model_part_option(option)) files[option] = path;
+            list.push_back(
+                {{"name", e.name},
+                 {"title", e.title},
+                 {"path", e.path},
+                 {"source", e.source},
+                 {"description", e.description},
+                 {"files", files},
+                 {"size_bytes", e.bytes},
+                 {"state", model_state_name(v.state)},
+                 {"current", e.name == current},
+                 {"family", v.info.is_object() && v.info.contains("family") ? v.info["family"]
+                                                                            : nlohmann::json()},
+                 {"error", v.error.empty() ? nlohmann::json() : nlohmann::json(v.error)}});
+        }
+        send_json(res, 200,
+                  {{"current", current},
+                   {"vae", vae.empty() ? nlohmann::json() : nlohmann::json(vae)},
+                   {"models", list},
+                   {"loaded", lib.loaded()},
+                   {"max_loaded", lib.max_loaded()},
+                   {"memory_budget_bytes", lib.memory_budget()},
+                   {"memory_used_bytes", lib.memory_used()}});
     });
     server.Post("/sdcpp/v1/img_gen", [&ctx](const httplib::Request& req, httplib::Response& res) {
         guarded(res, ApiStyle::sdcpp, [&] {
@@ -596,7 +656,9 @@ void register_sdcpp_routes(httplib::Server& server, ServerContext& ctx) {
         const Lookup l = ctx.jobs.cancel(req.matches[1], &v);
         if (l != Lookup::found) return not_found(res, l);
         // A running job stops at its next step: 202 until it has.
-        send_json(res, v.status == JobStatus::generating ? 202 : 200, job_json(v, false));
+        send_json(res,
+                  v.status == JobStatus::generating || v.status == JobStatus::loading ? 202 : 200,
+                  job_json(v, false));
     });
     server.Get(std::string(kJobPattern) + "/events", [&ctx](const httplib::Request& req,
                                                             httplib::Response& res) {

@@ -119,6 +119,28 @@ const std::vector<ServerFlag>& server_flags() {
                  [](ServerConfig& c, int64_t n) { c.max_batch = static_cast<int>(n); }),
         int_flag("--max-steps", "N", "Most sampling steps per request (default 150)", 1, 10000,
                  [](ServerConfig& c, int64_t n) { c.max_steps = static_cast<int>(n); }),
+        {"--models-dir", "DIR",
+         "Offer the models in DIR (and its subfolders): .safetensors and .gguf checkpoints, "
+         "diffusers folders, and bundles of split parts named in DIR/models.json (see "
+         "docs/server.md); requests choose one by name (A1111 sd_model_checkpoint, OpenAI "
+         "model, native model)",
+         [](ServerConfig& c, const std::string& flag, const std::string& v) {
+             c.models_dir = v;
+             return v.empty() ? flag + " needs a folder" : std::string();
+         }},
+        {"--vae-dir", "DIR",
+         "VAE files offered as A1111's sd_vae (default: DIR/VAE or DIR/vae of --models-dir)",
+         [](ServerConfig& c, const std::string& flag, const std::string& v) {
+             c.vae_dir = v;
+             return v.empty() ? flag + " needs a folder" : std::string();
+         }},
+        int_flag("--max-loaded-models", "N",
+                 "Models kept loaded at once (default 1); the least recently used goes first", 1,
+                 64, [](ServerConfig& c, int64_t n) { c.max_loaded_models = static_cast<int>(n); }),
+        int_flag("--models-memory-mb", "N",
+                 "Memory the loaded models may take together, by the placement planner's "
+                 "figures (default 0: what the planner finds free when a model loads)",
+                 0, 1LL << 30, [](ServerConfig& c, int64_t n) { c.models_memory_bytes = n << 20; }),
     };
     return flags;
 }
@@ -187,11 +209,12 @@ const ServerUse* server_use(const std::string& name) {
 constexpr const char* kServerGroup = "Server";
 
 constexpr const char* kDescription =
-    "ggdiff-server: serves one model over HTTP: OpenAI Images (/v1/images/generations,\n"
+    "ggdiff-server: serves models over HTTP: OpenAI Images (/v1/images/generations,\n"
     "/v1/images/edits, /v1/models), the AUTOMATIC1111 API (/sdapi/v1/...), stable-diffusion.cpp's\n"
     "async job API (/sdcpp/v1/...) with progress events and cancel, /health, and a web page at /.\n"
     "Without -m (or --diffusion-model) it serves the built-in model\n"
-    "(models/ggdiff-toy-shapes.safetensors, or the file $GGDIFF_DEFAULT_MODEL names).\n\n"
+    "(models/ggdiff-toy-shapes.safetensors, or the file $GGDIFF_DEFAULT_MODEL names), or with\n"
+    "--models-dir the models of that folder, switched per request.\n\n"
     "Engine flags (as the CLI's): the model and where it runs, and the defaults of requests that\n"
     "leave a field out. Without -s/--seed each request gets a random seed.";
 
@@ -336,7 +359,7 @@ ParseOutcome parse_server_args(int argc, const char* const* argv) {
     bool have_model = false;
     for (const auto& kv : c.engine_options)
         if (kv.first == "model" || kv.first == "diffusion-model") have_model = true;
-    if (!have_model) {
+    if (!have_model && c.models_dir.empty()) {
         // Without -m the engine loads its built-in model: it must be there.
         const char* builtin = ggdiff_default_model();
         if (!builtin) {

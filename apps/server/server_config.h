@@ -20,6 +20,12 @@ struct ServerConfig {
     int max_queue = 16;      // jobs waiting behind the running one
     int result_ttl_s = 600;  // how long finished results stay available
     std::string lora_model_dir;
+    // The model library: --models-dir (checkpoints, diffusers folders, models.json bundles),
+    // --vae-dir (A1111's sd_vae choices), and how many models stay loaded.
+    std::string models_dir;
+    std::string vae_dir;
+    int max_loaded_models = 1;
+    int64_t models_memory_bytes = 0;  // 0: what the placement planner says is free
     std::vector<std::string> cors_origins;
     int64_t max_body_bytes = 64ll << 20;
     int max_size = 2048;                        // largest width/height a request may ask for
