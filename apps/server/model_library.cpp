@@ -386,6 +386,12 @@ void ModelLibrary::loader() {
                 available = free_after;
             }
         }
+        if (budget_ > 0 && need > budget_) {
+            std::fprintf(stderr,
+                         "warning: %s needs %s by the planner's figures, more than "
+                         "--models-memory-mb (%s); loading it anyway\n",
+                         k.c_str(), mib(need).c_str(), mib(budget_).c_str());
+        }
         lock.unlock();
         dropped.clear();  // frees them (unless a job still holds one: then when it ends)
 

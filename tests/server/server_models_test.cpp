@@ -470,5 +470,69 @@ TEST(ServerModels, ReferenceImagesForModelsNotLoadedYet) {
     EXPECT_EQ(body_json(r)["field"], "extra_images");
 }
 
+// --models-memory-mb by the planner's figures: the fixture's weights and compute buffers at
+// its default size are over 1000 MiB, so with that budget the second model unloads the first
+// even though two may stay loaded by count.
+TEST(ServerModels, MemoryBudgetUnloadsTheOlder) {
+    if (!e2e::prerequisites_ok()) return;
+    const std::string dir = e2e::fresh_dir("ServerModels.memory");
+    const std::string models = make_models_dir(dir);
+    ServerProcess server({"--models-dir", models, "--max-loaded-models", "2",
+                          "--models-memory-mb", "1000"},
+                         true, "", false);
+    auto c = server.client();
+    for (const char* model : {"sd/mc32", "toy", "sd/mc32"}) {
+        json req = small_job();
+        req["model"] = model;
+        auto r = post_json(c, "/sdcpp/v1/img_gen", req);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 202) << r->body;
+        EXPECT_EQ(wait_job(c, body_json(r)["id"])["status"], "completed");
+        const json list = body_json(c.Get("/sdcpp/v1/models"));
+        EXPECT_EQ(list["loaded"], json::array({model})) << list.dump();
+        EXPECT_LE(list["memory_used_bytes"].get<int64_t>(), 1000ll << 20 << 2);
+    }
+    EXPECT_NE(server.stderr_text().find("--models-memory-mb"), std::string::npos) << server.log();
+}
+
+// Per-request LoRA (a prompt tag, the sd-server lora field) on a library model: applied
+// without loading the model again.
+TEST(ServerModels, PerRequestLoraKeepsTheModelLoaded) {
+    if (!e2e::prerequisites_ok()) return;
+    const std::string dir = e2e::fresh_dir("ServerModels.lora");
+    const std::string models = make_models_dir(dir);
+    const std::string loras = std::string(GGDIFF_BINARY_DIR) + "/fixtures/sd1_lora_loras";
+    ServerProcess server({"--models-dir", models, "--lora-model-dir", loras}, true, "", false);
+    auto c = server.client();
+    std::vector<std::vector<uint8_t>> images;
+    for (const std::string& tag : {std::string(""), std::string("<lora:kohya:1>"),
+                                   std::string("")}) {
+        json req = a1111_request(2, 5);
+        req["prompt"] = "a red ring" + tag;
+        req["override_settings"] = {{"sd_model_checkpoint", "sd/mc32"}};
+        auto r = post_json(c, "/sdapi/v1/txt2img", req);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body.substr(0, 300);
+        images.push_back(decode_b64_image(body_json(r)["images"][0]).pixels);
+    }
+    EXPECT_NE(images[0], images[1]) << "the LoRA changed nothing";
+    EXPECT_EQ(images[0], images[2]) << "the LoRA stayed applied after its request";
+    // The sd-server `lora` field too.
+    json native = small_job(2, 5);
+    native["model"] = "sd/mc32";
+    native["lora"] = {{{"path", "kohya"}, {"multiplier", 1.0}}};
+    auto r = post_json(c, "/sdcpp/v1/img_gen", native);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 202) << r->body;
+    EXPECT_EQ(wait_job(c, body_json(r)["id"])["status"], "completed");
+    const std::string log = server.stderr_text();
+    size_t loads = 0;
+    for (size_t p = log.find("loading sd/mc32..."); p != std::string::npos;
+         p = log.find("loading sd/mc32...", p + 1)) {
+        ++loads;
+    }
+    EXPECT_EQ(loads, 1u) << server.log();
+}
+
 }  // namespace
 }  // namespace ggdiff::server_test
