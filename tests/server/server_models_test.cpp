@@ -43,9 +43,11 @@ std::string make_models_dir(const std::string& base, bool broken = false) {
 }
 
 // The CLI's image for `model` at the request below (64x64, euler, seed, steps).
-Image cli_image(const std::string& model, const std::string& dir, int steps, int64_t seed) {
+Image cli_image(const std::string& model, const std::string& dir, int steps, int64_t seed,
+                const std::string& vae = "") {
     const std::string out = dir + "/cli_" + fs::path(model).stem().string() + "_" +
-                            std::to_string(steps) + "_" + std::to_string(seed) + ".png";
+                            std::to_string(steps) + "_" + std::to_string(seed) +
+                            (vae.empty() ? "" : "_vae") + ".png";
     std::vector<std::string> args = {"-m",
                                      model,
                                      "-p",
@@ -64,6 +66,7 @@ Image cli_image(const std::string& model, const std::string& dir, int steps, int
                                      std::to_string(seed),
                                      "-o",
                                      out};
+    if (!vae.empty()) args.insert(args.end(), {"--vae", vae});
     const e2e::RunResult r = e2e::run_ggdiff(args, dir);
     EXPECT_TRUE(r.succeeded()) << r.describe();
     auto img = read_image(out);
@@ -532,6 +535,41 @@ TEST(ServerModels, PerRequestLoraKeepsTheModelLoaded) {
         ++loads;
     }
     EXPECT_EQ(loads, 1u) << server.log();
+}
+
+// A1111's sd_vae: a file of the VAE folder replaces the model's own VAE (the model loads
+// again with it); "Automatic" goes back to the model's own.
+TEST(ServerModels, SdVaeSwapsTheVae) {
+    if (!e2e::prerequisites_ok()) return;
+    const std::string dir = e2e::fresh_dir("ServerModels.vae");
+    const std::string models = make_models_dir(dir);
+    fs::create_symlink(toy_model(), models + "/VAE/toy-vae.safetensors");
+    const Image own = cli_image(e2e::fixture_path(), dir, 2, 9);
+    const Image swapped = cli_image(e2e::fixture_path(), dir, 2, 9, toy_model());
+    ASSERT_NE(own.pixels, swapped.pixels) << "the two VAEs should decode differently";
+    ServerProcess server({"--models-dir", models}, true, "", false);
+    auto c = server.client();
+    EXPECT_EQ(body_json(c.Get("/sdapi/v1/sd-vae")).size(), 2u);
+    for (const auto& [vae, expected] : std::vector<std::pair<std::string, const Image*>>{
+             {"toy-vae.safetensors", &swapped}, {"Automatic", &own}}) {
+        SCOPED_TRACE(vae);
+        auto r = post_json(c, "/sdapi/v1/options",
+                           {{"sd_model_checkpoint", "sd/mc32.safetensors"}, {"sd_vae", vae}});
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body;
+        EXPECT_EQ(body_json(c.Get("/sdapi/v1/options"))["sd_vae"], vae);
+        r = post_json(c, "/sdapi/v1/txt2img", a1111_request(2, 9));
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body.substr(0, 300);
+        const json body = body_json(r);
+        EXPECT_EQ(decode_b64_image(body["images"][0]).pixels, expected->pixels);
+        const json info = json::parse(body["info"].get<std::string>());
+        if (vae == "Automatic") {
+            EXPECT_TRUE(info["sd_vae_name"].is_null()) << info.dump();
+        } else {
+            EXPECT_EQ(info["sd_vae_name"], "toy-vae") << info.dump();
+        }
+    }
 }
 
 }  // namespace
