@@ -5,6 +5,7 @@
 // loaded at a time: every request answers, and the memory stays bounded.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -480,9 +481,9 @@ TEST(ServerModels, MemoryBudgetUnloadsTheOlder) {
     if (!e2e::prerequisites_ok()) return;
     const std::string dir = e2e::fresh_dir("ServerModels.memory");
     const std::string models = make_models_dir(dir);
-    ServerProcess server({"--models-dir", models, "--max-loaded-models", "2",
-                          "--models-memory-mb", "1000"},
-                         true, "", false);
+    ServerProcess server(
+        {"--models-dir", models, "--max-loaded-models", "2", "--models-memory-mb", "1000"}, true,
+        "", false);
     auto c = server.client();
     for (const char* model : {"sd/mc32", "toy", "sd/mc32"}) {
         json req = small_job();
@@ -508,8 +509,8 @@ TEST(ServerModels, PerRequestLoraKeepsTheModelLoaded) {
     ServerProcess server({"--models-dir", models, "--lora-model-dir", loras}, true, "", false);
     auto c = server.client();
     std::vector<std::vector<uint8_t>> images;
-    for (const std::string& tag : {std::string(""), std::string("<lora:kohya:1>"),
-                                   std::string("")}) {
+    for (const std::string& tag :
+         {std::string(""), std::string("<lora:kohya:1>"), std::string("")}) {
         json req = a1111_request(2, 5);
         req["prompt"] = "a red ring" + tag;
         req["override_settings"] = {{"sd_model_checkpoint", "sd/mc32"}};
@@ -570,6 +571,46 @@ TEST(ServerModels, SdVaeSwapsTheVae) {
             EXPECT_EQ(info["sd_vae_name"], "toy-vae") << info.dump();
         }
     }
+}
+
+// A job on a model that is not loaded waits in the state "loading" (its event stream shows
+// it) and then generates.
+TEST(ServerModels, JobsWaitInTheLoadingState) {
+    if (!e2e::prerequisites_ok()) return;
+    const std::string dir = e2e::fresh_dir("ServerModels.loading");
+    const std::string models = make_models_dir(dir);
+    ServerProcess server({"--models-dir", models}, true, "", false);
+    auto c = server.client();
+    // A job on the loaded model holds the queue while the next one's stream connects.
+    auto r = post_json(c, "/sdcpp/v1/img_gen", small_job(20, 1));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 202) << r->body;
+    json req = small_job(2, 1);
+    req["model"] = "sd/mc32";
+    r = post_json(c, "/sdcpp/v1/img_gen", req);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 202) << r->body;
+    const std::string id = body_json(r)["id"];
+    std::vector<std::string> statuses;
+    std::string events;
+    auto ev = c.Get(("/sdcpp/v1/jobs/" + id + "/events").c_str(), [&](const char* data, size_t n) {
+        events.append(data, n);
+        return true;
+    });
+    ASSERT_TRUE(ev);
+    for (size_t p = events.find("\"status\":\""); p != std::string::npos;
+         p = events.find("\"status\":\"", p + 1)) {
+        const size_t b = p + 10;
+        const std::string s = events.substr(b, events.find('"', b) - b);
+        if (statuses.empty() || statuses.back() != s) statuses.push_back(s);
+    }
+    const auto at = [&](const std::string& s) {
+        return std::find(statuses.begin(), statuses.end(), s) - statuses.begin();
+    };
+    ASSERT_LT(static_cast<size_t>(at("loading")), statuses.size()) << events.substr(0, 3000);
+    EXPECT_LT(at("queued"), at("loading"));
+    EXPECT_LT(at("loading"), at("generating"));
+    EXPECT_EQ(statuses.back(), "completed");
 }
 
 }  // namespace
