@@ -49,24 +49,10 @@ Image cli_image(const std::string& model, const std::string& dir, int steps, int
     const std::string out = dir + "/cli_" + fs::path(model).stem().string() + "_" +
                             std::to_string(steps) + "_" + std::to_string(seed) +
                             (vae.empty() ? "" : "_vae") + ".png";
-    std::vector<std::string> args = {"-m",
-                                     model,
-                                     "-p",
-                                     "a red ring",
-                                     "-W",
-                                     "64",
-                                     "-H",
-                                     "64",
-                                     "--steps",
-                                     std::to_string(steps),
-                                     "--sampling-method",
-                                     "euler",
-                                     "--cfg-scale",
-                                     "7",
-                                     "-s",
-                                     std::to_string(seed),
-                                     "-o",
-                                     out};
+    std::vector<std::string> args = e2e::with_flag_value(
+        e2e::euler_request(steps, "7", "a red ring"), "-s", std::to_string(seed));
+    args.insert(args.begin(), {"-m", model});
+    args.insert(args.end(), {"-o", out});
     if (!vae.empty()) args.insert(args.end(), {"--vae", vae});
     const e2e::RunResult r = e2e::run_ggdiff(args, dir);
     EXPECT_TRUE(r.succeeded()) << r.describe();

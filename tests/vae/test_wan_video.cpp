@@ -663,6 +663,37 @@ TEST_F(WanVideo, AutoencoderVideoAndImageModes) {
     EXPECT_FALSE((*video)->encode(bad, *rng).ok());
 }
 
+// Decodes `latent` and encodes `video` with the VAE of each index (and with `image_too`, also
+// decodes with the VAE built for single images); both indexes must give the same numbers.
+void expect_same_outputs(const ggdiff::TensorIndex& a, const ggdiff::TensorIndex& b,
+                         const ggdiff::models::WanVaeConfig& cfg, const HostTensor& latent,
+                         const HostTensor& video, bool image_too) {
+    ggdiff::ModelOptions options;
+    ggdiff::EnginePlacement placement;
+    std::vector<std::vector<float>> outputs[2];
+    for (int k = 0; k < 2; ++k) {
+        const ggdiff::FamilyContext ctx{options, k == 0 ? a : b, placement, -1, 2, "", nullptr};
+        for (bool as_video : {true, false}) {
+            if (!as_video && !image_too) continue;
+            auto vae = ggdiff::WanAutoencoder::create(ctx, placement.vae, cfg, as_video);
+            ASSERT_TRUE(vae.ok()) << vae.status().message();
+            auto got = (*vae)->decode(latent);
+            ASSERT_TRUE(got.ok()) << got.status().message();
+            outputs[k].push_back(got->data);
+            if (!as_video) continue;
+            auto rng = ggdiff::sampling::make_rng(ggdiff::sampling::RngKind::Cpu, 1);
+            auto enc = (*vae)->encode(video, *rng);
+            ASSERT_TRUE(enc.ok()) << enc.status().message();
+            outputs[k].push_back(enc->data);
+        }
+    }
+    ASSERT_EQ(outputs[0].size(), image_too ? 3u : 2u);
+    for (size_t i = 0; i < outputs[0].size(); ++i) {
+        ASSERT_FALSE(outputs[0][i].empty());
+        EXPECT_EQ(outputs[0][i], outputs[1][i]) << "output " << i;
+    }
+}
+
 // The same VAE stored in diffusers AutoencoderKLWan names (a WanPipeline's
 // vae/diffusion_pytorch_model.safetensors, given as --vae) indexes to the same tensors, is
 // read as the same network and decodes (video and image) and encodes the same, exactly.
@@ -703,32 +734,8 @@ TEST_F(WanVideo, DiffusersNamesLoadTheSameVae) {
     EXPECT_EQ(cfg->taps, cfg_->taps);
     EXPECT_TRUE(cfg->has_encoder);
 
-    ggdiff::ModelOptions options;
-    ggdiff::EnginePlacement placement;
-    const HostTensor latent = vae_test::random_tensor({4, 3, 16 * 2, 1}, 130);
-    const HostTensor video = vae_test::random_tensor({32, 24, 3, 5}, 131, 0.5f);
-    std::vector<std::vector<float>> outputs[2];
-    for (int k = 0; k < 2; ++k) {
-        const ggdiff::TensorIndex& index = k == 0 ? original : diffusers;
-        const ggdiff::FamilyContext ctx{options, index, placement, -1, 2, "", nullptr};
-        for (bool as_video : {true, false}) {
-            auto vae = ggdiff::WanAutoencoder::create(ctx, placement.vae, *cfg, as_video);
-            ASSERT_TRUE(vae.ok()) << vae.status().message();
-            auto got = (*vae)->decode(latent);
-            ASSERT_TRUE(got.ok()) << got.status().message();
-            outputs[k].push_back(got->data);
-            if (!as_video) continue;
-            auto rng = ggdiff::sampling::make_rng(ggdiff::sampling::RngKind::Cpu, 1);
-            auto enc = (*vae)->encode(video, *rng);
-            ASSERT_TRUE(enc.ok()) << enc.status().message();
-            outputs[k].push_back(enc->data);
-        }
-    }
-    ASSERT_EQ(outputs[0].size(), 3u);
-    for (size_t i = 0; i < 3; ++i) {
-        ASSERT_FALSE(outputs[0][i].empty());
-        EXPECT_EQ(outputs[0][i], outputs[1][i]) << "output " << i;
-    }
+    expect_same_outputs(original, diffusers, *cfg, vae_test::random_tensor({4, 3, 16 * 2, 1}, 130),
+                        vae_test::random_tensor({32, 24, 3, 5}, 131, 0.5f), true);
 }
 
 // The Wan 2.2 VAE in diffusers AutoencoderKLWan names (is_residual: down_blocks.N.resnets.M,
@@ -767,28 +774,8 @@ TEST_F(Wan22Video, DiffusersNamesLoadTheSameVae) {
     }
     EXPECT_EQ(cfg->taps, m_.cfg.taps);
 
-    ggdiff::ModelOptions options;
-    ggdiff::EnginePlacement placement;
-    const HostTensor latent = vae_test::random_tensor({3, 2, 48 * 2, 1}, 140);
-    const HostTensor video = vae_test::random_tensor({48, 32, 3, 5}, 141, 0.5f);
-    std::vector<std::vector<float>> outputs[2];
-    for (int k = 0; k < 2; ++k) {
-        const ggdiff::TensorIndex& index = k == 0 ? original : diffusers;
-        const ggdiff::FamilyContext ctx{options, index, placement, -1, 2, "", nullptr};
-        auto vae = ggdiff::WanAutoencoder::create(ctx, placement.vae, *cfg, true);
-        ASSERT_TRUE(vae.ok()) << vae.status().message();
-        auto got = (*vae)->decode(latent);
-        ASSERT_TRUE(got.ok()) << got.status().message();
-        outputs[k].push_back(got->data);
-        auto rng = ggdiff::sampling::make_rng(ggdiff::sampling::RngKind::Cpu, 1);
-        auto enc = (*vae)->encode(video, *rng);
-        ASSERT_TRUE(enc.ok()) << enc.status().message();
-        outputs[k].push_back(enc->data);
-    }
-    for (size_t i = 0; i < 2; ++i) {
-        ASSERT_FALSE(outputs[0][i].empty());
-        EXPECT_EQ(outputs[0][i], outputs[1][i]) << "output " << i;
-    }
+    expect_same_outputs(original, diffusers, *cfg, vae_test::random_tensor({3, 2, 48 * 2, 1}, 140),
+                        vae_test::random_tensor({48, 32, 3, 5}, 141, 0.5f), false);
 }
 
 }  // namespace
