@@ -286,9 +286,11 @@ class ClipVision : public ::testing::Test {
         ASSERT_GT(scale, 0.1);
         std::printf("[ clip vision ] width %lld: max |ref| %.4g, error max %.3g mean %.3g\n",
                     static_cast<long long>(s.width), scale, worst, mean);
-        // A rare f16 table boundary that float64 and float32 round differently costs 6e-4
-        // (quick GELU); typical errors are 1e-6.
-        EXPECT_LE(worst, 1e-4 * std::max(1.0, scale));
+        // A rare f16 table boundary that float64 and float32 round differently costs up to
+        // 1e-3 at one element (quick GELU; which element depends on the CPU's kernels: 6e-4
+        // with one, 1.04e-3 with ggml's zen4 kernels); typical errors are 1e-6, and the mean
+        // below stays tight.
+        EXPECT_LE(worst, 2e-4 * std::max(1.0, scale));
         EXPECT_LE(mean, 1e-5 * std::max(1.0, scale));
 
         // The other activation gives other states: the test tells them apart.

@@ -305,6 +305,39 @@ TEST(ServerModels, ABrokenFileFailsItsJobOnly) {
     EXPECT_EQ(wait_job(c, body_json(r)["id"])["status"], "completed");
 }
 
+// What the folder scan lists: a diffusers folder (model_index.json) is one model and its
+// parts are not listed; hidden folders, the LoRA folder and other files are skipped; more
+// than one entry with one name keeps the first and warns.
+TEST(ServerModels, CatalogListsDiffusersFoldersOnce) {
+    const std::string dir = e2e::fresh_dir("ServerModels.catalog");
+    const std::string models = dir + "/models";
+    for (const char* sub : {"pipe/unet", "pipe/vae", "pipe/text_encoder", ".cache", "loras", "x"})
+        fs::create_directories(models + "/" + sub);
+    std::ofstream(models + "/pipe/model_index.json") << "{}";
+    for (const char* f : {"pipe/unet/diffusion_pytorch_model.safetensors",
+                          "pipe/vae/diffusion_pytorch_model.safetensors", ".cache/a.safetensors",
+                          "loras/style.safetensors", "x/notes.txt", "x/m.gguf", "x/m.safetensors",
+                          "a.SAFETENSORS"}) {
+        std::ofstream(models + "/" + f) << "x";
+    }
+    server::ServerConfig config;
+    config.models_dir = models;
+    config.lora_model_dir = models + "/loras";
+    server::Catalog catalog;
+    ASSERT_EQ(server::scan_catalog(config, &catalog), "");
+    std::vector<std::string> names, sources;
+    for (const auto& e : catalog.models) {
+        names.push_back(e.name);
+        sources.push_back(e.source);
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"a", "pipe", "x/m"}))
+        << testing::PrintToString(names);
+    EXPECT_EQ(sources, (std::vector<std::string>{"file", "folder", "file"}));
+    ASSERT_EQ(catalog.warnings.size(), 1u);
+    EXPECT_NE(catalog.warnings[0].find("x/m.safetensors"), std::string::npos)
+        << catalog.warnings[0];
+}
+
 // models.json mistakes name the entry and key (the server exits 2 with this text at start);
 // on refresh-checkpoints they are a 400 and the list stays as it was.
 TEST(ServerModels, BadModelsJsonIsNamed) {
@@ -486,12 +519,17 @@ TEST(ServerModels, MemoryBudgetUnloadsTheOlder) {
 }
 
 // Per-request LoRA (a prompt tag, the sd-server lora field) on a library model: applied
-// without loading the model again.
+// without loading the model again; LoRA files added while the server runs are offered.
 TEST(ServerModels, PerRequestLoraKeepsTheModelLoaded) {
     if (!e2e::prerequisites_ok()) return;
     const std::string dir = e2e::fresh_dir("ServerModels.lora");
     const std::string models = make_models_dir(dir);
-    const std::string loras = std::string(GGDIFF_BINARY_DIR) + "/fixtures/sd1_lora_loras";
+    // The LoRA folder (copies: the folder lists regular files, not links): kohya now, locon
+    // added while the server runs.
+    const std::string fixtures = std::string(GGDIFF_BINARY_DIR) + "/fixtures/sd1_lora_loras";
+    const std::string loras = dir + "/loras";
+    fs::create_directories(loras);
+    fs::copy_file(fixtures + "/kohya.safetensors", loras + "/kohya.safetensors");
     ServerProcess server({"--models-dir", models, "--lora-model-dir", loras}, true, "", false);
     auto c = server.client();
     std::vector<std::vector<uint8_t>> images;
@@ -515,6 +553,19 @@ TEST(ServerModels, PerRequestLoraKeepsTheModelLoaded) {
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 202) << r->body;
     EXPECT_EQ(wait_job(c, body_json(r)["id"])["status"], "completed");
+    // /sdapi/v1/loras reads the folder on each call: a file added now is listed and usable.
+    EXPECT_EQ(body_json(c.Get("/sdapi/v1/loras")).size(), 1u);
+    fs::copy_file(fixtures + "/locon.safetensors", loras + "/locon.safetensors");
+    const json listed = body_json(c.Get("/sdapi/v1/loras"));
+    ASSERT_EQ(listed.size(), 2u) << listed.dump();
+    EXPECT_EQ(listed[1]["name"], "locon");
+    json with_locon = a1111_request(2, 5);
+    with_locon["prompt"] = "a red ring<lora:locon:1>";
+    with_locon["override_settings"] = {{"sd_model_checkpoint", "sd/mc32"}};
+    r = post_json(c, "/sdapi/v1/txt2img", with_locon);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body.substr(0, 300);
+    EXPECT_NE(decode_b64_image(body_json(r)["images"][0]).pixels, images[0]);
     const std::string log = server.stderr_text();
     size_t loads = 0;
     for (size_t p = log.find("loading sd/mc32..."); p != std::string::npos;
