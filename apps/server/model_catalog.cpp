@@ -199,6 +199,17 @@ std::string read_bundles(const fs::path& root, std::vector<CatalogEntry>* out,
     return "";
 }
 
+// The model the command line names (or the built-in one), listed by its file name.
+CatalogEntry command_line_entry(const std::string& path) {
+    CatalogEntry e;
+    const fs::path p(path);
+    e.name = p.stem().string();
+    e.title = p.filename().string();
+    e.path = path;
+    e.source = "command line";
+    return e;
+}
+
 }  // namespace
 
 bool is_model_part_option(const std::string& name) {
@@ -225,12 +236,7 @@ std::string scan_catalog(const ServerConfig& config, Catalog* out) {
         if ((name == "model" || name == "diffusion-model") && main.empty()) main = value;
     }
     if (!main.empty()) {
-        CatalogEntry e;
-        const fs::path p(main);
-        e.name = p.stem().string();
-        e.title = p.filename().string();
-        e.path = main;
-        e.source = "command line";
+        CatalogEntry e = command_line_entry(main);
         for (const auto& [name, value] : config.engine_options)
             if (is_model_part_option(name)) e.bytes += file_bytes(value);
         c.models.push_back(std::move(e));
@@ -342,13 +348,8 @@ std::string scan_catalog(const ServerConfig& config, Catalog* out) {
             }
             builtin = found;
         }
-        CatalogEntry e;
-        const fs::path p(builtin);
-        e.name = p.stem().string();
-        e.title = p.filename().string();
-        e.path = builtin;
-        e.source = "command line";
-        e.bytes = file_bytes(p);
+        CatalogEntry e = command_line_entry(builtin);
+        e.bytes = file_bytes(builtin);
         c.models.push_back(std::move(e));
     }
 
