@@ -291,6 +291,18 @@ int64_t ModelLibrary::memory_used() const {
     return used;
 }
 
+ModelLibrary::Slot* ModelLibrary::lru_idle_locked(const std::string& keep, std::string* key) {
+    Slot* victim = nullptr;
+    for (auto& [other, s] : slots_) {
+        if (!s.model || other == keep || s.model.use_count() > 1) continue;
+        if (!victim || s.last_used < victim->last_used) {
+            victim = &s;
+            *key = other;
+        }
+    }
+    return victim;
+}
+
 void ModelLibrary::evict_for_locked(std::unique_lock<std::mutex>& lock, const std::string& k,
                                     int64_t need,
                                     std::vector<std::shared_ptr<LoadedModel>>* dropped) {
@@ -307,15 +319,8 @@ void ModelLibrary::evict_for_locked(std::unique_lock<std::mutex>& lock, const st
         const bool over_memory = budget_ > 0 && count > 0 && used + need > budget_;
         if ((!over_count && !over_memory) || stopping_) return;
         // The least recently used model no job holds.
-        Slot* victim = nullptr;
         std::string victim_key;
-        for (auto& [other, s] : slots_) {
-            if (!s.model || other == k || s.model.use_count() > 1) continue;
-            if (!victim || s.last_used < victim->last_used) {
-                victim = &s;
-                victim_key = other;
-            }
-        }
+        Slot* victim = lru_idle_locked(k, &victim_key);
         if (!victim) {
             // Every loaded model is in use: wait for a job to end.
             cv_.wait_for(lock, std::chrono::milliseconds(100));
@@ -370,20 +375,15 @@ void ModelLibrary::loader() {
         if (budget_ == 0 && planned) {
             // No budget given: the planner's free memory. Evict idle models while it lacks.
             while (need > available && !stopping_) {
-                const size_t before = dropped.size();
-                int64_t free_after = available;
-                for (auto& [other, s] : slots_) {
-                    if (s.model && other != k && s.model.use_count() == 1) {
-                        free_after += s.model->bytes;
-                        std::fprintf(stderr, "unloading %s (the planner sees %s free, %s needed)\n",
-                                     other.c_str(), mib(available).c_str(), mib(need).c_str());
-                        dropped.push_back(std::move(s.model));
-                        s.state = ModelState::unloaded;
-                        break;
-                    }
-                }
-                if (dropped.size() == before) break;  // nothing idle left: try anyway
-                available = free_after;
+                // The least recently used model no job holds.
+                std::string victim_key;
+                Slot* victim = lru_idle_locked(k, &victim_key);
+                if (!victim) break;  // nothing idle left: try anyway
+                std::fprintf(stderr, "unloading %s (the planner sees %s free, %s needed)\n",
+                             victim_key.c_str(), mib(available).c_str(), mib(need).c_str());
+                available += victim->model->bytes;
+                dropped.push_back(std::move(victim->model));
+                victim->state = ModelState::unloaded;
             }
         }
         if (budget_ > 0 && need > budget_) {

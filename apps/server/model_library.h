@@ -112,6 +112,9 @@ class ModelLibrary {
     void request_load_locked(const std::string& k);
     // The options that load entry `e` with VAE `vae` (a path or "").
     OptionsPtr load_options(const CatalogEntry& e, const std::string& vae_path) const;
+    // The least recently used loaded model no job holds, other than `keep` (its key in *key);
+    // null when there is none.
+    Slot* lru_idle_locked(const std::string& keep, std::string* key);
     void evict_for_locked(std::unique_lock<std::mutex>& lock, const std::string& k, int64_t need,
                           std::vector<std::shared_ptr<LoadedModel>>* dropped);
 
