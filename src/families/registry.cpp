@@ -4,18 +4,19 @@ namespace ggdiff {
 
 // The families, most specific first: the first whose detect() accepts the weights wins.
 // Adding a family is one line here (and its folder, src/families/<family>/).
-#define GGDIFF_FAMILIES(X)                                                       \
-    X(kSd1Recipe)              /* families/sd: SD1.x and models of its layout */ \
-    X(kSd2Recipe)              /* families/sd: SD2.x (eps and v) */              \
-    X(kSdxlRecipe)             /* families/sdxl */                               \
-    X(kQwenImageLayeredRecipe) /* families/qwen_image (before Qwen Image) */     \
-    X(kQwenImageRecipe)        /* families/qwen_image */                         \
-    X(kChromaRadianceRecipe)   /* families/chroma: Chroma1-Radiance */           \
-    X(kChromaRecipe)           /* families/chroma (before FLUX.1) */             \
-    X(kFlux2Recipe)            /* families/flux2: detect only (before FLUX.1) */ \
-    X(kFluxRecipe)             /* families/flux: FLUX.1 dev, schnell, Kontext */ \
-    X(kZImageRecipe)           /* families/z_image */                            \
-    X(kSd3Recipe)              /* families/sd3 */                                \
+#define GGDIFF_FAMILIES(X)                                                        \
+    X(kSd1Recipe)              /* families/sd: SD1.x and models of its layout */  \
+    X(kSd2Recipe)              /* families/sd: SD2.x (eps and v) */               \
+    X(kSdxlRecipe)             /* families/sdxl */                                \
+    X(kQwenImageLayeredRecipe) /* families/qwen_image (before Qwen Image) */      \
+    X(kQwenImageRecipe)        /* families/qwen_image */                          \
+    X(kLongCatRecipe)          /* families/longcat (before FLUX.1: its layout) */ \
+    X(kChromaRadianceRecipe)   /* families/chroma: Chroma1-Radiance */            \
+    X(kChromaRecipe)           /* families/chroma (before FLUX.1) */              \
+    X(kFlux2Recipe)            /* families/flux2: detect only (before FLUX.1) */  \
+    X(kFluxRecipe)             /* families/flux: FLUX.1 dev, schnell, Kontext */  \
+    X(kZImageRecipe)           /* families/z_image */                             \
+    X(kSd3Recipe)              /* families/sd3 */                                 \
     X(kWanRecipe)              /* families/wan: detect only */
 
 #define GGDIFF_DECLARE_RECIPE(name) extern const FamilyRecipe name;

@@ -242,6 +242,7 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     if (!untagged.ok()) return untagged.status();
     TextRequest tr;
     tr.prompt = *untagged;
+    tr.ref_images = &o.ref_images;  // for encoders that read them (or refuse them)
     GGDIFF_TRY(f.text->check(tr));
     tr.prompt = o.negative_prompt;
     tr.negative = true;

@@ -169,4 +169,89 @@ std::vector<std::pair<std::string, float>> parse_prompt_attention(const std::str
     return out;
 }
 
+namespace {
+
+// Bytes of the UTF-8 character that starts with `lead` (1 for a stray continuation byte), never
+// past `left`.
+size_t utf8_length(unsigned char lead, size_t left) {
+    size_t n = 1;
+    if ((lead & 0xE0) == 0xC0) {
+        n = 2;
+    } else if ((lead & 0xF0) == 0xE0) {
+        n = 3;
+    } else if ((lead & 0xF8) == 0xF0) {
+        n = 4;
+    }
+    return n <= left ? n : 1;
+}
+
+bool ascii_letter(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+bool at(const std::string& s, size_t pos, const std::string& mark) {
+    return pos + mark.size() <= s.size() && s.compare(pos, mark.size(), mark) == 0;
+}
+
+// An apostrophe inside a word: "don't".
+bool in_word(const std::string& s, size_t pos) {
+    return pos > 0 && pos + 1 < s.size() && ascii_letter(s[pos - 1]) && ascii_letter(s[pos + 1]);
+}
+
+// The end of the quoted span opened at `pos` by `open` (past its closing mark), or npos.
+size_t quoted_span_end(const std::string& s, size_t pos, const std::string& open,
+                       const std::string& close) {
+    size_t i = pos + open.size();
+    while (i < s.size()) {
+        if (open != close && at(s, i, open)) return std::string::npos;  // reopened first
+        if (at(s, i, close)) {
+            if (!(close == "'" && in_word(s, i))) return i + close.size();
+            i += close.size();
+            continue;
+        }
+        i += utf8_length(static_cast<unsigned char>(s[i]), s.size() - i);
+    }
+    return std::string::npos;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, float>> spell_quoted_spans(
+    const std::vector<std::pair<std::string, float>>& runs) {
+    static const std::pair<std::string, std::string> kMarks[] = {{"'", "'"},
+                                                                 {"\"", "\""},
+                                                                 {"\xE2\x80\x98", "\xE2\x80\x99"},
+                                                                 {"\xE2\x80\x9C", "\xE2\x80\x9D"}};
+    std::vector<std::pair<std::string, float>> out;
+    for (const auto& [text, weight] : runs) {
+        if (is_break_marker({text, weight})) {
+            out.emplace_back(text, weight);
+            continue;
+        }
+        size_t plain = 0;  // start of the text not yet emitted
+        size_t i = 0;
+        while (i < text.size()) {
+            size_t end = std::string::npos;
+            for (const auto& [open, close] : kMarks) {
+                if (!at(text, i, open) || (open == "'" && in_word(text, i))) continue;
+                end = quoted_span_end(text, i, open, close);
+                if (end != std::string::npos) break;
+            }
+            if (end == std::string::npos) {
+                i += utf8_length(static_cast<unsigned char>(text[i]), text.size() - i);
+                continue;
+            }
+            if (i > plain) out.emplace_back(text.substr(plain, i - plain), weight);
+            while (i < end) {
+                const size_t n = utf8_length(static_cast<unsigned char>(text[i]), end - i);
+                out.emplace_back(text.substr(i, n), weight);
+                i += n;
+            }
+            plain = i;
+        }
+        if (text.size() > plain || text.empty()) out.emplace_back(text.substr(plain), weight);
+    }
+    return out;
+}
+
 }  // namespace ggdiff

@@ -20,6 +20,15 @@ namespace ggdiff {
 constexpr float kBreakWeight = -1.0f;
 std::vector<std::pair<std::string, float>> parse_prompt_attention(const std::string& text);
 
+// LongCat's quote spelling (stable-diffusion.cpp's spell_quotes): in each run, every quoted span
+// ('...', "...", and the curly pairs U+2018/U+2019 and U+201C/U+201D) becomes one run per UTF-8
+// character, quote marks included, each with the run's weight, so that text to be drawn is
+// tokenized letter by letter. An ASCII apostrophe between two ASCII letters is no quote mark
+// ("don't"); a quote without its closing mark is left as text; for the curly pairs, a second
+// opening mark before the closing one leaves the first as text. Other text stays as it is.
+std::vector<std::pair<std::string, float>> spell_quoted_spans(
+    const std::vector<std::pair<std::string, float>>& runs);
+
 // True for the marker parse_prompt_attention() emits for BREAK.
 inline bool is_break_marker(const std::pair<std::string, float>& item) {
     return item.second == kBreakWeight && item.first == "BREAK";

@@ -88,5 +88,65 @@ TEST(PromptAttention, Break) {
                   {{"a", 1.1f}, {"", 1.0f}, {"BREAK", -1.0f}, {"", 1.0f}, {"b", 1.1f}});
 }
 
+// LongCat's quote spelling: quoted spans one run per character, the rest as it was.
+TEST(PromptAttention, SpellQuotedSpans) {
+    auto spell = [](const std::string& prompt) {
+        return spell_quoted_spans(parse_prompt_attention(prompt));
+    };
+    EXPECT_EQ(spell("a sign saying \"OPEN\" here"), (Parsed{{"a sign saying ", 1.0f},
+                                                            {"\"", 1.0f},
+                                                            {"O", 1.0f},
+                                                            {"P", 1.0f},
+                                                            {"E", 1.0f},
+                                                            {"N", 1.0f},
+                                                            {"\"", 1.0f},
+                                                            {" here", 1.0f}}));
+    // Apostrophes inside words are no quotes; the span between two real ones is.
+    EXPECT_EQ(spell("don't say 'hi' now"), (Parsed{{"don't say ", 1.0f},
+                                                   {"'", 1.0f},
+                                                   {"h", 1.0f},
+                                                   {"i", 1.0f},
+                                                   {"'", 1.0f},
+                                                   {" now", 1.0f}}));
+    EXPECT_EQ(spell("it's 'rock'n'roll'"), (Parsed{{"it's ", 1.0f},
+                                                   {"'", 1.0f},
+                                                   {"r", 1.0f},
+                                                   {"o", 1.0f},
+                                                   {"c", 1.0f},
+                                                   {"k", 1.0f},
+                                                   {"'", 1.0f},
+                                                   {"n", 1.0f},
+                                                   {"'", 1.0f},
+                                                   {"r", 1.0f},
+                                                   {"o", 1.0f},
+                                                   {"l", 1.0f},
+                                                   {"l", 1.0f},
+                                                   {"'", 1.0f}}));
+    // Curly quotes and multi-byte characters stay whole characters.
+    EXPECT_EQ(spell("\xE2\x80\x9C\xE4\xBD\xA0\xE5\xA5\xBD\xE2\x80\x9D!"),
+              (Parsed{{"\xE2\x80\x9C", 1.0f},
+                      {"\xE4\xBD\xA0", 1.0f},
+                      {"\xE5\xA5\xBD", 1.0f},
+                      {"\xE2\x80\x9D", 1.0f},
+                      {"!", 1.0f}}));
+    // Unclosed, or a curly opener again before the closer: plain text.
+    EXPECT_EQ(spell("say \"hi"), (Parsed{{"say \"hi", 1.0f}}));
+    EXPECT_EQ(spell("\xE2\x80\x9C"
+                    "a"
+                    "\xE2\x80\x9C"
+                    "b"
+                    "\xE2\x80\x9D"),
+              (Parsed{{"\xE2\x80\x9C"
+                       "a",
+                       1.0f},
+                      {"\xE2\x80\x9C", 1.0f},
+                      {"b", 1.0f},
+                      {"\xE2\x80\x9D", 1.0f}}));
+    // Emphasis weights carry over to the spelled characters.
+    EXPECT_EQ(spell("(\"ab\":1.5) c"),
+              (Parsed{{"\"", 1.5f}, {"a", 1.5f}, {"b", 1.5f}, {"\"", 1.5f}, {" c", 1.0f}}));
+    EXPECT_EQ(spell(""), (Parsed{{"", 1.0f}}));
+}
+
 }  // namespace
 }  // namespace ggdiff

@@ -186,6 +186,16 @@ FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t la
                              bool increase_ref_index, nn::RopeWrap wrap) {
     const int64_t p = cfg.patch;
     std::vector<float> ids(static_cast<size_t>(text_tokens * 3), 0.0f);
+    // LongCat: text along the diagonal, everything else past it.
+    const bool longcat = cfg.longcat_positions;
+    const int64_t offset = longcat ? text_tokens : 0;
+    const float image_index = longcat ? 1.0f : 0.0f;
+    if (longcat) {
+        for (int64_t i = 0; i < text_tokens; ++i) {
+            ids[static_cast<size_t>(i * 3 + 1)] = static_cast<float>(i);
+            ids[static_cast<size_t>(i * 3 + 2)] = static_cast<float>(i);
+        }
+    }
     std::vector<int> wrap_lengths;  // seamless tiling: each grid wraps on its own size
     // The patch grid of a w x h latent at (index, row0 + r, col0 + c).
     auto grid = [&](int64_t lw, int64_t lh, float index, int64_t row0, int64_t col0) {
@@ -199,7 +209,7 @@ FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t la
             }
         }
     };
-    grid(latent_w, latent_h, 0.0f, 0, 0);
+    grid(latent_w, latent_h, image_index, offset, offset);
     int64_t used_h = 0, used_w = 0;  // the extent of the references placed so far
     for (size_t k = 0; k < refs.size(); ++k) {
         const int64_t rw = refs[k].first, rh = refs[k].second;
@@ -211,7 +221,8 @@ FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t la
                 row0 = used_h;
             }
         }
-        grid(rw, rh, increase_ref_index ? static_cast<float>(k + 1) : 1.0f, row0, col0);
+        grid(rw, rh, image_index + (increase_ref_index ? static_cast<float>(k + 1) : 1.0f),
+             row0 + offset, col0 + offset);
         used_h = std::max(used_h, rh + row0);
         used_w = std::max(used_w, rw + col0);
     }

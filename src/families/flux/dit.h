@@ -44,6 +44,9 @@ struct FluxConfig {
     // Chroma1-Radiance: pixels enter through the img_in_patch convolution (patch 16, 3
     // channels) and leave through a pixel head instead of final_layer.
     bool pixel_patch_in = false;
+    // LongCat-Image's RoPE ids (families/longcat): text token i at (0, i, i), the image at index
+    // 1 and references from index 2, their rows and columns offset by the text length.
+    bool longcat_positions = false;
     int patch = 2;
     float theta = 10000.0f;
     std::vector<int> axes_dim{16, 56, 56};
@@ -64,6 +67,7 @@ Result<FluxConfig> detect_flux(const TensorIndex& index,
 // are counted in latent pixels, not patches); with `increase_ref_index` reference k at index
 // k, all at row/column 0. With `wrap` (seamless tiling) the image's and each reference's
 // rows / columns wrap around on the size of their own patch grid (text tokens never wrap).
+// With cfg.longcat_positions the ids follow LongCat's scheme instead (see FluxConfig).
 // cos and sin, each [1, head_dim/2, 1, tokens].
 struct FluxPositions {
     HostTensor cos, sin;

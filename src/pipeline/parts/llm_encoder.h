@@ -32,6 +32,9 @@ struct ChatTemplate {
     int pad_tokens = 0;
     // Shorter states are followed by zero rows up to this many (FLUX.2 dev: 512); 0: none.
     int pad_states = 0;
+    // Quoted spans of the prompt are tokenized one character at a time (LongCat: text to draw,
+    // see spell_quoted_spans).
+    bool spell_quotes = false;
 
     // The last layer the template reads (-1: all of them, for the final norm).
     int last_layer() const;
