@@ -47,9 +47,6 @@ std::string describe_non_checkpoint(const uint8_t* data, uint64_t size) {
         {"\x89PNG", 4, "this is a PNG image, not a checkpoint"},
         {"\xff\xd8\xff", 3, "this is a JPEG image, not a checkpoint"},
         {"GIF8", 4, "this is a GIF image, not a checkpoint"},
-        {"PK\x03\x04", 4,
-         "this is a zip archive (PyTorch .ckpt/.pt checkpoints are zip archives, which ggdiff "
-         "cannot read yet: convert it to .safetensors)"},
         {"\x1f\x8b", 2, "this is a gzip archive, not a checkpoint (unpack it first)"},
         {"version https://git-lfs", 23,
          "this is a Git LFS pointer, not the checkpoint itself (fetch it with git lfs pull)"},
@@ -59,14 +56,6 @@ std::string describe_non_checkpoint(const uint8_t* data, uint64_t size) {
     }
     if (size >= 12 && std::memcmp(data, "RIFF", 4) == 0 && std::memcmp(data + 8, "WEBP", 4) == 0) {
         return "this is a WebP image, not a checkpoint";
-    }
-    // Python pickle protocol 2-5: a pre-zip PyTorch checkpoint. A safetensors header length
-    // can start with the same two bytes (0x0580 = 1408 does), so a file whose length is
-    // followed by the header's '{' is left to the safetensors reader.
-    if (size >= 2 && data[0] == 0x80 && data[1] >= 2 && data[1] <= 5 &&
-        !looks_like_safetensors(data, size)) {
-        return "this is a Python pickle (an old PyTorch checkpoint), which ggdiff cannot read: "
-               "convert it to .safetensors";
     }
     uint64_t i = 0;
     while (i < size && i < 64 &&
@@ -114,8 +103,18 @@ Status check_checkpoint_header(const CheckpointHeader& header) {
     return Status::Ok();
 }
 
+bool looks_like_pytorch(const uint8_t* data, uint64_t size) {
+    if (starts_with_bytes(data, size, "PK\x03\x04", 4)) return true;
+    // Python pickle protocol 2-5: a legacy PyTorch file. A safetensors header length can start
+    // with the same two bytes (0x0580 = 1408 does), so a file whose length is followed by the
+    // header's '{' is left to the safetensors reader.
+    return size >= 2 && data[0] == 0x80 && data[1] >= 2 && data[1] <= 5 &&
+           !looks_like_safetensors(data, size);
+}
+
 Result<CheckpointHeader> read_checkpoint_header(const uint8_t* data, uint64_t size) {
     if (size >= 4 && std::memcmp(data, "GGUF", 4) == 0) return read_gguf_header(data, size);
+    if (looks_like_pytorch(data, size)) return read_pytorch_header(data, size);
     const std::string other = describe_non_checkpoint(data, size);
     if (!other.empty()) return Status::Error(other);
     return read_safetensors_header(data, size);

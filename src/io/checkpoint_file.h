@@ -24,7 +24,7 @@ struct StoredTensor {
 };
 
 struct CheckpointHeader {
-    std::string format;  // "safetensors" or "gguf"
+    std::string format;  // "safetensors", "gguf", "pytorch" or "pytorch (legacy)"
     std::vector<StoredTensor> tensors;
     std::map<std::string, std::string> metadata;
     std::map<std::string, std::vector<std::string>> tables;  // GGUF "ggdiff.*" string arrays
@@ -46,8 +46,15 @@ Result<CheckpointHeader> read_safetensors_header(const uint8_t* data, uint64_t s
 Result<CheckpointHeader> read_gguf_header(const uint8_t* data, uint64_t size);
 // The GGUF header exactly as stored, without the ggdiff tables applied.
 Result<CheckpointHeader> read_gguf_header_direct(const uint8_t* data, uint64_t size);
-// Picks the reader from the magic bytes; other kinds of files (images, zip and pickle
-// archives, JSON, HTML, Git LFS pointers) get a message saying what they are.
+// PyTorch files (torch.save: .ckpt, .pt, .pth, .bin), zip or legacy, read as data without
+// running their pickle (io/pickle_machine.h says what is interpreted and what is refused);
+// tensors point at their stored bytes in the file. See docs/pytorch_files.md.
+Result<CheckpointHeader> read_pytorch_header(const uint8_t* data, uint64_t size);
+// True for what read_pytorch_header reads: a zip archive or a protocol 2-5 pickle.
+bool looks_like_pytorch(const uint8_t* data, uint64_t size);
+// Picks the reader from the magic bytes (zip archives and pickles go to the PyTorch reader);
+// other kinds of files (images, JSON, HTML, Git LFS pointers) get a message saying what they
+// are.
 Result<CheckpointHeader> read_checkpoint_header(const uint8_t* data, uint64_t size);
 
 Result<CheckpointHeader> read_safetensors_header(const MappedFile& file);
