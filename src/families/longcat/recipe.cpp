@@ -9,9 +9,12 @@
 //   character per token;
 // - flow prediction with the shift 3 used as FLUX's mu (e^3 ~ 20 as an SD3 shift), the discrete
 //   schedule, euler, real CFG (7 by default).
-// LongCat-Image-Edit (the same DiT with the LLM's vision tower reading the -r images) runs its
-// references through the DiT only: reading them through the text encoder is not supported yet.
+// LongCat-Image-Edit is the same DiT: with -r images and the LLM's vision tower the text encoder
+// reads the images too (the edit chat below); the references' latents join the DiT's sequence
+// as FLUX.1 Kontext's do.
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/log.h"
 #include "families/flux/denoiser.h"
@@ -22,6 +25,8 @@
 #include "pipeline/family.h"
 #include "pipeline/parts/kl_autoencoder.h"
 #include "pipeline/parts/llm_encoder.h"
+#include "pipeline/parts/qwen_vision_encoder.h"
+#include "pipeline/parts/vision_chat_conditioner.h"
 
 namespace ggdiff {
 namespace {
@@ -54,36 +59,30 @@ ChatTemplate longcat_template() {
     return t;
 }
 
-// The LLM under LongCat's template; an Edit model's vision tower is not run (yet).
-class LongCatConditioner : public TextConditioner {
-  public:
-    LongCatConditioner(std::unique_ptr<LlmTextEncoder> encoder, bool vision)
-        : encoder_(std::move(encoder)), template_(longcat_template()), vision_(vision) {}
-
-    Result<Conditioning> encode(const TextRequest& request) override {
-        GGDIFF_TRY(check(request));
-        auto h = encoder_->encode(request.prompt, template_);
-        if (!h.ok()) return h.status();
-        Conditioning c;
-        c.context = std::move(*h);
-        return c;
+// LongCatEditPipeline's chat (with -r images and a vision tower): the editing system prompt,
+// then <|vision_start|><|image_pad|>...<|vision_end|> per reference, the prompt and the suffix;
+// 67 tokens dropped, padded to 579. The tower's rows replace token embeddings from token 42 on,
+// each next image 7 tokens after the previous one's rows: the reference's constants, whatever
+// the tokenizer made of the system prompt (with the real one the image pads start at 68).
+ChatTemplate longcat_edit_template(const std::vector<int64_t>& image_tokens) {
+    ChatTemplate t = longcat_template();
+    t.prefix =
+        "<|im_start|>system\nAs an image editing expert, first analyze the content and "
+        "attributes of the input image(s). Then, based on the user's editing instructions, "
+        "clearly and precisely determine how to modify the given image(s), ensuring that only "
+        "the specified parts are altered and all other aspects remain consistent with the "
+        "original(s).<|im_end|>\n<|im_start|>user\n";
+    for (int64_t n : image_tokens) {
+        t.prefix += "<|vision_start|>";
+        for (int64_t k = 0; k < n; ++k) t.prefix += "<|image_pad|>";
+        t.prefix += "<|vision_end|>";
     }
-    Status check(const TextRequest& request) const override {
-        if (vision_ && request.ref_images && !request.ref_images->empty()) {
-            return Status::Error(
-                "LongCat-Image-Edit: reading the -r images through the text encoder's vision "
-                "tower is not supported yet (an LLM file without the vision tower runs them "
-                "through the DiT only, as stable-diffusion.cpp does)");
-        }
-        return Status::Ok();
-    }
-    void end_phase() override { encoder_->end_phase(); }
+    t.drop_tokens = 67;
+    t.pad_tokens = 512 + 67;
+    return t;
+}
 
-  private:
-    std::unique_ptr<LlmTextEncoder> encoder_;
-    ChatTemplate template_;
-    bool vision_;
-};
+constexpr VisionChat kLongCatEditChat = {longcat_edit_template, 42, 7};
 
 Result<Family> load(const FamilyContext& ctx) {
     const std::string name = ctx.recipe->display;
@@ -118,7 +117,25 @@ Result<Family> load(const FamilyContext& ctx) {
     }
     vae->scale_factor = 0.3611f;
     vae->shift_factor = 0.1159f;
-    const bool vision = models::has_qwen_vision(ctx.index, kLlm);
+    // LongCat-Image-Edit: the LLM's vision tower (in the LLM file, or --llm_vision).
+    std::optional<models::QwenVisionConfig> vision;
+    if (models::has_qwen_vision(ctx.index, kLlm)) {
+        auto v = models::detect_qwen_vision(ctx.index, kLlm);
+        if (!v.ok()) {
+            return v.status().with_context(ctx.options.llm_vision.empty() ? "--llm"
+                                                                          : "--llm_vision");
+        }
+        if (v->out_dim != llm->hidden) {
+            return Status::Error(string_format(
+                "the vision tower's merger gives rows of %lld, the LLM is %lld wide: not this "
+                "LLM's vision tower",
+                (long long)v->out_dim, (long long)llm->hidden));
+        }
+        vision = *v;
+    } else if (!ctx.options.llm_vision.empty()) {
+        return Status::Error("--llm_vision " + ctx.options.llm_vision +
+                             ": no Qwen2.5-VL vision tower found in it");
+    }
     auto tokenizer = load_llm_tokenizer(ctx);
     if (!tokenizer.ok()) return tokenizer.status();
 
@@ -137,12 +154,23 @@ Result<Family> load(const FamilyContext& ctx) {
         "%s: %d double and %d single blocks, hidden %lld, %lld heads; LLM %lld "
         "layers%s",
         name.c_str(), dit->depth, dit->depth_single, (long long)dit->hidden, (long long)dit->heads,
-        (long long)llm->layers, vision ? " with a vision tower (LongCat-Image-Edit)" : "");
+        (long long)llm->layers,
+        vision ? " with a vision tower (LongCat-Image-Edit: -r images are read by the text encoder "
+                 "too)"
+               : "");
 
     auto encoder =
         LlmTextEncoder::create(ctx, ctx.placement.te, *llm, *tokenizer, "LLM", longcat_template());
     if (!encoder.ok()) return encoder.status();
-    f.text = std::make_unique<LongCatConditioner>(std::move(*encoder), vision);
+    // The tower is small next to the LLM: it stays on the text encoder's first device.
+    std::unique_ptr<QwenVisionEncoder> tower;
+    if (vision) {
+        auto v = QwenVisionEncoder::create(ctx, ctx.placement.te.first_device_only(), *vision);
+        if (!v.ok()) return v.status();
+        tower = std::move(*v);
+    }
+    f.text = std::make_unique<VisionChatConditioner>(std::move(*encoder), std::move(tower),
+                                                     longcat_template(), kLongCatEditChat);
 
     auto denoiser = FluxDenoiser::create(ctx, ctx.placement.diffusion, *dit);
     if (!denoiser.ok()) return denoiser.status();

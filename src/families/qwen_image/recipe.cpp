@@ -4,7 +4,7 @@
 //
 // Qwen Image Edit (2509, 2511) is a Qwen Image DiT: with -r reference images and a vision
 // tower in the LLM file (or --llm_vision) the text encoder reads the images too
-// (families/qwen_image/edit_text.h); the references' latents join the DiT's sequence. 2511
+// (pipeline/parts/vision_chat_conditioner.h); the references' latents join the DiT's sequence. 2511
 // modulates the reference tokens with timestep 0 (zero_cond_t: its marker tensor, or
 // --qwen-image-zero-cond-t).
 //
@@ -13,10 +13,10 @@
 // its 4-channel Wan VAE decodes each one, and init/reference images gain an opaque alpha.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/log.h"
 #include "families/qwen_image/denoiser.h"
-#include "families/qwen_image/edit_text.h"
 #include "families/qwen_image/names.h"
 #include "io/name_util.h"
 #include "models/te/qwen_llm.h"
@@ -24,6 +24,7 @@
 #include "pipeline/family.h"
 #include "pipeline/latent_image.h"
 #include "pipeline/parts/llm_encoder.h"
+#include "pipeline/parts/vision_chat_conditioner.h"
 #include "pipeline/parts/wan_autoencoder.h"
 
 namespace ggdiff {
@@ -72,6 +73,31 @@ ChatTemplate qwen_image_template() {
     t.drop_tokens = 34;
     return t;
 }
+
+// QwenImageEditPlusPipeline's chat: one "Picture i: <|vision_start|><|image_pad|>...
+// <|vision_end|>" per reference; the states from token 64 on (after the system prompt) condition
+// the DiT. The tower's rows go from token 70 on (+ "Picture 1: <|vision_start|>" with the real
+// tokenizer), each next image 7 tokens after the previous one's rows ("<|vision_end|>" +
+// "Picture i: <|vision_start|>").
+ChatTemplate qwen_image_edit_template(const std::vector<int64_t>& image_tokens) {
+    ChatTemplate t;
+    t.prefix =
+        "<|im_start|>system\nDescribe the key features of the input image (color, shape, size, "
+        "texture, objects, background), then explain how the user's text instruction should "
+        "alter or modify the image. Generate a new image that meets the user's requirements "
+        "while maintaining consistency with the original input where appropriate.<|im_end|>\n"
+        "<|im_start|>user\n";
+    for (size_t i = 0; i < image_tokens.size(); ++i) {
+        t.prefix += "Picture " + std::to_string(i + 1) + ": <|vision_start|>";
+        for (int64_t k = 0; k < image_tokens[i]; ++k) t.prefix += "<|image_pad|>";
+        t.prefix += "<|vision_end|>";
+    }
+    t.suffix = "<|im_end|>\n<|im_start|>assistant\n";
+    t.drop_tokens = 64;
+    return t;
+}
+
+constexpr VisionChat kQwenImageEditChat = {qwen_image_edit_template, 70, 7};
 
 Result<Family> load(const FamilyContext& ctx) {
     const bool layered = is_layered(ctx.index);
@@ -174,7 +200,8 @@ Result<Family> load(const FamilyContext& ctx) {
             if (!v.ok()) return v.status();
             tower = std::move(*v);
         }
-        f.text = std::make_unique<QwenEditConditioner>(std::move(*encoder), std::move(tower), tmpl);
+        f.text = std::make_unique<VisionChatConditioner>(std::move(*encoder), std::move(tower),
+                                                         tmpl, kQwenImageEditChat);
     }
 
     auto denoiser = QwenImageDenoiser::create(ctx, ctx.placement.diffusion, *dit);

@@ -1,11 +1,11 @@
-// Qwen Image Edit's text conditioning (QwenImageEditPlusPipeline, as stable-diffusion.cpp
-// builds it): with -r reference images and a vision tower in the LLM file (or --llm_vision),
-// each reference goes through the Qwen2.5-VL vision tower and the prompt becomes the edit
-// chat template with one "Picture i: <|vision_start|><|image_pad|>...<|vision_end|>" per
-// image; the tower's rows replace the token embeddings from position 70 on (each next image
-// 7 tokens after the previous one's rows), the positions the real Qwen2.5 tokenizer gives the
-// image pads, and the states from token 64 on condition the DiT. The negative prompt sees the
-// same images. Without references it is Qwen Image's text-to-image template.
+// An LLM text encoder that also reads the -r reference images through a Qwen2.5-VL vision
+// tower, as stable-diffusion.cpp's edit conditioners do (Qwen Image Edit, LongCat-Image-Edit):
+// each reference is resized for the tower (models::qwen_vision_size) and encoded; the prompt
+// goes into the family's edit chat template, which holds one run of <|image_pad|> tokens per
+// image; the tower's rows then replace token embeddings at positions fixed by the family (not
+// searched in the tokens: the reference uses constants tuned to the real Qwen2.5 tokenizer).
+// The negative prompt sees the same images. Without references, or without a tower, the
+// family's text-to-image template is used.
 #pragma once
 
 #include <memory>
@@ -17,17 +17,27 @@
 
 namespace ggdiff {
 
-// The edit template for `image_tokens` vision rows per reference image.
-ChatTemplate qwen_image_edit_template(const std::vector<int64_t>& image_tokens);
-// Where each reference's rows start in the templated prompt (70, then + rows + 7).
-std::vector<int64_t> qwen_image_edit_positions(const std::vector<int64_t>& image_tokens);
+// A family's edit chat: the template for `image_tokens` vision rows per reference image, and
+// where the rows go: the first image's at `first_image_token`, each next one `tokens_between`
+// tokens after the previous image's rows end.
+struct VisionChat {
+    ChatTemplate (*make_template)(const std::vector<int64_t>& image_tokens) = nullptr;
+    int64_t first_image_token = 0;
+    int64_t tokens_between = 0;
 
-class QwenEditConditioner : public TextConditioner {
+    std::vector<int64_t> positions(const std::vector<int64_t>& image_tokens) const;
+};
+
+class VisionChatConditioner : public TextConditioner {
   public:
     // `vision` may be null (no tower: references then only reach the DiT, with a warning).
-    QwenEditConditioner(std::unique_ptr<LlmTextEncoder> llm,
-                        std::unique_ptr<QwenVisionEncoder> vision, ChatTemplate text_to_image)
-        : llm_(std::move(llm)), vision_(std::move(vision)), t2i_(std::move(text_to_image)) {}
+    VisionChatConditioner(std::unique_ptr<LlmTextEncoder> llm,
+                          std::unique_ptr<QwenVisionEncoder> vision, ChatTemplate text_to_image,
+                          VisionChat edit)
+        : llm_(std::move(llm)),
+          vision_(std::move(vision)),
+          t2i_(std::move(text_to_image)),
+          edit_(edit) {}
 
     Result<Conditioning> encode(const TextRequest& request) override;
     void end_phase() override;
@@ -36,6 +46,7 @@ class QwenEditConditioner : public TextConditioner {
     std::unique_ptr<LlmTextEncoder> llm_;
     std::unique_ptr<QwenVisionEncoder> vision_;
     ChatTemplate t2i_;
+    VisionChat edit_;
     // The tower's rows of the images of this text phase (the prompt and the negative prompt
     // read the same images).
     const std::vector<Image>* encoded_for_ = nullptr;
