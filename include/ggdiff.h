@@ -253,8 +253,9 @@ int ggdiff_last_generation_stats(const ggdiff_model* model, char** out_json);
  * GEMM-heavy phases. Fails where the CPU kernels are off (no OpenBLAS). */
 int ggdiff_measure_sgemm(int threads, int size, double* out_gflops);
 
-/* -M convert: writes the model files the options name into one GGUF file at `path`,
- * converting the weights to the "type" option when it is set. `progress` (may be null)
+/* -M convert: writes the model files the options name into one GGUF file at `path` (a
+ * safetensors file when `path` ends in .safetensors; no quantized types there), converting the
+ * weights to the "type" option when it is set. `progress` (may be null)
  * gets phase "convert" with tensors done and total; its return value is ignored. `path` is
  * checked before any model file is opened (see ggdiff_image_check_path for the rules). */
 int ggdiff_convert(const ggdiff_options* options, const char* path, ggdiff_progress_fn progress,

@@ -39,7 +39,7 @@ int run_info(const CliRun& cli) {
 }
 
 int run_convert(const CliRun& cli) {
-    // -o names the GGUF file here; sd-cli's default is output.gguf.
+    // -o names the GGUF (or .safetensors) file here; sd-cli's default is output.gguf.
     const std::string out = cli.given("output") ? cli.text("output") : "output.gguf";
     auto progress = [](const char*, int done, int total, double, void*) {
         print_progress("convert", done, total, 0.0);

@@ -13,7 +13,8 @@ namespace {
 bool is_lora_file(const fs::path& p) {
     std::string ext = p.extension().string();
     for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return ext == ".safetensors" || ext == ".gguf" || ext == ".ckpt" || ext == ".pt";
+    return ext == ".safetensors" || ext == ".gguf" || ext == ".ckpt" || ext == ".pt" ||
+           ext == ".bin";
 }
 
 }  // namespace

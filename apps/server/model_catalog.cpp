@@ -24,7 +24,8 @@ bool is_weights_file(const fs::path& p) {
     std::string ext = p.extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return ext == ".safetensors" || ext == ".gguf";
+    // PyTorch checkpoints are read as data (never run), like safetensors.
+    return ext == ".safetensors" || ext == ".gguf" || ext == ".ckpt" || ext == ".pt";
 }
 
 std::string relative_name(const fs::path& p, const fs::path& root) {

@@ -13,7 +13,7 @@ namespace {
 bool is_model_file(const fs::path& p) {
     std::string ext = p.extension().string();
     for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return ext == ".safetensors" || ext == ".gguf";
+    return ext == ".safetensors" || ext == ".gguf" || ext == ".pth" || ext == ".pt";
 }
 
 }  // namespace

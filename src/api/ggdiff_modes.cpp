@@ -16,6 +16,7 @@
 #include "image/infotext.h"
 #include "io/gguf_writer.h"
 #include "io/model_info.h"
+#include "io/safetensors_writer.h"
 #include "io/tensor_index.h"
 
 namespace {
@@ -87,14 +88,21 @@ int ggdiff_convert(const ggdiff_options* options, const char* path, ggdiff_progr
         if (!target.ok()) return fail(target.with_context("output " + ggdiff::quote_name(path)));
         auto index = open_named_files(o);
         if (!index.ok()) return fail(index.status().message());
-        ggdiff::Status st = ggdiff::convert_to_gguf(
-            *index, path, o.model.weight_type,
-            [&](size_t done, size_t total, const std::string&) {
-                if (progress) {
-                    progress("convert", static_cast<int>(done), static_cast<int>(total), 0.0, user);
-                }
-            },
-            ggdiff::family_id(*index));
+        auto report = [&](size_t done, size_t total, const std::string&) {
+            if (progress) {
+                progress("convert", static_cast<int>(done), static_cast<int>(total), 0.0, user);
+            }
+        };
+        // NAME.safetensors gets a safetensors file (a PyTorch checkpoint made safe to share);
+        // anything else GGUF.
+        const std::string out = path;
+        const bool safetensors =
+            out.size() > 12 && out.compare(out.size() - 12, 12, ".safetensors") == 0;
+        ggdiff::Status st = safetensors
+                                ? ggdiff::convert_to_safetensors(*index, path, o.model.weight_type,
+                                                                 report, ggdiff::family_id(*index))
+                                : ggdiff::convert_to_gguf(*index, path, o.model.weight_type, report,
+                                                          ggdiff::family_id(*index));
         if (!st.ok()) return fail(st.message());
         return 0;
     } catch (const std::exception& e) {

@@ -31,7 +31,8 @@ void add_output_options(std::vector<OptionSpec>& out) {
         .def("output.png")
         .help(
             "Output file (PNG, JPEG or WebP by extension); image i of a batch goes to NAME_i.EXT "
-            "(-M convert: the GGUF file, default output.gguf; -M vid_gen: a video of several "
+            "(-M convert: the GGUF file, default output.gguf, or NAME.safetensors; -M vid_gen: a "
+            "video of several "
             "frames goes to NAME.avi or NAME.webp (animated), a printf pattern such as "
             "frame_%03d.png writes one image per frame)");
     opt(out, g, "output-begin-idx", OptType::Int, kFrontend)

@@ -64,23 +64,21 @@ bool is_regular_file(const std::string& path) {
 }
 
 Result<std::vector<std::string>> component_weight_files(const std::string& dir) {
-    for (const char* base : {"diffusion_pytorch_model", "model"}) {
-        for (const char* variant : {"", ".fp16"}) {
-            const std::string stem = join(dir, std::string(base) + variant + ".safetensors");
-            if (is_regular_file(stem)) return std::vector<std::string>{stem};
-            if (is_regular_file(stem + ".index.json")) {
-                return shards_from_index(dir, stem + ".index.json");
+    // safetensors first; PyTorch .bin weights (read as data, never run) when there are none.
+    for (const char* ext : {".safetensors", ".bin"}) {
+        for (const char* base : {"diffusion_pytorch_model", "model", "pytorch_model"}) {
+            for (const char* variant : {"", ".fp16"}) {
+                const std::string stem = join(dir, std::string(base) + variant + ext);
+                if (is_regular_file(stem)) return std::vector<std::string>{stem};
+                if (is_regular_file(stem + ".index.json")) {
+                    return shards_from_index(dir, stem + ".index.json");
+                }
             }
         }
     }
-    for (const char* bin : {"diffusion_pytorch_model.bin", "pytorch_model.bin"}) {
-        if (is_regular_file(join(dir, bin))) {
-            return Status::Error(dir + ": only pickle weights (" + bin +
-                                 ") found; ggdiff reads safetensors and GGUF");
-        }
-    }
     return Status::Error(dir +
-                         ": no diffusion_pytorch_model.safetensors or model.safetensors in folder");
+                         ": no diffusion_pytorch_model or model weights (.safetensors or "
+                         ".bin) in folder");
 }
 
 namespace {

@@ -18,8 +18,9 @@ struct FolderPart {
 bool is_directory(const std::string& path);
 bool is_regular_file(const std::string& path);
 
-// Weight files of one component folder: diffusion_pytorch_model / model, plain or
-// .fp16, single or sharded (*.safetensors.index.json). Errors name what was found.
+// Weight files of one component folder: diffusion_pytorch_model / model / pytorch_model, plain
+// or .fp16, single or sharded (*.index.json); .safetensors, else PyTorch .bin. Errors name what
+// was found.
 Result<std::vector<std::string>> component_weight_files(const std::string& dir);
 
 // The parts to load for a folder given under `prefix`: a diffusers pipeline

@@ -80,7 +80,8 @@ Result<std::string> find_lora_file(const std::string& dir, const std::string& na
     if (name.empty() || name.find("..") != std::string::npos) {
         return Status::Error("<lora:" + name + ":...>: not a LoRA name");
     }
-    static const char* kExts[] = {".safetensors", ".gguf"};
+    // safetensors and GGUF first; PyTorch files (read as data, never run) after them.
+    static const char* kExts[] = {".safetensors", ".gguf", ".ckpt", ".pt", ".bin"};
     for (const char* ext : kExts) {
         const fs::path p = fs::path(dir) / (name + ext);
         if (fs::is_regular_file(p, ec)) return p.string();
@@ -92,18 +93,12 @@ Result<std::string> find_lora_file(const std::string& dir, const std::string& na
         const fs::path& p = it->path();
         if (p.stem().string() != fs::path(name).filename().string()) continue;
         const std::string ext = p.extension().string();
-        if (ext == ".safetensors" || ext == ".gguf") return p.string();
-    }
-    for (const char* ext : {".pt", ".ckpt", ".bin"}) {
-        const fs::path p = fs::path(dir) / (name + ext);
-        if (fs::is_regular_file(p, ec)) {
-            return Status::Error("LoRA " + p.string() +
-                                 ": pickle files are not read (they can run code); convert it "
-                                 "to .safetensors");
+        for (const char* known : kExts) {
+            if (ext == known) return p.string();
         }
     }
     return Status::Error("LoRA \"" + name + "\" not found in " + dir + " (looked for " + name +
-                         ".safetensors and " + name + ".gguf)");
+                         ".safetensors, .gguf, .ckpt, .pt and .bin)");
 }
 
 }  // namespace ggdiff

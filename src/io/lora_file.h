@@ -51,8 +51,8 @@ class LoraFile {
     mutable std::string hash_;
 };
 
-// The file a prompt tag names: DIR/NAME.safetensors or DIR/NAME.gguf, else a file of that
-// name in a subfolder. Pickle files (.pt, .ckpt) are refused: they can run code.
+// The file a prompt tag names: DIR/NAME.safetensors, .gguf, or a PyTorch .ckpt / .pt / .bin
+// (read as data, never run), in that order; else a file of that name in a subfolder.
 Result<std::string> find_lora_file(const std::string& dir, const std::string& name);
 
 }  // namespace ggdiff

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "../io/io_test_util.h"
+#include "../support/torch_writer.h"
 
 namespace ggdiff {
 namespace {
@@ -110,7 +111,39 @@ TEST(TextEmbeddings, BadFilesFailOnlyThePromptsThatUseThem) {
     auto pt = lib->for_prompt("old");
     ASSERT_FALSE(pt.ok());
     EXPECT_TRUE(contains(pt.status().message(), dir + "/old.pt")) << pt.status().message();
-    EXPECT_TRUE(contains(pt.status().message(), "PyTorch")) << pt.status().message();
+    EXPECT_TRUE(contains(pt.status().message(), "zip archive")) << pt.status().message();
+}
+
+// A1111's .pt embeddings: {"string_to_token": {"*": 265}, "string_to_param": {"*": [n, 768]},
+// "name": ...}; the token id is a tensor too, of another width, so the parameter is chosen by
+// its name. A diffusers learned_embeds.bin is {"<token>": [768]}.
+TEST(TextEmbeddings, PytorchFilesAreRead) {
+    const std::string dir = testing::test_dir("te_pytorch");
+    testing::TorchTensor token;
+    token.name = "string_to_token/*";
+    token.storage_type = "LongStorage";
+    token.data = testing::le_bytes(265, 8);
+    testing::TorchTensor param;
+    param.name = "string_to_param/*";
+    param.storage_type = "FloatStorage";
+    param.shape = {2, 768};
+    param.data = testing::to_bytes(pattern(2 * 768, 4));
+    write_bytes(dir + "/a1111.pt", testing::torch_zip({token, param}));
+    testing::TorchTensor learned = param;
+    learned.name = "<cat-toy>";
+    learned.shape = {768};
+    learned.data = testing::to_bytes(pattern(768, 5));
+    write_bytes(dir + "/learned.bin", testing::torch_legacy({learned}));
+    auto lib = sd1(dir);
+    ASSERT_TRUE(lib);
+    auto e = lib->for_prompt("a a1111 and learned");
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    EXPECT_EQ(e->words.ids, (std::vector<std::vector<int>>{{49408, 49409}, {49410}}));
+    ASSERT_EQ(e->tables.size(), 1u);
+    std::vector<float> want = pattern(2 * 768, 4);
+    const std::vector<float> second = pattern(768, 5);
+    want.insert(want.end(), second.begin(), second.end());
+    EXPECT_EQ(e->tables[0], want);
 }
 
 TEST(TextEmbeddings, SdxlGivesEachEncoderItsVectors) {

@@ -1,7 +1,7 @@
 // ggdiff -M upscale end to end: the ESRGAN fixtures of ../shared/golden/sd1_extras on an
 // image without any diffusion model (both name layouts, x2 and x4, repeats), the parameters
 // text it keeps and extends, and the errors: no -i, no model, a missing or broken file, a
-// file that is no ESRGAN, a PyTorch file.
+// file that is no ESRGAN, a broken PyTorch file.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -103,11 +103,11 @@ TEST(UpscaleCli, Errors) {
         run_ggdiff({"-M", "upscale", "-i", init, "--upscale-model", fixture_path(), "-o", out}, dir,
                    120),
         "not an ESRGAN");
-    { std::ofstream(dir + "/RealESRGAN_x4plus.pth") << "PK"; }
+    { std::ofstream(dir + "/RealESRGAN_x4plus.pth") << "PK\x03\x04 broken"; }
     expect_clean_error(run_ggdiff({"-M", "upscale", "-i", init, "--upscale-model",
                                    dir + "/RealESRGAN_x4plus.pth", "-o", out},
                                   dir, 60),
-                       "PyTorch-file reader");
+                       "zip archive");
     expect_clean_error(run_ggdiff({"-M", "upscale", "-i", dir + "/nothing.png", "--upscale-model",
                                    esrgan("sd1_extras_esrgan_x2"), "-o", out},
                                   dir, 60),

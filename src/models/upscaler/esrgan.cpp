@@ -48,12 +48,6 @@ ggml_tensor* rrdb(nn::Ctx& c, const EsrganConfig& cfg, ggml_tensor* x, const std
     return ggml_add(c.ctx, ggml_scale(c.ctx, h, 0.2f), x);
 }
 
-bool has_pytorch_extension(const std::string& path) {
-    std::string ext = std::filesystem::path(path).extension().string();
-    for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return ext == ".pt" || ext == ".pth" || ext == ".ckpt" || ext == ".bin";
-}
-
 }  // namespace
 
 Shapes esrgan_tensor_shapes(const EsrganConfig& cfg, const std::string& prefix) {
@@ -152,20 +146,7 @@ ggml_tensor* build_esrgan(nn::Ctx& c, const EsrganConfig& cfg, ggml_tensor* x,
     return conv3x3(c, feat, prefix + "conv_last", f, cfg.out_channels);
 }
 
-namespace {
-
-Status check_not_pytorch(const std::string& path) {
-    if (!has_pytorch_extension(path)) return Status::Ok();
-    return Status::Error(
-        path +
-        ": PyTorch files (.pt/.pth/.ckpt) need the PyTorch-file reader, which ggdiff does not "
-        "have yet (issue 34); convert the model to .safetensors first");
-}
-
-}  // namespace
-
 Result<int> esrgan_file_scale(const std::string& path) {
-    GGDIFF_TRY(check_not_pytorch(path));
     TensorIndex index;
     GGDIFF_TRY(index.add(path, prefix_for_role("upscale-model")));
     auto cfg = detect_esrgan(index);
@@ -182,7 +163,6 @@ Result<std::unique_ptr<EsrganUpscaler>> EsrganUpscaler::load(const std::string& 
                                                              int threads,
                                                              const KernelChoices& choices) {
     const auto t0 = std::chrono::steady_clock::now();
-    GGDIFF_TRY(check_not_pytorch(path));
     auto u = std::unique_ptr<EsrganUpscaler>(new EsrganUpscaler());
     GGDIFF_TRY(u->index_.add(path, prefix_for_role("upscale-model")));
     auto cfg = detect_esrgan(u->index_);

@@ -7,7 +7,8 @@
 // Weights: a .safetensors or .gguf file in BasicSR names, or in the original ESRGAN names
 // (model.0, model.1.sub.N.RDBk.convj.0, ...), which the name map renames (io/name_map.h);
 // they are filed under "upscaler." and used as F16 (as stable-diffusion.cpp does). PyTorch
-// pickles (.pt / .pth) are refused until the PyTorch-file reader exists.
+// files (.pth / .pt, BasicSR's 'params_ema' preferred over 'params') are read like these
+// (io/pytorch_reader.cpp).
 //
 // Images are RGB floats in [0, 1] in ggml order [W, H, 3, 1] (values /255 of 8-bit pixels);
 // the output is [W*s, H*s, 3, 1], not clamped.

@@ -25,6 +25,7 @@ std::string lower(std::string s) {
     return s;
 }
 
+// PyTorch files (A1111's .pt, diffusers' learned_embeds.bin), read as data.
 bool is_pickle(const std::string& ext) {
     return ext == ".pt" || ext == ".bin";
 }
@@ -125,12 +126,6 @@ std::vector<std::string> TextEmbeddings::names() const {
 }
 
 Status TextEmbeddings::load(const std::string& name, Entry& e) const {
-    const std::string ext = lower(fs::path(e.path).extension().string());
-    if (is_pickle(ext)) {
-        return Status::Error("embedding '" + name + "' (" + e.path +
-                             "): PyTorch pickle files need the PyTorch-file reader, which "
-                             "ggdiff does not have yet; use a .safetensors or .gguf copy");
-    }
     TensorIndex index;
     Status added = index.add(e.path, kPrefix);
     if (!added.ok()) return added.with_context("embedding '" + name + "'");

@@ -11,7 +11,8 @@
 // (768 / 1024, any name; A1111 writes "emb_params"), SDXL files A1111's "clip_l" [n, 768] and
 // "clip_g" [n, 1280], each encoder getting its own vectors at the same n positions. Files are
 // read when a prompt first names them, so a bad file only fails the prompts that use it.
-// PyTorch pickles (.pt, .bin) are listed but refused: they need the PyTorch-file reader.
+// PyTorch files (.pt, .bin; A1111's "string_to_param.*") are read as data, never run; a
+// safetensors or GGUF file of the same name wins over them.
 #pragma once
 
 #include <map>
