@@ -100,8 +100,8 @@ void expect_same_change(const std::vector<std::string>& model,
                 moved.mean_abs);
 }
 
-// The FLUX.1 pair of LoRA files in `dir`.
-void write_flux_loras(const std::string& dir) {
+// The FLUX.1 pair of LoRA files in `dir` (with a CLIP-L module in both unless `clip` is false).
+void write_flux_loras(const std::string& dir, bool clip = true) {
     constexpr int64_t h = 256, mlp = 1024;  // flux_tiny_dit: hidden 256, MLP 1024
     const Pair k = pair(h, h, 1), v = pair(h, h, 2), sq = pair(h, h, 3), smlp = pair(h, mlp, 4);
     const Pair fin = pair(h, 2 * h, 5), m0 = pair(h, mlp, 6);
@@ -114,7 +114,7 @@ void write_flux_loras(const std::string& dir) {
     peft(d, "transformer.transformer_blocks.0.ff.net.0.proj", m0);
     // A CLIP-L module as sd-scripts names it, in both files.
     const Pair te = pair(768, 768, 9);
-    kohya(d, "lora_te1_text_model_encoder_layers_0_self_attn_q_proj", te);
+    if (clip) kohya(d, "lora_te1_text_model_encoder_layers_0_self_attn_q_proj", te);
     ggdiff::testing::write_safetensors(dir + "/diffusers.safetensors", d);
 
     Pair swapped = fin;  // (scale, shift) -> (shift, scale)
@@ -126,7 +126,7 @@ void write_flux_loras(const std::string& dir) {
     kohya(o, "lora_unet_single_blocks_0_linear1", on_rows({{0, sq}, {3 * h, smlp}}, 3 * h + mlp));
     kohya(o, "lora_unet_final_layer_adaLN_modulation_1", swapped);
     kohya(o, "lora_unet_double_blocks_0_img_mlp_0", m0);
-    kohya(o, "lora_te1_text_model_encoder_layers_0_self_attn_q_proj", te);
+    if (clip) kohya(o, "lora_te1_text_model_encoder_layers_0_self_attn_q_proj", te);
     ggdiff::testing::write_safetensors(dir + "/kohya.safetensors", o);
 }
 
@@ -143,6 +143,29 @@ TEST(LoraDit, KontextTakesFluxLoras) {
     const std::string dir = fresh_dir();
     write_flux_loras(dir);
     expect_same_change(kontext::model_args(), kontext::case_args("kontext_ref1"), dir);
+}
+
+// LongCat-Image is FLUX.1's DiT without CLIP: the same DiT LoRAs (diffusers names as LongCat
+// trainers write them, kohya / ComfyUI names), on the longcat_tiny set's first case.
+TEST(LoraDit, LongCatTakesFluxDitLoras) {
+    const std::string suite = std::string(GGDIFF_SOURCE_DIR) + "/tests/golden/longcat_tiny";
+    const auto fixture = [](const std::string& stem) {
+        return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + stem + ".safetensors";
+    };
+    const std::vector<std::string> model = {"--diffusion-model",
+                                            fixture("longcat_tiny_dit"),
+                                            "--llm",
+                                            fixture("qwen_tiny_llm"),
+                                            "--vae",
+                                            fixture("flux_ae"),
+                                            "--llm-tokenizer",
+                                            shared_dir() + "/data/qwen2_synthetic"};
+    for (size_t i = 1; i < model.size(); i += 2) {
+        ASSERT_TRUE(fs::exists(model[i])) << "missing " << model[i] << " (run through ctest)";
+    }
+    const std::string dir = fresh_dir();
+    write_flux_loras(dir, /*clip=*/false);
+    expect_same_change(model, suite_case_args(suite, "longcat_euler"), dir);
 }
 
 TEST(LoraDit, QwenImageKohyaAndDiffusersFormsGiveTheSameImage) {
