@@ -17,7 +17,8 @@ void add_hires_options(std::vector<OptionSpec>& out) {
             "How the first pass is upscaled: Latent (bilinear), Latent (nearest), Latent "
             "(nearest-exact), Latent (antialiased), Latent (bicubic), Latent (bicubic "
             "antialiased) resize the latent; Lanczos and Nearest resize the decoded image; any "
-            "other NAME is an upscaler model NAME.safetensors/.gguf in --hires-upscalers-dir; None "
+            "other NAME is an upscaler model NAME.gguf/.safetensors/.pt/.pth in "
+            "--hires-upscalers-dir; None "
             "turns the hires fix off")
         .check([](const OptionValue& v) -> Status {
             if (v.text.empty()) return Status::Error("--hires-upscaler needs a name");

@@ -17,8 +17,8 @@ void add_model_options(std::vector<OptionSpec>& out) {
     opt(out, g, "model", OptType::Path, kModel | kRepeatable)
         .short_name("m")
         .help(
-            "Checkpoint with all components (.safetensors or .gguf file, or a diffusers "
-            "folder); -M info takes several")
+            "Checkpoint with all components (.safetensors, .gguf or PyTorch .ckpt/.pt/.pth/.bin "
+            "file, or a diffusers folder); -M info takes several")
         .bind(to_text(GGDIFF_FIELD(model.model)));
     file("diffusion-model", "Stand-alone diffusion model (UNet / DiT) weights",
          GGDIFF_FIELD(model.diffusion_model));
@@ -73,13 +73,12 @@ void add_model_options(std::vector<OptionSpec>& out) {
     planned("pulid-weights", "PuLID model");
     file("lora-model-dir",
          "Folder of LoRA files: a prompt tag <lora:NAME:WEIGHT> applies NAME.safetensors (or "
-         ".gguf) from it with multiplier WEIGHT",
+         ".gguf, .ckpt, .pt, .bin) from it with multiplier WEIGHT",
          GGDIFF_FIELD(model.lora_model_dir));
     file("embd-dir",
          "Folder of textual-inversion embeddings (SD1, SD2, SDXL): a prompt that names one "
-         "(file stem, any case, even inside a word) gets its vectors; .safetensors and .gguf "
-         "files (PyTorch .pt / .bin are refused until ggdiff reads them); no effect on other "
-         "families",
+         "(file stem, any case, even inside a word) gets its vectors; .safetensors, .gguf and "
+         "PyTorch .pt / .bin files; no effect on other families",
          GGDIFF_FIELD(model.embd_dir));
 
     opt(out, g, "type", OptType::Enum, kModel)

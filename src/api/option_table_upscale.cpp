@@ -7,7 +7,8 @@ void add_upscale_options(std::vector<OptionSpec>& out) {
     const char* g = "Upscaling";
     opt(out, g, "upscale-model", OptType::Path, kModel)
         .help(
-            "ESRGAN / Real-ESRGAN upscaler (.safetensors or .gguf; RRDBNet x1/x2/x4 in BasicSR "
+            "ESRGAN / Real-ESRGAN upscaler (.safetensors, .gguf or .pth; RRDBNet x1/x2/x4 in "
+            "BasicSR "
             "or original ESRGAN names) run on every output image; -M upscale upscales -i with "
             "it")
         .bind(to_text(GGDIFF_FIELD(model.upscale_model)));

@@ -485,3 +485,48 @@ TEST(PytorchReader, ConvertsToGgufWithTheSameTensors) {
 
 }  // namespace
 }  // namespace ggdiff
+
+namespace ggdiff {
+namespace {
+
+using namespace ggdiff::testing;
+
+// Diffusers / transformers folders that hold only PyTorch weights (diffusion_pytorch_model.bin,
+// sharded pytorch_model-0000N-of-0000M.bin with an index); a safetensors file beside them wins.
+TEST(PytorchReader, DiffusersFoldersWithBinWeights) {
+    const std::string dir = test_dir("pytorch_diffusers_bin");
+    make_dirs(dir + "/single");
+    TorchTensor a;
+    a.name = "x.weight";
+    a.storage_type = "FloatStorage";
+    a.shape = {3};
+    a.data = to_bytes(pattern(3));
+    write_bytes(dir + "/single/diffusion_pytorch_model.bin", torch_zip({a}));
+    TensorIndex one;
+    Status st = one.add(dir + "/single", "other.");
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(one.files().size(), 1u);
+    EXPECT_EQ(one.files()[0], dir + "/single/diffusion_pytorch_model.bin");
+    write_safetensors(dir + "/single/diffusion_pytorch_model.safetensors",
+                      {f32_tensor("x.weight", {3})});
+    TensorIndex both;
+    ASSERT_TRUE(both.add(dir + "/single", "other.").ok());
+    EXPECT_EQ(both.files()[0], dir + "/single/diffusion_pytorch_model.safetensors");
+
+    make_dirs(dir + "/sharded");
+    TorchTensor b = a;
+    b.name = "y.weight";
+    write_bytes(dir + "/sharded/pytorch_model-00001-of-00002.bin", torch_zip({a}));
+    write_bytes(dir + "/sharded/pytorch_model-00002-of-00002.bin", torch_legacy({b}));
+    write_bytes(dir + "/sharded/pytorch_model.bin.index.json",
+                R"({"weight_map": {"x.weight": "pytorch_model-00001-of-00002.bin",
+                                   "y.weight": "pytorch_model-00002-of-00002.bin"}})");
+    TensorIndex shards;
+    st = shards.add(dir + "/sharded", "other.");
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(shards.files().size(), 2u);
+    EXPECT_EQ(shards.size(), 2u);
+}
+
+}  // namespace
+}  // namespace ggdiff
