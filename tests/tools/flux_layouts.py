@@ -19,6 +19,14 @@ weights (raw bytes are copied, never converted):
   A diffusers folder's model_index.json names FluxPipeline, or PIPELINE when given (the
   FLUX.1 Kontext fixture as a FluxKontextPipeline folder).
 
+  longcat-comfy OUT DIT    a LongCat DiT as Comfy-Org stores it: the q/k RMSNorm weights named
+                           ...query_norm.weight / ...key_norm.weight instead of .scale
+  longcat-diffusers OUT_DIR DIT LLM VAE QWEN_TOKENIZER_DIR
+                           a diffusers LongCatImagePipeline folder: transformer/ (as FLUX's,
+                           the timestep MLP named time_embed.timestep_embedder.linear_1/2),
+                           text_encoder/ (the LLM file's tensors), vae/, tokenizer/ (the
+                           vocab.json, merges.txt and added_tokens.json of QWEN_TOKENIZER_DIR)
+
 usage: flux_layouts.py single|diffusers OUT DIT CLIP_L T5 VAE CLIP_MERGES T5_TOKENIZER [PIPELINE]
        flux_layouts.py reshape OUT FILE NAME SHAPE
        flux_layouts.py drop OUT FILE PREFIX
@@ -200,7 +208,42 @@ def drop(out, path, prefix):
     write(out, kept)
 
 
+def longcat_comfy(out, path):
+    tensors = read(path)
+    renamed = {}
+    for name, t in tensors.items():
+        if name.endswith(("query_norm.scale", "key_norm.scale")):
+            name = name[: -len("scale")] + "weight"
+        renamed[name] = t
+    write(out, renamed)
+
+
+def longcat_diffusers(out, dit_p, llm_p, vae_p, tokenizer_dir):
+    transformer = {}
+    for name, t in diffusers_transformer(read(dit_p)).items():
+        transformer[name.replace("time_text_embed.timestep_embedder.",
+                                 "time_embed.timestep_embedder.")] = t
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    with open(os.path.join(out, "model_index.json"), "w") as f:
+        json.dump({"_class_name": "LongCatImagePipeline", "_diffusers_version": "0.36.0"}, f)
+    write(os.path.join(out, "transformer", "diffusion_pytorch_model.safetensors"), transformer)
+    write(os.path.join(out, "text_encoder", "model.safetensors"), read(llm_p))
+    write(os.path.join(out, "vae", "diffusion_pytorch_model.safetensors"),
+          diffusers_vae(read(vae_p)))
+    os.makedirs(os.path.join(out, "tokenizer"))
+    for f in ("vocab.json", "merges.txt", "added_tokens.json"):
+        shutil.copy(os.path.join(tokenizer_dir, f), os.path.join(out, "tokenizer", f))
+
+
 def main():
+    if sys.argv[1] == "longcat-comfy":
+        longcat_comfy(*sys.argv[2:4])
+        return
+    if sys.argv[1] == "longcat-diffusers":
+        longcat_diffusers(*sys.argv[2:7])
+        return
     if sys.argv[1] == "reshape":
         reshape(*sys.argv[2:6])
         return
