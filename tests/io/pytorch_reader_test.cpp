@@ -530,3 +530,46 @@ TEST(PytorchReader, DiffusersFoldersWithBinWeights) {
 
 }  // namespace
 }  // namespace ggdiff
+
+namespace ggdiff {
+namespace {
+
+using namespace ggdiff::testing;
+
+// Legacy files can name a view of a storage: ('storage', type, root key, location, root size,
+// (view key, offset, size)); a tensor at offset 1 of a view at offset 2 starts at element 3.
+TEST(PytorchReader, LegacyStorageViews) {
+    auto file = [](int64_t view_offset, int64_t view_size, int64_t tensor_offset) {
+        std::string out =
+            std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", 15);
+        out += PickleBytes().raw("M\xe9\x03").stop().b;
+        out += PickleBytes().empty_dict().stop().b;  // system info
+        PickleBytes p;
+        p.empty_dict().mark().str("w").global("torch._utils", "_rebuild_tensor_v2").mark();
+        p.mark().str("storage").global("torch", "FloatStorage").str("root").str("cpu").integer(8);
+        p.mark().str("view").integer(view_offset).integer(view_size).tuple();
+        p.tuple().op('Q').integer(tensor_offset).ints({3}).ints({1}).op('\x89');
+        p.global("collections", "OrderedDict").op(')').reduce().tuple().reduce().setitems();
+        out += p.stop().b;
+        out += PickleBytes().op(']').mark().str("root").op('e').stop().b;
+        std::vector<float> v(8);
+        for (int i = 0; i < 8; ++i) v[i] = static_cast<float>(i);
+        return out + le_bytes(8, 8) + to_bytes(v);
+    };
+    const std::string bytes = file(2, 4, 1);
+    auto h = read_bytes_header(bytes);
+    ASSERT_TRUE(h.ok()) << h.status().message();
+    ASSERT_EQ(h->tensors.size(), 1u);
+    float first = 0;
+    std::memcpy(&first, bytes.data() + h->tensors[0].offset, 4);
+    EXPECT_EQ(first, 3.0f);
+    EXPECT_EQ(h->tensors[0].nbytes, 12u);
+    // Past the view (offset 2 + 3 elements > 4), and a view past its root storage.
+    std::string e = error_of(file(2, 4, 2));
+    EXPECT_TRUE(contains(e, "tensor 'w' has elements")) << e;
+    e = error_of(file(6, 4, 0));
+    EXPECT_TRUE(contains(e, "storage view runs past its storage 'root'")) << e;
+}
+
+}  // namespace
+}  // namespace ggdiff
