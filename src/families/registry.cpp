@@ -10,6 +10,7 @@ namespace ggdiff {
     X(kSdxlRecipe)             /* families/sdxl */                                \
     X(kQwenImageLayeredRecipe) /* families/qwen_image (before Qwen Image) */      \
     X(kQwenImageRecipe)        /* families/qwen_image */                          \
+    X(kOvisImageRecipe)        /* families/ovis (before FLUX.1: its layout) */    \
     X(kLongCatRecipe)          /* families/longcat (before FLUX.1: its layout) */ \
     X(kChromaRadianceRecipe)   /* families/chroma: Chroma1-Radiance */            \
     X(kChromaRecipe)           /* families/chroma (before FLUX.1) */              \

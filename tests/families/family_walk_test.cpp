@@ -72,6 +72,7 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"dit_circular/C", "chroma"},
     {"dit_circular/K", "flux2"},
     {"dit_circular/S", "sd3"},
+    {"ovis_tiny/O", "ovis_image"},  // tests/golden: FLUX.1 blocks with SwiGLU MLPs
     {"longcat_tiny/E", "longcat"},  // tests/golden: LongCat-Image-Edit (an LLM with a vision tower)
     {"longcat_tiny/L", "longcat"},  // tests/golden: FLUX.1's layout with a 3584-wide txt_in
 };

@@ -55,6 +55,12 @@ ggml_tensor* gated(ggml_context* ctx, ggml_tensor* x, ggml_tensor* y, ggml_tenso
 }
 
 ggml_tensor* mlp(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, const std::string& p) {
+    if (cfg.swiglu_mlp) {
+        ggml_tensor* gate = nn::linear(c, x, p + "gate_proj", cfg.hidden, cfg.mlp_hidden);
+        ggml_tensor* up = nn::linear(c, x, p + "up_proj", cfg.hidden, cfg.mlp_hidden);
+        return nn::linear(c, ggml_mul(c.ctx, up, ggml_silu(c.ctx, gate)), p + "down_proj",
+                          cfg.mlp_hidden, cfg.hidden);
+    }
     ggml_tensor* h = nn::linear(c, x, p + "0", cfg.hidden, cfg.mlp_hidden);
     return nn::linear(c, ggml_gelu(c.ctx, h), p + "2", cfg.mlp_hidden, cfg.hidden);
 }
@@ -98,13 +104,21 @@ ggml_tensor* single_block(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, con
         a = project_qkv(c, cfg, xm, "", p, p + "norm.");
         act = nn::linear(c, xm, p + "mlp_in", hd, mh);
     } else {
-        ggml_tensor* fused = nn::linear(c, xm, p + "linear1", hd, 3 * hd + mh);
+        const int64_t mlp_rows = cfg.swiglu_mlp ? 2 * mh : mh;
+        ggml_tensor* fused = nn::linear(c, xm, p + "linear1", hd, 3 * hd + mlp_rows);
         a = norm_heads(c, cfg, nn::feature_rows(c.ctx, fused, 0, hd),
                        nn::feature_rows(c.ctx, fused, hd, hd),
                        nn::feature_rows(c.ctx, fused, 2 * hd, hd), p + "norm.");
-        act = ggml_cont(c.ctx, nn::feature_rows(c.ctx, fused, 3 * hd, mh));
+        if (cfg.swiglu_mlp) {
+            // value * silu(gate), the value rows first
+            ggml_tensor* gate = ggml_cont(c.ctx, nn::feature_rows(c.ctx, fused, 3 * hd + mh, mh));
+            act =
+                ggml_mul(c.ctx, nn::feature_rows(c.ctx, fused, 3 * hd, mh), ggml_silu(c.ctx, gate));
+        } else {
+            act = ggml_cont(c.ctx, nn::feature_rows(c.ctx, fused, 3 * hd, mh));
+        }
     }
-    act = ggml_gelu(c.ctx, act);
+    if (!cfg.swiglu_mlp) act = ggml_gelu(c.ctx, act);
     ggml_tensor* attn = joint_attention(c, cfg, a.q, a.k, a.v, pe, key_mask);
     ggml_tensor* out = nn::linear(c, ggml_concat(c.ctx, attn, act, 0), p + "linear2", hd + mh, hd);
     return gated(c.ctx, x, out, m[2]);
@@ -146,7 +160,11 @@ Result<FluxConfig> detect_flux(const TensorIndex& index, const std::string& pref
     // FLUX's position axes: 1/8 of each head for the image index, 7/16 each for row, col.
     cfg.axes_dim = {static_cast<int>(cfg.head_dim / 8), static_cast<int>(cfg.head_dim * 7 / 16),
                     static_cast<int>(cfg.head_dim * 7 / 16)};
-    auto mlp0 = p.shape("double_blocks.0.img_mlp.0.weight", 2);
+    cfg.swiglu_mlp = p.has("double_blocks.0.img_mlp.gate_proj.weight");
+    cfg.txt_norm = p.has("txt_norm.scale");
+    auto mlp0 = p.shape(cfg.swiglu_mlp ? "double_blocks.0.img_mlp.gate_proj.weight"
+                                       : "double_blocks.0.img_mlp.0.weight",
+                        2);
     if (!mlp0.ok()) return mlp0.status();
     cfg.mlp_hidden = (*mlp0)[0];
     auto txt_in = p.shape("txt_in.weight", 2);
@@ -190,7 +208,7 @@ FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t la
     const bool longcat = cfg.longcat_positions;
     const int64_t offset = longcat ? text_tokens : 0;
     const float image_index = longcat ? 1.0f : 0.0f;
-    if (longcat) {
+    if (longcat || cfg.diagonal_text_ids) {
         for (int64_t i = 0; i < text_tokens; ++i) {
             ids[static_cast<size_t>(i * 3 + 1)] = static_cast<float>(i);
             ids[static_cast<size_t>(i * 3 + 2)] = static_cast<float>(i);
@@ -263,6 +281,10 @@ ggml_tensor* flux_text_tokens(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* co
         context = ggml_repeat(
             c.ctx, context,
             ggml_new_tensor_3d(c.ctx, context->type, context->ne[0], context->ne[1], n));
+    }
+    if (cfg.txt_norm) {
+        context =
+            nn::rms_norm(c, context, cfg.prefix + "txt_norm.scale", cfg.context_dim, kNormEps);
     }
     return nn::linear(c, context, cfg.prefix + "txt_in", cfg.context_dim, cfg.hidden);
 }

@@ -47,6 +47,13 @@ struct FluxConfig {
     // LongCat-Image's RoPE ids (families/longcat): text token i at (0, i, i), the image at index
     // 1 and references from index 2, their rows and columns offset by the text length.
     bool longcat_positions = false;
+    // Ovis-Image (families/ovis): SwiGLU MLPs (a double block's img_mlp / txt_mlp as gate_proj,
+    // up_proj, down_proj: down(silu(gate(x)) * up(x)); a single block's linear1 carries 2x the
+    // MLP width, value then gate), an RMSNorm (txt_norm.scale) on the text before txt_in, and text
+    // token i at (0, i, i) (the image where FLUX.1 puts it).
+    bool swiglu_mlp = false;
+    bool txt_norm = false;
+    bool diagonal_text_ids = false;
     int patch = 2;
     float theta = 10000.0f;
     std::vector<int> axes_dim{16, 56, 56};

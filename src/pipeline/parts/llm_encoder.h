@@ -21,8 +21,11 @@ namespace ggdiff {
 Result<std::shared_ptr<const Qwen2Tokenizer>> load_llm_tokenizer(const FamilyContext& ctx);
 
 struct ChatTemplate {
-    std::string prefix;   // before the prompt ("<|im_start|>system\n...<|im_start|>user\n")
-    std::string suffix;   // after it ("<|im_end|>\n<|im_start|>assistant\n")
+    std::string prefix;  // before the prompt ("<|im_start|>system\n...<|im_start|>user\n")
+    std::string suffix;  // after it ("<|im_end|>\n<|im_start|>assistant\n")
+    // Put before the prompt's own text, in its part (Ovis-Image: a space after the colon that
+    // ends the prefix), so emphasis parsing sees it as the prompt's.
+    std::string prompt_lead;
     int drop_tokens = 0;  // leading tokens removed from the hidden states
     // Empty: the final normed states; else these layers' outputs (0-based) concatenated on
     // the feature axis.
