@@ -145,6 +145,47 @@ TEST(LoraDit, KontextTakesFluxLoras) {
     expect_same_change(kontext::model_args(), kontext::case_args("kontext_ref1"), dir);
 }
 
+// Ovis-Image: FLUX.1's names plus the SwiGLU MLP's gate_proj / up_proj / down_proj. The same
+// modules as kohya names and as ComfyUI's diffusion_model.* PEFT names (named "diffusers" for
+// expect_same_change), on the ovis_tiny set's first case.
+TEST(LoraDit, OvisKohyaAndComfyFormsGiveTheSameImage) {
+    const std::string suite = std::string(GGDIFF_SOURCE_DIR) + "/tests/golden/ovis_tiny";
+    const auto fixture = [](const std::string& stem) {
+        return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + stem + ".safetensors";
+    };
+    const std::vector<std::string> model = {"--diffusion-model",
+                                            fixture("ovis_tiny_dit"),
+                                            "--llm",
+                                            fixture("zimage_tiny_llm"),
+                                            "--vae",
+                                            fixture("flux_ae"),
+                                            "--llm-tokenizer",
+                                            shared_dir() + "/data/qwen2_synthetic"};
+    for (size_t i = 1; i < model.size(); i += 2) {
+        ASSERT_TRUE(fs::exists(model[i])) << "missing " << model[i] << " (run through ctest)";
+    }
+    const std::string dir = fresh_dir();
+    constexpr int64_t h = 256, mlp = 1024;  // ovis_tiny_dit: hidden 256, MLP 1024
+    const Pair gate = pair(h, mlp, 11), up = pair(h, mlp, 12), down = pair(mlp, h, 13);
+    const Pair qkv = pair(h, 3 * h, 14), l1 = pair(h, 3 * h + 2 * mlp, 15);
+    std::vector<FakeTensor> comfy, kohya_form;
+    const std::vector<std::pair<std::string, Pair>> modules = {
+        {"double_blocks.0.img_mlp.gate_proj", gate},
+        {"double_blocks.1.txt_mlp.up_proj", up},
+        {"double_blocks.0.txt_mlp.down_proj", down},
+        {"double_blocks.1.img_attn.qkv", qkv},
+        {"single_blocks.0.linear1", l1}};
+    for (const auto& [name, p] : modules) {
+        peft(comfy, "diffusion_model." + name, p);
+        std::string k = "lora_unet_" + name;
+        std::replace(k.begin(), k.end(), '.', '_');
+        kohya(kohya_form, k, p);
+    }
+    ggdiff::testing::write_safetensors(dir + "/diffusers.safetensors", comfy);
+    ggdiff::testing::write_safetensors(dir + "/kohya.safetensors", kohya_form);
+    expect_same_change(model, suite_case_args(suite, "ovis_euler"), dir);
+}
+
 // LongCat-Image is FLUX.1's DiT without CLIP: the same DiT LoRAs (diffusers names as LongCat
 // trainers write them, kohya / ComfyUI names), on the longcat_tiny set's first case.
 TEST(LoraDit, LongCatTakesFluxDitLoras) {
