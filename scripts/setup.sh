@@ -9,9 +9,37 @@
 # clang and libclang-rt-dev (libFuzzer, ASan, UBSan) are for scripts/fuzz.sh only: the build
 # itself uses the default compiler.
 #
+# GPU backends (ggml loads them at run time; ggdiff then lists their devices with
+# --list-devices and uses them with --backend, see docs/gpu.md):
+#   --vulkan  Debian's ggml Vulkan backend (libggml0-backend-vulkan) and Mesa's Vulkan drivers
+#             (AMD and Intel GPUs, and lavapipe, a Vulkan device on the CPU); NVIDIA GPUs need
+#             the vendor driver's Vulkan ICD as well.
+#   --hip     Debian's ggml HIP backend (libggml0-backend-hip) for AMD GPUs with ROCm.
+# CUDA is not packaged: build ggml from source (docs/gpu.md, scripts/device_check.sh).
+#
 # Environment: GGDIFF_SKIP_APT=1 skips the package steps (build only);
 #              BUILD_DIR (default build), BUILD_TYPE (default Release).
 set -euo pipefail
+
+gpu_packages=()
+sid_gpu_packages=()
+for arg in "$@"; do
+  case $arg in
+    --vulkan)
+      sid_gpu_packages+=(libggml0-backend-vulkan)
+      gpu_packages+=(mesa-vulkan-drivers)
+      ;;
+    --hip) sid_gpu_packages+=(libggml0-backend-hip) ;;
+    -h | --help)
+      sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "setup: unknown option $arg (options: --vulkan, --hip, --help)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${BUILD_DIR:-$here/build}"
@@ -70,7 +98,10 @@ PIN
     libopenblas0-pthread python3 python3-numpy python3-pil \
     chromium chromium-driver python3-selenium clang libclang-rt-dev
   $SUDO apt-get install -y -q --no-install-recommends -t sid \
-    libggml-dev libggml0-backend-rpc libggml0-backend-blas
+    libggml-dev libggml0-backend-rpc libggml0-backend-blas "${sid_gpu_packages[@]}"
+  if [ ${#gpu_packages[@]} -gt 0 ]; then
+    $SUDO apt-get install -y -q --no-install-recommends "${gpu_packages[@]}"
+  fi
 }
 
 if [ "${GGDIFF_SKIP_APT:-0}" != 1 ]; then
