@@ -9,9 +9,9 @@
 #     (--split-mode row over the CUDA devices), and --auto-fit with the GPU's real free memory
 #     (its plan printed);
 #  4. prints absolute step times on random weights at the real widths, on CUDA0 and on the CPU:
-#     SD1.5 at 512x512 (bench/sd1_bench.sh's UNet), SDXL at 1024x1024, FLUX.1 at 1024x1024
-#     (one double + one single block, whole step extrapolated by bench/flux_wide_bench.sh's
-#     rule).
+#     SD1.5 at 512x512 (the sd1_mc320 fixture), SDXL at 1024x1024 (bench/sdxl_wide_list.py:
+#     2.6B-parameter UNet), FLUX.1 at 1024x1024 (one double + one single block and one double
+#     + two single blocks: the whole 19 + 38 block step extrapolated).
 # Everything it prints is also in OUT (default $OUT, else /tmp/ggdiff-device-check). It needs
 # nvcc, git access to github.com (ggml), the Debian packages of scripts/setup.sh (run
 # `scripts/setup.sh` first, or GGDIFF_SKIP_APT=1 where they are installed) and python3 with
@@ -99,20 +99,53 @@ python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(json.dumps({k
   echo "device_check: auto-fit FAILED (see $out/autofit.log)"
 compare "$out/autofit.png" "$out/alone.png" "--auto-fit (the GPU's free memory)"
 
-# Absolute times on random weights at the real widths: the bench scripts' fixtures and flags,
-# ggdiff-bench on the GPU (STEPS steps) and on the CPU (1 step).
+# Absolute times on random weights at the real widths, ggdiff-bench on the GPU (STEPS steps)
+# and on the CPU (1 step): the minimum step time of each run.
 say "step times at the real widths (random weights)"
+BUILD_DIR="$build_dir"
+source "$here/bench/fixture.sh"
+source "$here/bench/flux_wide_fixture.sh"
+sd15=$(make_fixture sd1_mc320 2)
+sdxl_list="$build_dir/fixtures/sdxl_wide.tensors"
+sdxl="$build_dir/fixtures/sdxl_wide.safetensors"
+[ -f "$sdxl_list" ] || python3 "$here/bench/sdxl_wide_list.py" "$shared/fixtures/sdxl_mc32.tensors" >"$sdxl_list"
+[ -f "$sdxl" ] || python3 "$shared/tools/make_fixture.py" "$sdxl_list" "$sdxl" --seed 31
+flux_t5=$(flux_wide_t5)
+flux_clip=$(make_fixture flux_clip_l 12)
+flux_vae=$(make_fixture flux_ae 14)
+flux_pair=$(wide_fixture flux_wide_1d1s 1 1)
+flux_three=$(wide_fixture flux_wide_1d2s 1 2)
+step_time() {  # step_time NAME DEVICE STEPS ggdiff-bench args... -> prints and records seconds
+  local name=$1 dev=$2 s=$3
+  shift 3
+  "$bench" "$@" --steps "$s" --sampling-method euler -s 1 --backend "$dev" \
+    >"$out/$name.json" 2>"$out/$name.err" || { tail -n 5 "$out/$name.err"; echo nan; return; }
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["min_step_seconds"])' "$out/$name.json"
+}
+prompt="a photograph of an astronaut riding a horse"
+flux_prompt=$(python3 -c 'print(" ".join(["a photograph of an astronaut riding a horse"] * 40))')
+summary="$out/times.txt"
+: >"$summary"
 for dev in "$gpu" CPU; do
   s=$steps
   [ "$dev" = CPU ] && s=1
-  for b in sd1 sdxl; do
-    echo "-- $b on $dev ($s steps)"
-    BUILD_DIR="$build_dir" STEPS="$s" "$here/bench/${b}_bench.sh" --backend "$dev" 2>"$out/${b}_$dev.err" |
-      tee "$out/${b}_$dev.json" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({k: v for k, v in d.items() if "second" in k or k in ("width", "height", "steps")}))' ||
-      tail -n 5 "$out/${b}_$dev.err"
-  done
-  echo "-- flux (1024x1024 extrapolated from a block pair) on $dev ($s steps)"
-  BUILD_DIR="$build_dir" STEPS="$s" SIZE=1024 "$here/bench/flux_wide_bench.sh" --backend "$dev" \
-    2>"$out/flux_$dev.err" | tee "$out/flux_$dev.json" | tail -n 20 || tail -n 5 "$out/flux_$dev.err"
+  t=$(step_time "sd15_$dev" "$dev" "$s" -m "$sd15" --tokenizer "$shared/data/clip/merges.txt" \
+    -p "$prompt" -W 512 -H 512 --cfg-scale 7)
+  echo "$dev SD1.5 512x512 (cfg 7: two UNet passes): $t s/step" | tee -a "$summary"
+  t=$(step_time "sdxl_$dev" "$dev" "$s" -m "$sdxl" --tokenizer "$shared/data/clip/merges.txt" \
+    -p "$prompt" -W 1024 -H 1024 --cfg-scale 5)
+  echo "$dev SDXL 1024x1024 (cfg 5: two UNet passes): $t s/step" | tee -a "$summary"
+  flux=(--clip_l "$flux_clip" --t5xxl "$flux_t5" --vae "$flux_vae" --tokenizer
+    "$shared/data/clip/merges.txt" --t5xxl-tokenizer "$shared/data/t5_synthetic/tokenizer.json"
+    -p "$flux_prompt" -W 1024 -H 1024)
+  a=$(step_time "flux_1d1s_$dev" "$dev" "$s" --diffusion-model "$flux_pair" "${flux[@]}")
+  c=$(step_time "flux_1d2s_$dev" "$dev" "$s" --diffusion-model "$flux_three" "${flux[@]}")
+  python3 - "$dev" "$a" "$c" <<'PY' | tee -a "$summary"
+import sys
+dev, a, c = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+single = c - a  # one single block; a FLUX.1 double block costs about as much
+print("%s FLUX.1 1024x1024 (one evaluation per step): block pair %.3f s, single block %.3f s, "
+      "19 double + 38 single blocks estimated at %.2f s/step" % (dev, a, single, a + 55 * single))
+PY
 done
 say "done; everything is in $out"
