@@ -6,7 +6,7 @@
 // to pass.
 #include <gtest/gtest.h>
 
-#include "../golden/e2e_support.h"
+#include "llm_flux_files.h"
 
 namespace {
 
@@ -15,14 +15,6 @@ namespace e2e = ggdiff::e2e;
 using e2e::contains;
 using e2e::RunResult;
 
-constexpr const char* kCase = "longcat_euler";
-
-std::string suite_dir() {
-    return std::string(GGDIFF_SOURCE_DIR) + "/tests/golden/longcat_tiny";
-}
-std::string fixture(const std::string& stem) {
-    return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + stem + ".safetensors";
-}
 std::string tokenizer_dir() {
     return e2e::shared_dir() + "/data/qwen2_synthetic";
 }
@@ -30,31 +22,10 @@ std::string layouts_tool() {
     return "/usr/bin/python3 '" + std::string(GGDIFF_SOURCE_DIR) + "/tests/tools/flux_layouts.py'";
 }
 
-class LongCatFiles : public ::testing::Test {
+class LongCatFiles : public e2e::LlmFluxFiles {
   protected:
-    void SetUp() override {
-        for (const std::string& f :
-             {e2e::binary_path(), dit(), fixture("qwen_tiny_llm"), fixture("flux_ae"), golden()}) {
-            ASSERT_TRUE(fs::is_regular_file(f))
-                << "missing " << f << " (run through ctest: its fixture tests make the files)";
-        }
-        dir_ = e2e::fresh_dir();
-    }
-
-    static std::string dit() { return fixture("longcat_tiny_dit"); }
-    static std::string golden() { return suite_dir() + "/" + kCase + ".png"; }
-    static std::vector<std::string> model_args(const std::string& dit_file = dit()) {
-        return {"--diffusion-model",      dit_file,       "--llm",
-                fixture("qwen_tiny_llm"), "--vae",        fixture("flux_ae"),
-                "--llm-tokenizer",        tokenizer_dir()};
-    }
-
-    RunResult generate(const std::vector<std::string>& model, const std::string& out) const {
-        std::vector<std::string> args = model;
-        for (const std::string& a : e2e::suite_case_args(suite_dir(), kCase)) args.push_back(a);
-        args.insert(args.end(), {"-o", out});
-        return e2e::run_ggdiff(args, dir_, 600);
-    }
+    LongCatFiles()
+        : LlmFluxFiles("longcat_tiny", "longcat_tiny_dit", "qwen_tiny_llm", "longcat_euler") {}
 
     // The image of the original files, made once per test.
     std::string original() {
@@ -65,16 +36,6 @@ class LongCatFiles : public ::testing::Test {
         }
         return out;
     }
-
-    static void expect_same(const std::string& a, const std::string& b, double max_mean,
-                            const char* what) {
-        const e2e::ImageDiff d = e2e::compare_images(a, b);
-        ASSERT_TRUE(d.ok) << d.error;
-        EXPECT_LE(d.mean_abs, max_mean) << what << " (max " << d.max_abs << ")";
-        std::printf("%s: mean_abs_diff %.3f\n", what, d.mean_abs);
-    }
-
-    std::string dir_;
 };
 
 // Comfy-Org's LongCat file stores the q/k RMSNorm weights as ".weight": renamed to FLUX's
@@ -99,8 +60,8 @@ TEST_F(LongCatFiles, ComfyNormNamesGiveTheSameImage) {
 TEST_F(LongCatFiles, DiffusersPipelineFolder) {
     const std::string folder = dir_ + "/LongCat-Image-tiny";
     const std::string cmd = layouts_tool() + " longcat-diffusers '" + folder + "' '" + dit() +
-                            "' '" + fixture("qwen_tiny_llm") + "' '" + fixture("flux_ae") + "' '" +
-                            tokenizer_dir() + "'";
+                            "' '" + e2e::built_fixture("qwen_tiny_llm") + "' '" +
+                            e2e::built_fixture("flux_ae") + "' '" + tokenizer_dir() + "'";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     RunResult info = e2e::run_ggdiff({"-M", "info", "-m", folder}, dir_, 60);
     ASSERT_TRUE(info.succeeded()) << info.describe();
@@ -133,9 +94,10 @@ TEST_F(LongCatFiles, GgufDitAndMetadata) {
 
 // What a newcomer gets wrong: no --llm, or an LLM of another width.
 TEST_F(LongCatFiles, ClearErrorsForMissingOrWrongTextEncoder) {
-    RunResult none = e2e::run_ggdiff({"--diffusion-model", dit(), "--vae", fixture("flux_ae"), "-p",
-                                      "x", "-W", "64", "-H", "64", "-o", dir_ + "/none.png"},
-                                     dir_, 120);
+    RunResult none =
+        e2e::run_ggdiff({"--diffusion-model", dit(), "--vae", e2e::built_fixture("flux_ae"), "-p",
+                         "x", "-W", "64", "-H", "64", "-o", dir_ + "/none.png"},
+                        dir_, 120);
     EXPECT_FALSE(none.succeeded());
     EXPECT_TRUE(contains(none.err, "LongCat-Image needs its text encoder")) << none.describe();
     EXPECT_TRUE(contains(none.err, "--llm")) << none.describe();
@@ -143,8 +105,8 @@ TEST_F(LongCatFiles, ClearErrorsForMissingOrWrongTextEncoder) {
 
     // Z-Image's Qwen3 text encoder fixture is 512 wide.
     std::vector<std::string> wrong =
-        e2e::with_flag_value(model_args(), "--llm", fixture("zimage_tiny_llm"));
-    ASSERT_TRUE(fs::is_regular_file(fixture("zimage_tiny_llm")));
+        e2e::with_flag_value(model_args(), "--llm", e2e::built_fixture("zimage_tiny_llm"));
+    ASSERT_TRUE(fs::is_regular_file(e2e::built_fixture("zimage_tiny_llm")));
     wrong.insert(wrong.end(), {"-p", "x", "-W", "64", "-H", "64", "-o", dir_ + "/wrong.png"});
     RunResult w = e2e::run_ggdiff(wrong, dir_, 120);
     EXPECT_FALSE(w.succeeded());

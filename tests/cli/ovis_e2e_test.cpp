@@ -5,7 +5,7 @@
 // errors that say what to pass.
 #include <gtest/gtest.h>
 
-#include "../golden/e2e_support.h"
+#include "llm_flux_files.h"
 
 namespace {
 
@@ -14,52 +14,9 @@ namespace e2e = ggdiff::e2e;
 using e2e::contains;
 using e2e::RunResult;
 
-constexpr const char* kCase = "ovis_euler";
-
-std::string suite_dir() {
-    return std::string(GGDIFF_SOURCE_DIR) + "/tests/golden/ovis_tiny";
-}
-std::string fixture(const std::string& stem) {
-    return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + stem + ".safetensors";
-}
-std::string tokenizer_dir() {
-    return e2e::shared_dir() + "/data/qwen2_synthetic";
-}
-class OvisFiles : public ::testing::Test {
+class OvisFiles : public e2e::LlmFluxFiles {
   protected:
-    void SetUp() override {
-        for (const std::string& f : {e2e::binary_path(), dit(), fixture("zimage_tiny_llm"),
-                                     fixture("flux_ae"), golden()}) {
-            ASSERT_TRUE(fs::is_regular_file(f))
-                << "missing " << f << " (run through ctest: its fixture tests make the files)";
-        }
-        dir_ = e2e::fresh_dir();
-    }
-
-    static std::string dit() { return fixture("ovis_tiny_dit"); }
-    static std::string golden() { return suite_dir() + "/" + kCase + ".png"; }
-    static std::vector<std::string> model_args(const std::string& dit_file = dit()) {
-        return {"--diffusion-model",        dit_file,       "--llm",
-                fixture("zimage_tiny_llm"), "--vae",        fixture("flux_ae"),
-                "--llm-tokenizer",          tokenizer_dir()};
-    }
-
-    RunResult generate(const std::vector<std::string>& model, const std::string& out) const {
-        std::vector<std::string> args = model;
-        for (const std::string& a : e2e::suite_case_args(suite_dir(), kCase)) args.push_back(a);
-        args.insert(args.end(), {"-o", out});
-        return e2e::run_ggdiff(args, dir_, 600);
-    }
-
-    static void expect_same(const std::string& a, const std::string& b, double max_mean,
-                            const char* what) {
-        const e2e::ImageDiff d = e2e::compare_images(a, b);
-        ASSERT_TRUE(d.ok) << d.error;
-        EXPECT_LE(d.mean_abs, max_mean) << what << " (max " << d.max_abs << ")";
-        std::printf("%s: mean_abs_diff %.3f\n", what, d.mean_abs);
-    }
-
-    std::string dir_;
+    OvisFiles() : LlmFluxFiles("ovis_tiny", "ovis_tiny_dit", "zimage_tiny_llm", "ovis_euler") {}
 };
 
 TEST_F(OvisFiles, InfoNamesOvisImage) {
@@ -102,17 +59,18 @@ TEST_F(OvisFiles, GgufDitTypeAndMetadata) {
 
 // What a newcomer gets wrong: no --llm, or an LLM of another width (LongCat's Qwen2.5-VL).
 TEST_F(OvisFiles, ClearErrorsForMissingOrWrongTextEncoder) {
-    RunResult none = e2e::run_ggdiff({"--diffusion-model", dit(), "--vae", fixture("flux_ae"), "-p",
-                                      "x", "-W", "64", "-H", "64", "-o", dir_ + "/none.png"},
-                                     dir_, 120);
+    RunResult none =
+        e2e::run_ggdiff({"--diffusion-model", dit(), "--vae", e2e::built_fixture("flux_ae"), "-p",
+                         "x", "-W", "64", "-H", "64", "-o", dir_ + "/none.png"},
+                        dir_, 120);
     EXPECT_FALSE(none.succeeded());
     EXPECT_TRUE(contains(none.err, "Ovis-Image needs its text encoder")) << none.describe();
     EXPECT_TRUE(contains(none.err, "--llm")) << none.describe();
     EXPECT_FALSE(fs::exists(dir_ + "/none.png"));
 
-    ASSERT_TRUE(fs::is_regular_file(fixture("qwen_tiny_llm")));
+    ASSERT_TRUE(fs::is_regular_file(e2e::built_fixture("qwen_tiny_llm")));
     std::vector<std::string> wrong =
-        e2e::with_flag_value(model_args(), "--llm", fixture("qwen_tiny_llm"));
+        e2e::with_flag_value(model_args(), "--llm", e2e::built_fixture("qwen_tiny_llm"));
     wrong.insert(wrong.end(), {"-p", "x", "-W", "64", "-H", "64", "-o", dir_ + "/wrong.png"});
     RunResult w = e2e::run_ggdiff(wrong, dir_, 120);
     EXPECT_FALSE(w.succeeded());

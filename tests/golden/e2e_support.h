@@ -88,6 +88,26 @@ inline std::string merges_path() {
 inline std::string fixture_path() {
     return std::string(GGDIFF_BINARY_DIR) + "/fixtures/sd1_mc32.safetensors";
 }
+// Any fixture the ctest fixture tests make: GGDIFF_BINARY_DIR/fixtures/STEM.safetensors.
+inline std::string built_fixture(const std::string& stem) {
+    return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + stem + ".safetensors";
+}
+// This repository's own golden set `suite` (tests/golden/SUITE).
+inline std::string repo_suite_dir(const std::string& suite) {
+    return std::string(GGDIFF_SOURCE_DIR) + "/tests/golden/" + suite;
+}
+// The split files of a family that runs FLUX.1's DiT on an LLM's text (LongCat-Image,
+// Ovis-Image: fixtures `dit` and `llm`), FLUX.1's VAE and the synthetic Qwen2 tokenizer.
+inline std::vector<std::string> llm_flux_args(const std::string& dit, const std::string& llm) {
+    return {"--diffusion-model",
+            built_fixture(dit),
+            "--llm",
+            built_fixture(llm),
+            "--vae",
+            built_fixture("flux_ae"),
+            "--llm-tokenizer",
+            shared_dir() + "/data/qwen2_synthetic"};
+}
 
 // A manifest as JSON; an empty object when it cannot be read.
 inline nlohmann::json read_manifest(const std::string& path) {

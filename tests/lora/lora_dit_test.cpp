@@ -149,18 +149,8 @@ TEST(LoraDit, KontextTakesFluxLoras) {
 // modules as kohya names and as ComfyUI's diffusion_model.* PEFT names (named "diffusers" for
 // expect_same_change), on the ovis_tiny set's first case.
 TEST(LoraDit, OvisKohyaAndComfyFormsGiveTheSameImage) {
-    const std::string suite = std::string(GGDIFF_SOURCE_DIR) + "/tests/golden/ovis_tiny";
-    const auto fixture = [](const std::string& stem) {
-        return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + stem + ".safetensors";
-    };
-    const std::vector<std::string> model = {"--diffusion-model",
-                                            fixture("ovis_tiny_dit"),
-                                            "--llm",
-                                            fixture("zimage_tiny_llm"),
-                                            "--vae",
-                                            fixture("flux_ae"),
-                                            "--llm-tokenizer",
-                                            shared_dir() + "/data/qwen2_synthetic"};
+    const std::string suite = repo_suite_dir("ovis_tiny");
+    const std::vector<std::string> model = llm_flux_args("ovis_tiny_dit", "zimage_tiny_llm");
     for (size_t i = 1; i < model.size(); i += 2) {
         ASSERT_TRUE(fs::exists(model[i])) << "missing " << model[i] << " (run through ctest)";
     }
@@ -189,18 +179,8 @@ TEST(LoraDit, OvisKohyaAndComfyFormsGiveTheSameImage) {
 // LongCat-Image is FLUX.1's DiT without CLIP: the same DiT LoRAs (diffusers names as LongCat
 // trainers write them, kohya / ComfyUI names), on the longcat_tiny set's first case.
 TEST(LoraDit, LongCatTakesFluxDitLoras) {
-    const std::string suite = std::string(GGDIFF_SOURCE_DIR) + "/tests/golden/longcat_tiny";
-    const auto fixture = [](const std::string& stem) {
-        return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + stem + ".safetensors";
-    };
-    const std::vector<std::string> model = {"--diffusion-model",
-                                            fixture("longcat_tiny_dit"),
-                                            "--llm",
-                                            fixture("qwen_tiny_llm"),
-                                            "--vae",
-                                            fixture("flux_ae"),
-                                            "--llm-tokenizer",
-                                            shared_dir() + "/data/qwen2_synthetic"};
+    const std::string suite = repo_suite_dir("longcat_tiny");
+    const std::vector<std::string> model = llm_flux_args("longcat_tiny_dit", "qwen_tiny_llm");
     for (size_t i = 1; i < model.size(); i += 2) {
         ASSERT_TRUE(fs::exists(model[i])) << "missing " << model[i] << " (run through ctest)";
     }

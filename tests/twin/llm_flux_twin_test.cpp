@@ -34,24 +34,19 @@ const Family kFamilies[] = {
     {"Ovis", "Ovis-Image", "ovis_tiny", "ovis_euler", "ovis_tiny_dit", "zimage_tiny_llm"},
 };
 
-std::string fixture(const std::string& stem) {
-    return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + stem + ".safetensors";
-}
-
 class LlmFluxTwin : public TwoWorkers, public ::testing::WithParamInterface<Family> {
   protected:
     const Family& family() const { return GetParam(); }
-    std::string suite_dir() const {
-        return std::string(GGDIFF_SOURCE_DIR) + "/tests/golden/" + family().suite;
-    }
+    std::string suite_dir() const { return e2e::repo_suite_dir(family().suite); }
     std::vector<std::string> case_args() const {
         return e2e::suite_case_args(suite_dir(), family().id);
     }
 
     void SetUp() override {
         const std::string golden = suite_dir() + "/" + family().id + ".png";
-        for (const std::string& f : {e2e::binary_path(), fixture(family().dit),
-                                     fixture(family().llm), fixture("flux_ae"), golden}) {
+        for (const std::string& f :
+             {e2e::binary_path(), e2e::built_fixture(family().dit),
+              e2e::built_fixture(family().llm), e2e::built_fixture("flux_ae"), golden}) {
             ASSERT_TRUE(fs::is_regular_file(f))
                 << "missing " << f << " (run through ctest: its fixture tests make the files)";
         }
@@ -60,14 +55,7 @@ class LlmFluxTwin : public TwoWorkers, public ::testing::WithParamInterface<Fami
     }
 
     std::vector<std::string> request(const std::vector<std::string>& extra) const {
-        std::vector<std::string> args = {"--diffusion-model",
-                                         fixture(family().dit),
-                                         "--llm",
-                                         fixture(family().llm),
-                                         "--vae",
-                                         fixture("flux_ae"),
-                                         "--llm-tokenizer",
-                                         e2e::shared_dir() + "/data/qwen2_synthetic"};
+        std::vector<std::string> args = e2e::llm_flux_args(family().dit, family().llm);
         for (const std::string& a : case_args()) args.push_back(a);
         args.insert(args.end(), {"--rpc-servers", servers(), "-v"});
         args.insert(args.end(), extra.begin(), extra.end());
@@ -85,9 +73,9 @@ class LlmFluxTwin : public TwoWorkers, public ::testing::WithParamInterface<Fami
     std::string single_device() const {
         const std::vector<std::string> extra = {"--backend", "all=RPC0,te=CPU"};
         const std::string key = join(extra, " ") + "|" + join(case_args(), " ") + "|" +
-                                file_stamp(fixture(family().dit)) + "|" +
-                                file_stamp(fixture(family().llm)) + "|" +
-                                file_stamp(fixture("flux_ae"));
+                                file_stamp(e2e::built_fixture(family().dit)) + "|" +
+                                file_stamp(e2e::built_fixture(family().llm)) + "|" +
+                                file_stamp(e2e::built_fixture("flux_ae"));
         return cached_image("llm_flux_references", key, [&](const std::string& path) {
             return generate(extra, path, dir_ + "/reference");
         });

@@ -17,13 +17,11 @@
 #include <vector>
 
 #include "core/log.h"
-#include "families/flux/denoiser.h"
-#include "families/flux/names.h"
+#include "families/flux/llm_flux.h"
 #include "families/longcat/names.h"
 #include "models/te/qwen_llm.h"
 #include "models/te/qwen_vision.h"
 #include "pipeline/family.h"
-#include "pipeline/parts/kl_autoencoder.h"
 #include "pipeline/parts/llm_encoder.h"
 #include "pipeline/parts/qwen_vision_encoder.h"
 #include "pipeline/parts/vision_chat_conditioner.h"
@@ -89,97 +87,38 @@ Result<Family> load(const FamilyContext& ctx) {
     auto dit = models::detect_flux(ctx.index, kDit);
     if (!dit.ok()) return dit.status();
     dit->longcat_positions = true;
-    if (!ctx.index.has_prefix(kLlm)) {
-        return Status::Error(name +
-                             " needs its text encoder (Qwen2.5-VL-7B): pass it with --llm "
-                             "FILE");
-    }
-    auto llm = models::detect_qwen_llm(ctx.index, kLlm);
-    if (!llm.ok()) return llm.status().with_context("--llm");
-    if (llm->hidden != dit->context_dim) {
-        return Status::Error(string_format(
-            "the text encoder is %lld wide, the DiT's txt_in takes %lld: not LongCat's "
-            "Qwen2.5-VL-7B",
-            (long long)llm->hidden, (long long)dit->context_dim));
-    }
-    if (!ctx.index.has_prefix("first_stage_model.")) {
-        return Status::Error(name +
-                             " needs FLUX.1's 16-channel VAE (ae.safetensors): pass it "
-                             "with --vae FILE");
-    }
-    auto vae = models::detect_vae(ctx.index);
-    if (!vae.ok()) return vae.status();
-    if (vae->z_channels != dit->latent_channels()) {
-        return Status::Error(string_format(
-            "the VAE has %d latent channels but the DiT takes %lld (LongCat needs FLUX.1's "
-            "16-channel VAE, ae.safetensors)",
-            vae->z_channels, (long long)dit->latent_channels()));
-    }
-    vae->scale_factor = 0.3611f;
-    vae->shift_factor = 0.1159f;
+    auto parts = detect_llm_flux_parts(ctx, *dit, "Qwen2.5-VL-7B", "qwen_2.5_vl_7b.safetensors");
+    if (!parts.ok()) return parts.status();
     // LongCat-Image-Edit: the LLM's vision tower (in the LLM file, or --llm_vision).
-    std::optional<models::QwenVisionConfig> vision;
-    if (models::has_qwen_vision(ctx.index, kLlm)) {
-        auto v = models::detect_qwen_vision(ctx.index, kLlm);
-        if (!v.ok()) {
-            return v.status().with_context(ctx.options.llm_vision.empty() ? "--llm"
-                                                                          : "--llm_vision");
-        }
-        if (v->out_dim != llm->hidden) {
-            return Status::Error(string_format(
-                "the vision tower's merger gives rows of %lld, the LLM is %lld wide: not this "
-                "LLM's vision tower",
-                (long long)v->out_dim, (long long)llm->hidden));
-        }
-        vision = *v;
-    } else if (!ctx.options.llm_vision.empty()) {
-        return Status::Error("--llm_vision " + ctx.options.llm_vision +
-                             ": no Qwen2.5-VL vision tower found in it");
-    }
-    auto tokenizer = load_llm_tokenizer(ctx);
-    if (!tokenizer.ok()) return tokenizer.status();
+    auto vision = find_qwen_vision_tower(ctx, kLlm, parts->llm.hidden);
+    if (!vision.ok()) return vision.status();
 
     Family f;
     f.param = sampling::Parameterization::flux_flow(3.0f);
     f.defaults.sampler = "euler";
     f.defaults.cfg_scale = 7.0f;
-    f.latent_channels = static_cast<int>(dit->latent_channels());
-    f.latent_rgb = LatentRgb::Flux;
-    f.uses_cfg = true;
-    f.uses_guidance = false;
-    f.ref_image_multiple = 16;
-    f.skips_layers = true;
-    f.skip_layer_count = dit->depth + dit->depth_single;
     GGDIFF_LOG_INFO(
         "%s: %d double and %d single blocks, hidden %lld, %lld heads; LLM %lld "
         "layers%s",
         name.c_str(), dit->depth, dit->depth_single, (long long)dit->hidden, (long long)dit->heads,
-        (long long)llm->layers,
-        vision ? " with a vision tower (LongCat-Image-Edit: -r images are read by the text encoder "
-                 "too)"
-               : "");
+        (long long)parts->llm.layers,
+        *vision ? " with a vision tower (LongCat-Image-Edit: -r images are read by "
+                  "the text encoder too)"
+                : "");
 
-    auto encoder =
-        LlmTextEncoder::create(ctx, ctx.placement.te, *llm, *tokenizer, "LLM", longcat_template());
+    auto encoder = LlmTextEncoder::create(ctx, ctx.placement.te, parts->llm, parts->tokenizer,
+                                          "LLM", longcat_template());
     if (!encoder.ok()) return encoder.status();
     // The tower is small next to the LLM: it stays on the text encoder's first device.
     std::unique_ptr<QwenVisionEncoder> tower;
-    if (vision) {
-        auto v = QwenVisionEncoder::create(ctx, ctx.placement.te.first_device_only(), *vision);
+    if (*vision) {
+        auto v = QwenVisionEncoder::create(ctx, ctx.placement.te.first_device_only(), **vision);
         if (!v.ok()) return v.status();
         tower = std::move(*v);
     }
     f.text = std::make_unique<VisionChatConditioner>(std::move(*encoder), std::move(tower),
                                                      longcat_template(), kLongCatEditChat);
-
-    auto denoiser = FluxDenoiser::create(ctx, ctx.placement.diffusion, *dit);
-    if (!denoiser.ok()) return denoiser.status();
-    f.lora_targets.push_back(flux_lora_target((*denoiser)->runner(), dit->prefix));
-    f.denoiser = std::move(*denoiser);
-
-    auto ae = make_sd_autoencoder(ctx, *vae);
-    if (!ae.ok()) return ae.status();
-    f.vae = std::move(*ae);
+    GGDIFF_TRY(add_llm_flux_parts(ctx, *dit, *parts, f));
     return f;
 }
 

@@ -13,18 +13,14 @@
 #include <string>
 
 #include "core/log.h"
-#include "families/flux/denoiser.h"
-#include "families/flux/names.h"
-#include "models/te/qwen_llm.h"
+#include "families/flux/llm_flux.h"
 #include "pipeline/family.h"
-#include "pipeline/parts/kl_autoencoder.h"
 #include "pipeline/parts/llm_encoder.h"
 
 namespace ggdiff {
 namespace {
 
 constexpr const char* kDit = "model.diffusion_model.";
-constexpr const char* kLlm = "text_encoders.llm.";
 
 bool detect(const TensorIndex& index) {
     const std::string d = kDit;
@@ -54,68 +50,26 @@ Result<Family> load(const FamilyContext& ctx) {
                              ": the DiT has vector_in or guidance_in, which Ovis-Image's "
                              "does not");
     }
-    if (!ctx.index.has_prefix(kLlm)) {
-        return Status::Error(name +
-                             " needs its text encoder (Ovis 2.5): pass it with --llm "
-                             "ovis_2.5.safetensors");
-    }
-    auto llm = models::detect_qwen_llm(ctx.index, kLlm);
-    if (!llm.ok()) return llm.status().with_context("--llm");
-    if (llm->hidden != dit->context_dim) {
-        return Status::Error(string_format(
-            "the text encoder is %lld wide, the DiT's txt_in takes %lld: not Ovis-Image's "
-            "Ovis 2.5",
-            (long long)llm->hidden, (long long)dit->context_dim));
-    }
-    if (!ctx.index.has_prefix("first_stage_model.")) {
-        return Status::Error(name +
-                             " needs FLUX.1's 16-channel VAE (ae.safetensors): pass it "
-                             "with --vae FILE");
-    }
-    auto vae = models::detect_vae(ctx.index);
-    if (!vae.ok()) return vae.status();
-    if (vae->z_channels != dit->latent_channels()) {
-        return Status::Error(string_format(
-            "the VAE has %d latent channels but the DiT takes %lld (Ovis-Image needs FLUX.1's "
-            "16-channel VAE, ae.safetensors)",
-            vae->z_channels, (long long)dit->latent_channels()));
-    }
-    vae->scale_factor = 0.3611f;
-    vae->shift_factor = 0.1159f;
-    auto tokenizer = load_llm_tokenizer(ctx);
-    if (!tokenizer.ok()) return tokenizer.status();
+    auto parts = detect_llm_flux_parts(ctx, *dit, "Ovis 2.5", "ovis_2.5.safetensors");
+    if (!parts.ok()) return parts.status();
 
     Family f;
     f.param = sampling::Parameterization::flux_flow(1.0f);
     f.defaults.sampler = "euler";
     f.defaults.cfg_scale = 7.0f;
     f.defaults.schedule = sampling::ScheduleKind::Flux;
-    f.latent_channels = static_cast<int>(dit->latent_channels());
-    f.latent_rgb = LatentRgb::Flux;
-    f.uses_cfg = true;
-    f.uses_guidance = false;
-    f.ref_image_multiple = 16;
-    f.skips_layers = true;
-    f.skip_layer_count = dit->depth + dit->depth_single;
     GGDIFF_LOG_INFO(
         "%s: %d double and %d single blocks, hidden %lld, %lld heads; LLM %lld "
         "wide, %lld layers",
         name.c_str(), dit->depth, dit->depth_single, (long long)dit->hidden, (long long)dit->heads,
-        (long long)llm->hidden, (long long)llm->layers);
+        (long long)parts->llm.hidden, (long long)parts->llm.layers);
 
     const ChatTemplate tmpl = ovis_template();
-    auto encoder = LlmTextEncoder::create(ctx, ctx.placement.te, *llm, *tokenizer, "LLM", tmpl);
+    auto encoder =
+        LlmTextEncoder::create(ctx, ctx.placement.te, parts->llm, parts->tokenizer, "LLM", tmpl);
     if (!encoder.ok()) return encoder.status();
     f.text = std::make_unique<LlmConditioner>(std::move(*encoder), tmpl);
-
-    auto denoiser = FluxDenoiser::create(ctx, ctx.placement.diffusion, *dit);
-    if (!denoiser.ok()) return denoiser.status();
-    f.lora_targets.push_back(flux_lora_target((*denoiser)->runner(), dit->prefix));
-    f.denoiser = std::move(*denoiser);
-
-    auto ae = make_sd_autoencoder(ctx, *vae);
-    if (!ae.ok()) return ae.status();
-    f.vae = std::move(*ae);
+    GGDIFF_TRY(add_llm_flux_parts(ctx, *dit, *parts, f));
     return f;
 }
 
@@ -129,7 +83,9 @@ extern const FamilyRecipe kOvisImageRecipe = {
     detect,
     load,
     "diffusion-model,llm,vae",
-    &kFluxLayout,
+    // FLUX.1's names: FLUX.1's own recipe, further down the registry, brings its layout (listing
+    // it here would put it before Chroma's, whose diffusers names it would then claim).
+    nullptr,
     {"double_blocks", "single_blocks"},
     /*circular=*/true};
 

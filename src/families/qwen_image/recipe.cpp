@@ -142,22 +142,13 @@ Result<Family> load(const FamilyContext& ctx) {
     }
     // The vision tower of Qwen Image Edit (Layered reads no images through its LLM).
     std::optional<models::QwenVisionConfig> vision;
-    if (!layered && models::has_qwen_vision(ctx.index, kLlm)) {
-        auto v = models::detect_qwen_vision(ctx.index, kLlm);
-        if (!v.ok())
-            return v.status().with_context(ctx.options.llm_vision.empty() ? "--llm"
-                                                                          : "--llm_vision");
-        if (v->out_dim != llm->hidden) {
-            return Status::Error(string_format(
-                "the vision tower's merger gives rows of %lld, the LLM is %lld wide: not this "
-                "LLM's vision tower",
-                (long long)v->out_dim, (long long)llm->hidden));
-        }
+    if (!layered) {
+        auto v = find_qwen_vision_tower(ctx, kLlm, llm->hidden);
+        if (!v.ok()) return v.status();
         vision = *v;
     } else if (!ctx.options.llm_vision.empty()) {
-        return Status::Error("--llm_vision " + ctx.options.llm_vision + ": " +
-                             (layered ? name + " reads no images through its text encoder"
-                                      : std::string("no Qwen2.5-VL vision tower found in it")));
+        return Status::Error("--llm_vision " + ctx.options.llm_vision + ": " + name +
+                             " reads no images through its text encoder");
     }
     dit->zero_cond_t = !layered && (dit->zero_cond_t || ctx.options.qwen_image_zero_cond_t);
     auto tokenizer = load_llm_tokenizer(ctx);

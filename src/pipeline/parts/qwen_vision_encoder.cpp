@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/log.h"
 #include "pipeline/parts/module_setup.h"
 
 namespace ggdiff {
@@ -21,6 +22,28 @@ BuildFn tower_graph(const models::QwenVisionConfig& cfg, const models::QwenVisio
 }
 
 }  // namespace
+
+Result<std::optional<models::QwenVisionConfig>> find_qwen_vision_tower(
+    const FamilyContext& ctx, const std::string& llm_prefix, int64_t llm_hidden) {
+    if (!models::has_qwen_vision(ctx.index, llm_prefix)) {
+        if (!ctx.options.llm_vision.empty()) {
+            return Status::Error("--llm_vision " + ctx.options.llm_vision +
+                                 ": no Qwen2.5-VL vision tower found in it");
+        }
+        return std::optional<models::QwenVisionConfig>();
+    }
+    auto v = models::detect_qwen_vision(ctx.index, llm_prefix);
+    if (!v.ok()) {
+        return v.status().with_context(ctx.options.llm_vision.empty() ? "--llm" : "--llm_vision");
+    }
+    if (v->out_dim != llm_hidden) {
+        return Status::Error(string_format(
+            "the vision tower's merger gives rows of %lld, the LLM is %lld wide: not this LLM's "
+            "vision tower",
+            (long long)v->out_dim, (long long)llm_hidden));
+    }
+    return std::optional<models::QwenVisionConfig>(*v);
+}
 
 HostTensor clip_preprocess(const Image& image, int width, int height) {
     const Image rgb = image.channels == 3 ? image : convert_channels(image, 3);

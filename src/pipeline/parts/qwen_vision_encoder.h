@@ -5,6 +5,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "image/image.h"
 #include "models/te/qwen_vision.h"
@@ -18,6 +20,12 @@ namespace ggdiff {
 // width / image width and height / image height, the centre width x height kept, clamped to
 // [0, 1] and normalized with CLIP's mean and std -> [width, height, 3].
 HostTensor clip_preprocess(const Image& image, int width, int height);
+
+// The Qwen2.5-VL vision tower under `llm_prefix` (in the LLM file, or --llm_vision), checked
+// against the LLM's width `llm_hidden`; none when the files have none (an error when
+// --llm_vision was given).
+Result<std::optional<models::QwenVisionConfig>> find_qwen_vision_tower(
+    const FamilyContext& ctx, const std::string& llm_prefix, int64_t llm_hidden);
 
 class QwenVisionEncoder {
   public:
