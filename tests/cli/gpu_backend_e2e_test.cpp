@@ -1,9 +1,9 @@
 // GPU backends (Vulkan from `scripts/setup.sh --vulkan`, HIP from `--hip`, CUDA from a source
 // build; docs/gpu.md), end to end through the CLI, on every GPU device `--list-devices` shows:
-// the golden euler case of sd1_mc32 run on that device alone stays within the golden
-// tolerance, and the UNet split by layers between the device and the CPU gives the device's
-// image. On a machine without such a device (no GPU backend installed, or no GPU) the tests
-// skip and say so: the CPU path is tested everywhere else.
+// the golden euler case of sd1_mc32 run on that device alone stays within kGpuTolerance of the
+// golden image, and the UNet split by layers between the device and the CPU gives the device's
+// image (within the golden tolerance). On a machine without such a device (no GPU backend
+// installed, or no GPU) the tests skip and say so: the CPU path is tested everywhere else.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -14,6 +14,12 @@ namespace {
 
 namespace e2e = ggdiff::e2e;
 using e2e::RunResult;
+
+// GPU kernels compute in f16 where the CPU keeps f32, and this case's CFG 7 amplifies the
+// difference: Vulkan on lavapipe (Mesa 22.3, and Mesa 26 with GGML_VK_DISABLE_COOPMAT=1) made
+// images 2.39-2.63 from the CPU-made golden (1.24 at CFG 2). A wrong kernel is far off (Mesa
+// 26's lavapipe with cooperative matrices: 61.9).
+constexpr double kGpuTolerance = 3.0;
 
 // The devices --list-devices prints ("NAME<TAB>description" per line) that are neither the CPU,
 // the BLAS accelerator nor an RPC worker.
@@ -63,7 +69,7 @@ TEST_F(GpuBackend, GoldenCaseOnEachDevice) {
         ASSERT_TRUE(r.succeeded()) << r.describe();
         const e2e::ImageDiff d = e2e::compare_images(out, e2e::golden_dir() + "/euler.png");
         ASSERT_TRUE(d.ok) << d.error;
-        EXPECT_LE(d.mean_abs, e2e::manifest_tolerance()) << "max " << d.max_abs;
+        EXPECT_LE(d.mean_abs, kGpuTolerance) << "max " << d.max_abs;
         std::printf("%s: mean_abs_diff %.3f from the golden image\n", dev.c_str(), d.mean_abs);
     }
 }
