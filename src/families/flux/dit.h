@@ -74,7 +74,8 @@ Result<FluxConfig> detect_flux(const TensorIndex& index,
 // are counted in latent pixels, not patches); with `increase_ref_index` reference k at index
 // k, all at row/column 0. With `wrap` (seamless tiling) the image's and each reference's
 // rows / columns wrap around on the size of their own patch grid (text tokens never wrap).
-// With cfg.longcat_positions the ids follow LongCat's scheme instead (see FluxConfig).
+// With cfg.longcat_positions the ids follow LongCat's scheme instead, with cfg.diagonal_text_ids
+// (Ovis-Image) text token i sits at (0, i, i) (see FluxConfig).
 // cos and sin, each [1, head_dim/2, 1, tokens].
 struct FluxPositions {
     HostTensor cos, sin;
