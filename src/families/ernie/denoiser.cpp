@@ -1,0 +1,88 @@
+#include "families/ernie/denoiser.h"
+
+#include "core/log.h"
+#include "pipeline/parts/module_setup.h"
+
+namespace ggdiff {
+
+Result<std::unique_ptr<ErnieImageDenoiser>> ErnieImageDenoiser::create(
+    const FamilyContext& ctx, const ModuleDevices& where, const models::ErnieImageConfig& cfg) {
+    auto d = std::unique_ptr<ErnieImageDenoiser>(new ErnieImageDenoiser());
+    d->cfg_ = cfg;
+    d->wrap_ = {ctx.options.circular_x(), ctx.options.circular_y()};
+    // A representative graph (one patch per side twice, 2 text tokens) declares every weight.
+    const int64_t s = 2, l = 2;
+    const models::ErnieImageRope pe = models::ernie_image_rope(cfg, s, s, l);
+    auto runner = make_module(ctx, where, "DiT", [&](GraphBuilder& gb) {
+        HostTensor x({s * cfg.patch, s * cfg.patch, cfg.in_channels, 1});
+        HostTensor t({1});
+        HostTensor c({cfg.text_width, l, 1});
+        return std::vector<ggml_tensor*>{
+            models::build_ernie_image(gb.nn(), cfg, gb.input(x), gb.input(t), gb.input(c),
+                                      gb.input(pe.cos), gb.input(pe.sin))};
+    });
+    if (!runner.ok()) return runner.status();
+    d->runner_ = std::move(*runner);
+    return d;
+}
+
+Result<HostTensor> ErnieImageDenoiser::run(const DenoiseBatch& b) {
+    const int64_t w = b.x.dim(0), h = b.x.dim(1), c = b.x.dim(2), n = b.x.dim(3);
+    if (static_cast<int64_t>(b.cond.size()) != n || static_cast<int64_t>(b.timesteps.size()) != n) {
+        return Status::Error(
+            string_format("ERNIE-Image: batch of %lld latents with %zu conditionings", (long long)n,
+                          b.cond.size()));
+    }
+    if (c != cfg_.in_channels) {
+        return Status::Error(
+            string_format("ERNIE-Image: latent of %lld channels, the DiT takes %lld", (long long)c,
+                          (long long)cfg_.in_channels));
+    }
+    if (w % cfg_.patch || h % cfg_.patch) {
+        return Status::Error(
+            string_format("ERNIE-Image: a %lldx%lld latent is not whole %dx%d patches",
+                          (long long)w, (long long)h, cfg_.patch, cfg_.patch));
+    }
+    if (b.concat) return Status::Error("ERNIE-Image: extra input channels are not supported");
+    if (b.refs && !b.refs->empty()) {
+        return Status::Error("ERNIE-Image: reference images (-r) are not supported");
+    }
+    std::vector<const HostTensor*> contexts;
+    for (const Conditioning* cond : b.cond) {
+        if (cond->context.dim(0) != cfg_.text_width) {
+            return Status::Error(
+                string_format("ERNIE-Image: text features %lld wide, the DiT takes %lld",
+                              (long long)cond->context.dim(0), (long long)cfg_.text_width));
+        }
+        contexts.push_back(&cond->context);
+    }
+    const int64_t l = contexts[0]->dim(1);
+    for (const HostTensor* t : contexts) {
+        if (t->dim(1) != l) {
+            return Status::Error(
+                string_format("ERNIE-Image: text contexts of %lld and %lld tokens in one batch",
+                              (long long)l, (long long)t->dim(1)));
+        }
+    }
+    const HostTensor context = HostTensor::stack(contexts, cfg_.text_width, l);
+    HostTensor ts({n});
+    ts.data = b.timesteps;
+    const int64_t gw = w / cfg_.patch, gh = h / cfg_.patch;
+    if (gw != pe_w_ || gh != pe_h_ || l != pe_l_) {
+        pe_ = models::ernie_image_rope(cfg_, gw, gh, l, wrap_);
+        pe_w_ = gw;
+        pe_h_ = gh;
+        pe_l_ = l;
+    }
+    auto r = runner_->run([&](GraphBuilder& gb) {
+        return std::vector<ggml_tensor*>{
+            models::build_ernie_image(gb.nn(), cfg_, gb.input(b.x), gb.input(ts), gb.input(context),
+                                      gb.input(pe_.cos), gb.input(pe_.sin))};
+    });
+    if (!r.ok()) return r.status();
+    HostTensor out = std::move((*r)[0]);
+    out.ne = b.x.ne;
+    return out;
+}
+
+}  // namespace ggdiff
