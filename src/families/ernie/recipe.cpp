@@ -7,8 +7,8 @@
 //   (32 query and 8 key/value heads of 128, no biases, RMSNorm eps 1e-5) with RoPE theta 1e6
 //   on the two halves of each head (not FLUX.2 dev's 1e9); its vision tower and projector are
 //   not read;
-// - flow prediction with shift 4 on the discrete schedule, euler, cfg 7 (the engine default;
-//   Baidu suggests about 4), 1024x1024.
+// - flow prediction with shift 4 on the discrete schedule, euler, cfg 7 (the engine default),
+//   1024x1024.
 #include <string>
 #include <vector>
 
