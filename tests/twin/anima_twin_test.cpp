@@ -1,0 +1,139 @@
+// Twins over two ggdiff-rpc workers (TESTING.md, "Twin") for Anima, on its golden set of
+// tests/golden (case anima_euler): the DiT split by layers across RPC0 and RPC1 (the fixture's
+// one block on RPC1, the patch / timestep embedders and the final layer on RPC0) gives the
+// single-device image and the golden one; a --max-vram budget streams the LLM adapter (which
+// runs on the DiT's first device) in segments and gives the same image. The Qwen3 fixture (a
+// 152k-token table) stays on the CPU.
+#include <gtest/gtest.h>
+
+#include "../golden/e2e_support.h"
+#include "twin_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace e2e = ggdiff::e2e;
+using e2e::contains;
+using e2e::RunResult;
+using namespace ggdiff::twin;
+
+constexpr const char* kSuite = "anima_tiny";
+constexpr const char* kCase = "anima_euler";
+constexpr uint64_t kGiB = 1ull << 30;
+
+class AnimaTwin : public TwoWorkers {
+  protected:
+    static std::string suite_dir() { return e2e::repo_suite_dir(kSuite); }
+    static std::string golden() { return suite_dir() + "/" + kCase + ".png"; }
+    static std::vector<std::string> case_args() { return e2e::suite_case_args(suite_dir(), kCase); }
+    static std::vector<std::string> files() {
+        return {e2e::built_fixture("anima_tiny_dit"), e2e::built_fixture("anima_tiny_llm"),
+                e2e::built_fixture("qwen_vae")};
+    }
+
+    void SetUp() override {
+        ASSERT_TRUE(fs::is_regular_file(e2e::binary_path()));
+        ASSERT_TRUE(fs::is_regular_file(golden()));
+        for (const std::string& f : files()) {
+            ASSERT_TRUE(fs::is_regular_file(f))
+                << "missing " << f << " (run through ctest: its fixture tests make the files)";
+        }
+        ASSERT_FALSE(case_args().empty()) << "no case " << kCase;
+        TwoWorkers::SetUp();
+    }
+
+    std::vector<std::string> request(const std::vector<std::string>& extra) const {
+        const std::vector<std::string> f = files();
+        std::vector<std::string> args = {"--diffusion-model",
+                                         f[0],
+                                         "--llm",
+                                         f[1],
+                                         "--vae",
+                                         f[2],
+                                         "--llm-tokenizer",
+                                         e2e::shared_dir() + "/data/qwen2_synthetic",
+                                         "--t5xxl-tokenizer",
+                                         e2e::shared_dir() + "/data/t5_synthetic"};
+        for (const std::string& a : case_args()) args.push_back(a);
+        args.insert(args.end(), {"--rpc-servers", servers(), "-v"});
+        args.insert(args.end(), extra.begin(), extra.end());
+        return args;
+    }
+
+    RunResult generate(const std::vector<std::string>& extra, const std::string& out,
+                       const std::string& log_dir) const {
+        std::vector<std::string> args = request(extra);
+        args.insert(args.end(), {"-o", out});
+        return e2e::run_ggdiff(args, log_dir, 600);
+    }
+
+    // The case with the DiT on RPC0, the text encoder and VAE on the CPU, made once per build.
+    std::string single_device() const {
+        const std::vector<std::string> extra = {"--backend", "all=CPU,diffusion=RPC0"};
+        std::string key = join(extra, " ") + "|" + join(case_args(), " ");
+        for (const std::string& f : files()) key += "|" + file_stamp(f);
+        return cached_image("anima_references", key, [&](const std::string& path) {
+            return generate(extra, path, dir_ + "/reference");
+        });
+    }
+
+    // The case placed by `extra`: its image must be the single-device one and the golden one.
+    RunResult twin(const std::vector<std::string>& extra, const char* what) {
+        const double tolerance = e2e::suite_tolerance(suite_dir());
+        const std::string reference = single_device();
+        const std::string out = dir_ + "/twin.png";
+        RunResult r = generate(extra, out, dir_);
+        expect_same_image(r, out, reference, tolerance, what);
+        if (r.succeeded()) {
+            const e2e::ImageDiff g = e2e::compare_images(out, golden());
+            EXPECT_TRUE(g.ok) << g.error;
+            EXPECT_LE(g.mean_abs, tolerance) << what << " against the golden image";
+        }
+        return r;
+    }
+};
+
+// The DiT split by layers over both workers: the graph crosses the devices and the image is
+// the one-device one.
+TEST_F(AnimaTwin, DitLayerSplit) {
+    RunResult r =
+        twin({"--backend", "all=CPU,diffusion=RPC0&RPC1", "--split-mode", "diffusion=layer"},
+             "DiT layer split");
+    const std::string log = log_of(r);
+    expect_ranges(log, "diffusion", {"RPC0", "RPC1"}, 1, /*first_may_be_empty=*/true);
+    EXPECT_GE(max_splits(log, "DiT"), 2) << "the DiT ran on one device only\n" << log;
+    EXPECT_TRUE(contains(log, "Anima: DiT 2048 wide, 1 blocks")) << log;
+}
+
+// A --max-vram budget on RPC0 of half the diffusion weights (from the dry run's sizes): the
+// LLM adapter (6 blocks of 32 MiB and a 63 MiB T5 table in the fixture, more than half) runs
+// in streamed segments, the DiT (its one block of 132 MiB, less than half) whole after it, and
+// the image is the same. The fixture's DiT has one block at the real width: nothing smaller
+// than the whole DiT could hold its segments, so its own streaming is not tried here.
+TEST_F(AnimaTwin, MaxVramStreamsTheAdapterInSegments) {
+    std::vector<std::string> args =
+        request({"--backend", "all=CPU,diffusion=RPC0", "--auto-fit", "--fit-dry-run"});
+    args.erase(std::find(args.begin(), args.end(), "-v"));
+    RunResult dry = e2e::run_ggdiff(args, dir_ + "/dry", 300);
+    ASSERT_TRUE(dry.succeeded()) << dry.describe();
+    const nlohmann::json plan = nlohmann::json::parse(dry.out, nullptr, false);
+    ASSERT_FALSE(plan.is_discarded()) << dry.describe();
+    nlohmann::json dit;
+    for (const auto& c : plan.value("components", nlohmann::json::array())) {
+        if (c.value("module", "") == "diffusion") dit = c;
+    }
+    ASSERT_TRUE(dit.contains("params_bytes")) << plan.dump(1);
+    const double budget =
+        (dit["reserve_bytes"].get<double>() + 0.5 * dit["params_bytes"].get<double>()) / kGiB;
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "RPC0=%.9f", budget);
+    RunResult r =
+        twin({"--backend", "all=CPU,diffusion=RPC0", "--max-vram", buf, "--stream-layers"},
+             "--max-vram --stream-layers");
+    const std::string log = log_of(r);
+    EXPECT_TRUE(contains(log, "segments, streamed (")) << log;
+    EXPECT_TRUE(contains(log, "of weights fit the")) << "the DiT did not run whole\n" << log;
+    EXPECT_TRUE(split_ranges(log, "diffusion").empty()) << log;
+}
+
+}  // namespace
