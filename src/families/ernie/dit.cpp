@@ -178,7 +178,9 @@ ErnieImageRope ernie_image_rope(const ErnieImageConfig& cfg, int64_t grid_w, int
             ids[k + 2] = static_cast<float>(x);
         }
     }
-    for (int64_t j = 0; j < text_tokens; ++j) ids[3 * static_cast<size_t>(image + j)] = j;
+    for (int64_t j = 0; j < text_tokens; ++j) {
+        ids[3 * static_cast<size_t>(image + j)] = static_cast<float>(j);
+    }
     std::vector<int> wrap_lengths;
     nn::wrap_grid(wrap_lengths, 3, 0, grid_h, grid_w, wrap);
     const nn::RopeTable table = nn::rope_table(ids, cfg.axes_dim, cfg.theta, wrap_lengths);
