@@ -2,8 +2,8 @@
 // Qwen3-0.6B-Base as text encoder plus T5's tokenizer for the DiT's LLM adapter
 // (families/anima/text.h), the Anima DiT on the rectified-flow schedule with shift 3
 // (families/anima/dit.h), and the Wan 2.1 VAE (Qwen Image's) on single frames. As the
-// reference engine (stable-diffusion.cpp) runs it: euler, cfg 6 by default (its documented
-// command), 1024 x 1024.
+// reference engine (stable-diffusion.cpp) runs it: euler on the discrete schedule, cfg 7,
+// 512 x 512 when no size is given (Anima is trained near one megapixel: pass -W 1024 -H 1024).
 #include <string>
 
 #include "core/log.h"
@@ -74,8 +74,7 @@ Result<Family> load(const FamilyContext& ctx) {
     Family f;
     f.param = sampling::Parameterization::flow(3.0f);
     f.defaults.sampler = "euler";
-    f.defaults.cfg_scale = 6.0f;
-    f.defaults.width = f.defaults.height = 1024;
+    f.defaults.cfg_scale = 7.0f;  // the reference's; its docs run Anima at 6
     f.latent_channels = static_cast<int>(dit->latent_channels);
     f.latent_rgb = LatentRgb::Wan21;
     GGDIFF_LOG_INFO(
