@@ -17,6 +17,9 @@ namespace ggdiff {
     X(kFlux2Recipe)            /* families/flux2: detect only (before FLUX.1) */  \
     X(kFluxRecipe)             /* families/flux: FLUX.1 dev, schnell, Kontext */  \
     X(kZImageRecipe)           /* families/z_image */                             \
+    X(kHiDreamO1Recipe)        /* families/hidream_o1: HiDream-O1-Image */        \
+    X(kAnimaRecipe)            /* families/anima */                               \
+    X(kErnieImageRecipe)       /* families/ernie: ERNIE-Image */                  \
     X(kSd3Recipe)              /* families/sd3 */                                 \
     X(kWanRecipe)              /* families/wan: detect only */
 

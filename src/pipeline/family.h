@@ -161,6 +161,8 @@ struct FamilyDefaults {
     // The schedule when neither --scheduler nor the sampler asks for one (lcm for lcm/tcd,
     // simple for ddim_trailing, exponential for EDM); unset: discrete.
     std::optional<sampling::ScheduleKind> schedule;
+    // The samplers' eta when --eta is not given; unset: each sampler's own default.
+    std::optional<float> eta;
 };
 
 // A module LoRA files can patch: its runner and, per weight (canonical name), the keys it
@@ -246,10 +248,16 @@ struct Family {
     bool takes_end_image = false;
     // Whether video_conditions reads --control-video (Wan VACE); elsewhere it is refused.
     bool takes_control_video = false;
+    // The starting noise is scaled by the eta in use (--eta, else defaults.eta) before the
+    // init latent is noised with it (HiDream-O1, as stable-diffusion.cpp does).
+    bool eta_scales_noise = false;
     // Reference images (-r) the denoiser attends to: each is resized to about the output's
     // pixel count (at most 1024x1024) in multiples of this, then encoded by the VAE (through
     // image_input). 0: the family takes none.
     int ref_image_multiple = 0;
+    // With ref_image_multiple 0: why -r is refused when the family's model has a use for it
+    // that ggdiff does not run yet (the message); empty: the family takes no references.
+    std::string ref_images_not_yet;
     // The modules <lora:...> prompt tags can patch (none: LoRA tags are an error).
     std::vector<LoraTarget> lora_targets;
     // Seamless tiling on these axes (set by the engine from --circular*, for recipes with

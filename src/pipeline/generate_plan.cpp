@@ -212,6 +212,7 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
         return Status::Error("this VAE has no encoder weights: --end-img needs a full VAE");
     }
     if (!o.ref_images.empty() && f.ref_image_multiple <= 0) {
+        if (!f.ref_images_not_yet.empty()) return Status::Error(f.ref_images_not_yet);
         return Status::Error("--ref-image is not supported for " + f.name + " models");
     }
     if (!o.ref_images.empty() && !f.vae->can_encode()) {

@@ -1,6 +1,7 @@
 #include "pipeline/phase_denoise.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "core/log.h"
@@ -149,9 +150,21 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
     };
 }
 
+float sampler_eta(const DenoiseContext& c) {
+    if (c.eta) return *c.eta;
+    if (!std::isnan(c.options.eta)) return c.options.eta;
+    return c.family.defaults.eta.value_or(c.options.eta);
+}
+
 std::vector<float> starting_latent(const DenoiseContext& c, sampling::Rng& rng) {
-    return c.plan.param.noise_latent(c.inputs.init.latent, rng.randn(c.plan.latent_numel()),
-                                     c.inputs.init.sigmas[0]);
+    std::vector<float> noise = rng.randn(c.plan.latent_numel());
+    if (c.family.eta_scales_noise) {
+        const float eta = sampler_eta(c);
+        if (!std::isnan(eta)) {
+            for (float& v : noise) v *= eta;
+        }
+    }
+    return c.plan.param.noise_latent(c.inputs.init.latent, noise, c.inputs.init.sigmas[0]);
 }
 
 Status denoise_item(const DenoiseContext& c, const sampling::DenoiseFn& denoise,
@@ -160,7 +173,7 @@ Status denoise_item(const DenoiseContext& c, const sampling::DenoiseFn& denoise,
                     const std::vector<float>* steps) {
     const std::vector<float>& sigmas = steps ? *steps : c.inputs.init.sigmas;
     sampling::SamplerOptions so;
-    so.eta = c.eta.value_or(c.options.eta);
+    so.eta = sampler_eta(c);
     so.seed = static_cast<uint64_t>(seed);
     so.model = &c.plan.param;
     so.on_step = std::move(on_step);

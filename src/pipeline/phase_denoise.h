@@ -44,6 +44,10 @@ struct DenoiseContext {
 // asks for it). `c` must outlive the function.
 sampling::DenoiseFn guided_denoiser(const DenoiseContext& c);
 
+// The samplers' eta: the context's, else --eta, else the family's default (NAN: each
+// sampler's own).
+float sampler_eta(const DenoiseContext& c);
+
 // The latent an item's sampling starts from: the init latent (none: zeros) noised to the
 // first sigma with noise drawn from `rng`.
 std::vector<float> starting_latent(const DenoiseContext& c, sampling::Rng& rng);

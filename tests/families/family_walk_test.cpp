@@ -75,6 +75,9 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"ovis_tiny/O", "ovis_image"},  // tests/golden: FLUX.1 blocks with SwiGLU MLPs
     {"longcat_tiny/E", "longcat"},  // tests/golden: LongCat-Image-Edit (an LLM with a vision tower)
     {"longcat_tiny/L", "longcat"},  // tests/golden: FLUX.1's layout with a 3584-wide txt_in
+    {"anima_tiny/A", "anima"},      // tests/golden: Cosmos-Predict2 DiT + LLM adapter
+    {"ernie_tiny", "ernie_image"},  // tests/golden: shared-adaLN DiT, Ministral 3 text
+    {"hidream_o1", "hidream_o1"},   // tests/golden: a Qwen3-VL LLM as the DiT, on pixels
 };
 
 // The part flags -M info and -M convert read (others, e.g. --upscale-model, are left out).

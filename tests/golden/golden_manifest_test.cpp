@@ -74,11 +74,12 @@ nlohmann::json read_manifest(const std::string& suite) {
     }
 }
 
-// fixtures/<tensor list stem>.safetensors, as golden_fixtures.cmake names them.
+// fixtures/<tensor list stem>.safetensors (.gguf for "format": "gguf"), as
+// golden_fixtures.cmake names them.
 std::string fixture_for(const nlohmann::json& entry) {
     const std::string tensors = entry.value("tensors", "");
-    return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + fs::path(tensors).stem().string() +
-           ".safetensors";
+    const std::string ext = entry.value("format", "") == "gguf" ? ".gguf" : ".safetensors";
+    return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + fs::path(tensors).stem().string() + ext;
 }
 
 // The arguments that load the manifest's model (for case model key `key`).

@@ -176,6 +176,34 @@ TEST(LoraDit, OvisKohyaAndComfyFormsGiveTheSameImage) {
     expect_same_change(model, suite_case_args(suite, "ovis_euler"), dir);
 }
 
+// HiDream-O1-Image's language model is its DiT: LoRAs on its attention and MLP linears as
+// kohya names them (lora_unet_language_model_layers_...) and as ComfyUI's PEFT names
+// (diffusion_model.language_model...), on the tiny fixture.
+TEST(LoraDit, HiDreamO1KohyaAndComfyFormsGiveTheSameImage) {
+    const std::vector<std::string> model = {"-m", built_fixture("hidream_o1_tiny"),
+                                            "--llm-tokenizer",
+                                            shared_dir() + "/data/qwen2_synthetic"};
+    ASSERT_TRUE(fs::exists(model[1])) << "missing " << model[1] << " (run through ctest)";
+    const std::string dir = fresh_dir();
+    constexpr int64_t h = 256, kv = 128, mlp = 512;  // hidream_o1_tiny
+    const std::vector<std::pair<std::string, Pair>> modules = {
+        {"language_model.layers.0.self_attn.q_proj", pair(h, h, 21)},
+        {"language_model.layers.1.self_attn.v_proj", pair(h, kv, 22)},
+        {"language_model.layers.0.mlp.down_proj", pair(mlp, h, 23)},
+        {"language_model.layers.1.mlp.gate_proj", pair(h, mlp, 24)}};
+    std::vector<FakeTensor> comfy, kohya_form;
+    for (const auto& [name, p] : modules) {
+        peft(comfy, "diffusion_model." + name, p);
+        std::string k = "lora_unet_" + name;
+        std::replace(k.begin(), k.end(), '.', '_');
+        kohya(kohya_form, k, p);
+    }
+    ggdiff::testing::write_safetensors(dir + "/diffusers.safetensors", comfy);
+    ggdiff::testing::write_safetensors(dir + "/kohya.safetensors", kohya_form);
+    expect_same_change(
+        model, {"-p", "a lovely cat", "-W", "64", "-H", "64", "--steps", "3", "-s", "1"}, dir);
+}
+
 // LongCat-Image is FLUX.1's DiT without CLIP: the same DiT LoRAs (diffusers names as LongCat
 // trainers write them, kohya / ComfyUI names), on the longcat_tiny set's first case.
 TEST(LoraDit, LongCatTakesFluxDitLoras) {

@@ -10,6 +10,13 @@
 # several manifests (same tensor list, seed and sha256) are made once.
 
 function(_ggdiff_fixture_test tensors seed sha256 out fixtures_var)
+  # A ".gguf" output comes from the repository's GGUF writer (q4_0 / f16 / f32: models the
+  # reference only takes at full size), anything else from the shared safetensors one.
+  if(out MATCHES "\\.gguf$")
+    set(generator ${PROJECT_SOURCE_DIR}/tests/tools/make_gguf_fixture.py)
+  else()
+    set(generator ${PROJECT_SOURCE_DIR}/../shared/tools/make_fixture.py)
+  endif()
   get_filename_component(name "${out}" NAME_WE)
   get_filename_component(dirname "${out}" DIRECTORY)
   get_filename_component(dirname "${dirname}" NAME)
@@ -32,7 +39,7 @@ function(_ggdiff_fixture_test tensors seed sha256 out fixtures_var)
     add_test(NAME ${test}
              COMMAND ${CMAKE_COMMAND}
                      -DPYTHON=${GGDIFF_FIXTURE_PYTHON}
-                     -DGENERATOR=${PROJECT_SOURCE_DIR}/../shared/tools/make_fixture.py
+                     -DGENERATOR=${generator}
                      -DTENSORS=${tensors_path}
                      -DSEED=${seed}
                      -DSHA256=${sha256}
@@ -52,14 +59,20 @@ function(_ggdiff_fixture_test tensors seed sha256 out fixtures_var)
   set(${fixtures_var} ${${fixtures_var}} PARENT_SCOPE)
 endfunction()
 
-# One checkpoint entry {tensors, seed, sha256} -> fixtures/<tensor list stem>.safetensors.
+# One checkpoint entry {tensors, seed, sha256[, format]} -> fixtures/<tensor list stem>.safetensors
+# (or .gguf with "format": "gguf").
 function(_ggdiff_fixture_entry json fixtures_var)
   string(JSON tensors GET "${json}" tensors)
   string(JSON seed GET "${json}" seed)
   string(JSON sha256 GET "${json}" sha256)
+  string(JSON format ERROR_VARIABLE no_format GET "${json}" format)
+  set(ext safetensors)
+  if(NOT no_format AND format STREQUAL "gguf")
+    set(ext gguf)
+  endif()
   get_filename_component(stem "${tensors}" NAME_WE)
   _ggdiff_fixture_test(${tensors} ${seed} ${sha256}
-                       ${CMAKE_BINARY_DIR}/fixtures/${stem}.safetensors ${fixtures_var})
+                       ${CMAKE_BINARY_DIR}/fixtures/${stem}.${ext} ${fixtures_var})
   set(${fixtures_var} ${${fixtures_var}} PARENT_SCOPE)
 endfunction()
 

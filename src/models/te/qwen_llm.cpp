@@ -128,7 +128,7 @@ Result<HostTensor> qwen_llm_embed(const TensorIndex& index, const QwenLlmConfig&
 
 ggml_tensor* build_qwen_llm(nn::Ctx& c, const QwenLlmConfig& cfg, ggml_tensor* x,
                             ggml_tensor* positions, const std::vector<int>& out_layers,
-                            int64_t padding) {
+                            int64_t padding, int64_t bidirectional_from) {
     ggml_context* ctx = c.ctx;
     const int64_t h = cfg.hidden, d = cfg.head_dim, t = x->ne[1], n = x->ne[2];
     const int64_t qw = cfg.heads * d, kw = cfg.kv_heads * d;
@@ -149,15 +149,38 @@ ggml_tensor* build_qwen_llm(nn::Ctx& c, const QwenLlmConfig& cfg, ggml_tensor* x
             q = rms(c, q, p + "self_attn.q_norm.weight", d, cfg.eps);
             k = rms(c, k, p + "self_attn.k_norm.weight", d, cfg.eps);
         }
-        const int rope = cfg.rope_interleaved ? GGML_ROPE_TYPE_NORMAL : GGML_ROPE_TYPE_NEOX;
-        q = ggml_rope_ext(ctx, q, positions, nullptr, static_cast<int>(d), rope, 0, cfg.rope_theta,
-                          1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
-        k = ggml_rope_ext(ctx, k, positions, nullptr, static_cast<int>(d), rope, 0, cfg.rope_theta,
-                          1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+        if (cfg.multimodal_rope()) {
+            int sections[4] = {cfg.mrope_sections[0], cfg.mrope_sections[1], cfg.mrope_sections[2],
+                               cfg.mrope_sections[3]};
+            q = ggml_rope_multi(ctx, q, positions, nullptr, static_cast<int>(d), sections,
+                                GGML_ROPE_TYPE_IMROPE, 0, cfg.rope_theta, 1.0f, 0.0f, 1.0f, 0.0f,
+                                0.0f);
+            k = ggml_rope_multi(ctx, k, positions, nullptr, static_cast<int>(d), sections,
+                                GGML_ROPE_TYPE_IMROPE, 0, cfg.rope_theta, 1.0f, 0.0f, 1.0f, 0.0f,
+                                0.0f);
+        } else {
+            const int rope = cfg.rope_interleaved ? GGML_ROPE_TYPE_NORMAL : GGML_ROPE_TYPE_NEOX;
+            q = ggml_rope_ext(ctx, q, positions, nullptr, static_cast<int>(d), rope, 0,
+                              cfg.rope_theta, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+            k = ggml_rope_ext(ctx, k, positions, nullptr, static_cast<int>(d), rope, 0,
+                              cfg.rope_theta, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+        }
         q = ggml_reshape_3d(ctx, q, qw, t, n);
         k = nn::expand_kv_heads(ctx, ggml_reshape_3d(ctx, k, kw, t, n), d, cfg.kv_heads, cfg.heads);
         v = nn::expand_kv_heads(ctx, v, d, cfg.kv_heads, cfg.heads);
-        if (padding > 0 && padding < t) {
+        if (bidirectional_from >= 0 && bidirectional_from < t) {
+            // The first tokens attend causally among themselves; the rest see everything.
+            const int64_t b = bidirectional_from;
+            const int h_ = static_cast<int>(cfg.heads);
+            ggml_tensor* rest =
+                nn::attention(ctx, nn::token_range(ctx, q, b, t - b), k, v, h_, false);
+            a = b == 0 ? rest
+                       : ggml_concat(ctx,
+                                     nn::attention(ctx, nn::token_range(ctx, q, 0, b),
+                                                   nn::token_range(ctx, k, 0, b),
+                                                   nn::token_range(ctx, v, 0, b), h_, true),
+                                     rest, 1);
+        } else if (padding > 0 && padding < t) {
             // The real tokens attend causally among themselves; the padding queries see
             // every real token and no padding key.
             const int64_t real = t - padding;

@@ -8,6 +8,7 @@
 // prompt uses are read), so the 150k-row table never has to be loaded on a device.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,13 @@ struct QwenLlmConfig {
     // llama.cpp's GGUF files of llama-type models (no biases, no q/k norms: Mistral) store
     // q/k rows permuted for it. Hugging Face files keep the halves.
     bool rope_interleaved = false;
+    // Qwen3-VL's interleaved multimodal RoPE (ggml's IMROPE) over these many rotation pairs
+    // per position stream (time, row, column, unused; HiDream-O1: 24, 20, 20, 0): positions are
+    // then four streams of T ids each. All zero: plain RoPE on one stream of T ids.
+    std::array<int, 4> mrope_sections = {0, 0, 0, 0};
+    bool multimodal_rope() const {
+        return mrope_sections[0] + mrope_sections[1] + mrope_sections[2] > 0;
+    }
 };
 
 // Finds the model under `role_prefix` (e.g. "text_encoders.llm.") and reads its sizes; the
@@ -57,9 +65,11 @@ Result<HostTensor> qwen_llm_embed(const TensorIndex& index, const QwenLlmConfig&
 // after the last one are not run) concatenated on the feature axis ([hidden * k, T, 1]).
 // Causal attention, positions 0..T-1 (text-only multimodal RoPE is plain RoPE). The last
 // `padding` tokens are padding: hidden as keys from every query (the padding queries see all
-// the real tokens), as the reference engines' attention mask does.
+// the real tokens), as the reference engines' attention mask does. With `bidirectional_from`
+// >= 0 the queries from that token on see every token (HiDream-O1's image tokens) while the
+// ones before stay causal. Positions: [T] ids, or [4 T] with cfg.multimodal_rope().
 ggml_tensor* build_qwen_llm(nn::Ctx& c, const QwenLlmConfig& cfg, ggml_tensor* embeds,
                             ggml_tensor* positions, const std::vector<int>& out_layers = {},
-                            int64_t padding = 0);
+                            int64_t padding = 0, int64_t bidirectional_from = -1);
 
 }  // namespace ggdiff::models

@@ -87,6 +87,7 @@ LoraTarget dit_lora_target(ModuleRunner& runner, const char* label, const std::s
         if (!starts_with(weight, prefix)) return std::vector<std::string>{};
         return keys(weight.substr(prefix.size()));
     };
+    if (!row_keys) return t;  // no weight answers to row keys
     t.row_keys = [prefix, row_keys](const std::string& weight, const std::vector<int64_t>& shape) {
         if (!starts_with(weight, prefix)) return std::vector<LoraRowKey>{};
         return row_keys(weight.substr(prefix.size()), shape);

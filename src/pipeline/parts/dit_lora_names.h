@@ -86,7 +86,7 @@ bool diffusers_to_original(const std::string& name, const BlockNames& names, std
 std::vector<std::string> block_lora_keys(const std::string& weight, const BlockNames& names);
 
 // The LoRA target of a DiT whose weights sit under `prefix`: `keys` and `row_keys` take the
-// weight's name relative to the DiT.
+// weight's name relative to the DiT; `row_keys` may be null (no row keys).
 LoraTarget dit_lora_target(ModuleRunner& runner, const char* label, const std::string& prefix,
                            std::vector<std::string> (*keys)(const std::string& weight),
                            std::vector<LoraRowKey> (*row_keys)(const std::string& weight,
