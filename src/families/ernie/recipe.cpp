@@ -8,7 +8,7 @@
 //   on the two halves of each head (not FLUX.2 dev's 1e9); its vision tower and projector are
 //   not read;
 // - flow prediction with shift 4 on the discrete schedule, euler, cfg 7 (the engine default),
-//   1024x1024.
+//   512x512 when no size is given (the reference's; the model is made for about 1024x1024).
 #include <string>
 #include <vector>
 
@@ -128,7 +128,6 @@ Result<Family> load(const FamilyContext& ctx) {
     f.param = sampling::Parameterization::flow(4.0f);
     f.defaults.sampler = "euler";
     f.defaults.cfg_scale = 7.0f;
-    f.defaults.width = f.defaults.height = 1024;
     f.latent_channels = static_cast<int>(dit->in_channels);
     f.latent_rgb = LatentRgb::Flux2;
     f.uses_cfg = true;
