@@ -34,10 +34,11 @@ Result<Family> load(const FamilyContext& ctx) {
     // Everything is checked before any weight is read: configs, the VAE, both tokenizers.
     auto dit = models::detect_anima(ctx.index, kDit);
     if (!dit.ok()) return dit.status();
+    // Anima predicts flow with SD3's time map; no other prediction can drive its DiT.
     const std::string& pred = ctx.options.prediction;
-    if (!pred.empty() && pred != "flow" && pred != "sd3_flow") {
+    if (!pred.empty() && pred != "sd3_flow") {
         return Status::Error("--prediction " + pred +
-                             " does not apply to Anima models (they predict flow)");
+                             " does not apply to Anima models (they predict sd3_flow)");
     }
     if (!ctx.index.has_prefix(kLlm)) {
         return Status::Error(
