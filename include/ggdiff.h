@@ -349,7 +349,8 @@ int ggdiff_image_decode(const void* data, size_t size, int64_t max_pixels,
  * (0 .. count-1; 0 without), "files": {"model": path, "vae": path, ...} (the files given, or the
  * built-in model's path as "model"), "vae": VAE file base name or null, "defaults": what the
  * family uses when a request leaves it unset ({"sample_method", "cfg_scale", "width", "height",
- * "clip_skip", and "flow_shift" for the flow families with a fixed shift, e.g. SD3's 3}),
+ * "clip_skip", "flow_shift" for the flow families with a fixed shift, e.g. SD3's 3, and "eta"
+ * for the families with their own eta, e.g. HiDream-O1's 8}),
  * "version": library version}. (ggdiff_model_info describes model files before any loading.) */
 int ggdiff_loaded_model_info(const ggdiff_model* model, char** out_json);
 

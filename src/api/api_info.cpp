@@ -74,6 +74,8 @@ int ggdiff_loaded_model_info(const ggdiff_model* model, char** out) {
     // FLUX's shift (mu) follows the image size: only a fixed one is a default.
     if (family.param.time_map() == ggdiff::sampling::Parameterization::TimeMap::FlowSnr)
         defaults["flow_shift"] = family.param.shift();
+    // The samplers' eta where the family sets one (HiDream-O1: 8, which also scales the noise).
+    if (family.defaults.eta) defaults["eta"] = *family.defaults.eta;
     j["defaults"] = defaults;
     j["files"] = files;
     j["vae"] = f.vae.empty() ? nlohmann::json(nullptr)
