@@ -120,8 +120,9 @@ Result<Family> load(const FamilyContext& ctx) {
 extern const FamilyRecipe kHiDreamO1Recipe = {
     "hidream_o1",
     "HiDream-O1-Image",
-    "model.x_embedder.proj1.weight and model.language_model.layers.0.self_attn.q_proj.weight "
-    "(filed as model.diffusion_model.x_embedder..., ...language_model...)",
+    "model.diffusion_model.x_embedder.proj1.weight and "
+    "language_model.layers.0.self_attn.q_proj.weight (in the file: model.x_embedder..., "
+    "model.language_model...)",
     detect,
     load,
     nullptr,
