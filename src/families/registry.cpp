@@ -20,6 +20,7 @@ namespace ggdiff {
     X(kHiDreamO1Recipe)        /* families/hidream_o1: HiDream-O1-Image */        \
     X(kAnimaRecipe)            /* families/anima */                               \
     X(kErnieImageRecipe)       /* families/ernie: ERNIE-Image */                  \
+    X(kMiniT2IRecipe)          /* families/minit2i */                             \
     X(kSd3Recipe)              /* families/sd3 */                                 \
     X(kWanRecipe)              /* families/wan: detect only */
 

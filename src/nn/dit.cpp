@@ -95,6 +95,21 @@ ggml_tensor* rope_pairs(ggml_context* ctx, ggml_tensor* x, ggml_tensor* cos, ggm
     return ggml_reshape_3d(ctx, r, dim, t, n);
 }
 
+ggml_tensor* rope_halves(ggml_context* ctx, ggml_tensor* x, ggml_tensor* cos, ggml_tensor* sin,
+                         int heads) {
+    const int64_t dim = x->ne[0], t = x->ne[1], n = x->ne[2];
+    const int64_t d = dim / heads;
+    if (!ggml_is_contiguous(x)) x = ggml_cont(ctx, x);
+    const size_t e = ggml_element_size(x);
+    // The first and second halves of each head: [d/2, heads, T, N] views.
+    ggml_tensor* x0 = ggml_view_4d(ctx, x, d / 2, heads, t, n, d * e, dim * e, dim * t * e, 0);
+    ggml_tensor* x1 =
+        ggml_view_4d(ctx, x, d / 2, heads, t, n, d * e, dim * e, dim * t * e, (d / 2) * e);
+    ggml_tensor* r0 = ggml_sub(ctx, ggml_mul(ctx, x0, cos), ggml_mul(ctx, x1, sin));
+    ggml_tensor* r1 = ggml_add(ctx, ggml_mul(ctx, x0, sin), ggml_mul(ctx, x1, cos));
+    return ggml_reshape_3d(ctx, ggml_concat(ctx, r0, r1, 0), dim, t, n);
+}
+
 float rope_angle(float pos, float omega, int wrap) {
     if (wrap <= 0) return pos * omega;
     constexpr float kTwoPi = 6.28318530717958647692f;

@@ -79,6 +79,13 @@ ggml_tensor* unpatchify(ggml_context* ctx, ggml_tensor* x, int64_t w, int64_t h,
 ggml_tensor* rope_pairs(ggml_context* ctx, ggml_tensor* x, ggml_tensor* cos, ggml_tensor* sin,
                         int heads);
 
+// Rotary embedding of the two halves of every head (GPT-NeoX style): pair i is (x[i],
+// x[i + d/2]); x [heads*d, T, N]; cos and sin [d/2, 1, T, 1] (a per-token angle for each pair,
+// the same for every head and batch item; the memory layout of rope_pairs' tables) ->
+// [heads*d, T, N].
+ggml_tensor* rope_halves(ggml_context* ctx, ggml_tensor* x, ggml_tensor* cos, ggml_tensor* sin,
+                         int heads);
+
 // Seamless tiling of a DiT's RoPE: which image axes wrap around (x: columns, y: rows).
 struct RopeWrap {
     bool x = false, y = false;

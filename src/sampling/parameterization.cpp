@@ -78,6 +78,14 @@ Parameterization Parameterization::flux_flow(float mu) {
     return m;
 }
 
+Parameterization Parameterization::x0_linear(float start_noise) {
+    Parameterization m;
+    m.prediction_ = Prediction::X0;
+    m.time_map_ = TimeMap::Linear;
+    m.start_noise_ = start_noise;
+    return m;
+}
+
 Parameterization Parameterization::edm_v(float sigma_min, float sigma_max, float sigma_data) {
     Parameterization m;
     m.prediction_ = Prediction::EdmV;
@@ -108,6 +116,8 @@ float Parameterization::sigma_min() const {
         case TimeMap::FlowSnr:
         case TimeMap::FlowExpShift:
             return t_to_sigma(0.0f);
+        case TimeMap::Linear:
+            return 0.0f;
     }
     return 0.0f;
 }
@@ -121,6 +131,8 @@ float Parameterization::sigma_max() const {
         case TimeMap::FlowSnr:
         case TimeMap::FlowExpShift:
             return t_to_sigma(static_cast<float>(train_steps_ - 1));
+        case TimeMap::Linear:
+            return 1.0f;
     }
     return 1.0f;
 }
@@ -148,6 +160,8 @@ float Parameterization::sigma_to_t(float sigma) const {
             return sigma * 1000.0f;
         case TimeMap::FlowExpShift:
             return sigma;
+        case TimeMap::Linear:
+            return 1.0f - sigma;
     }
     return 0.0f;
 }
@@ -170,6 +184,8 @@ float Parameterization::t_to_sigma(float t) const {
             return snr_shift(shift_, (t + 1) / 1000.0f);
         case TimeMap::FlowExpShift:
             return exp_shift(shift_, (t + 1) / static_cast<float>(train_steps_));
+        case TimeMap::Linear:
+            return 1.0f - t;
     }
     return 0.0f;
 }
@@ -180,6 +196,8 @@ Parameterization::Scalings Parameterization::scalings(float sigma) const {
             return {1.0f, -sigma, 1.0f / std::sqrt(sigma * sigma + 1.0f)};
         case Prediction::Flow:
             return {1.0f, -sigma, 1.0f};
+        case Prediction::X0:
+            return {0.0f, 1.0f, 1.0f};
         case Prediction::V:
         case Prediction::EdmV:
             break;
@@ -207,6 +225,10 @@ std::vector<float> Parameterization::noise_latent(const std::vector<float>& x0,
                                                   float sigma) const {
     std::vector<float> out(noise.size());
     const bool has_x0 = x0.size() == noise.size();
+    if (prediction_ == Prediction::X0) {
+        for (size_t i = 0; i < noise.size(); ++i) out[i] = noise[i] * start_noise_;
+        return out;
+    }
     for (size_t i = 0; i < noise.size(); ++i) {
         const float clean = has_x0 ? x0[i] : 0.0f;
         out[i] = is_flow() ? clean * (1.0f - sigma) + noise[i] * sigma : clean + noise[i] * sigma;
@@ -224,7 +246,7 @@ std::vector<float> Parameterization::inverse_noise_scaling(float sigma,
 }
 
 float Parameterization::noise_level_to_sigma(float level) const {
-    return is_flow() ? level : level / (1.0f - level);
+    return is_flow() || prediction_ == Prediction::X0 ? level : level / (1.0f - level);
 }
 
 const std::vector<float>& Parameterization::alphas_cumprod() const {

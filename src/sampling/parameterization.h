@@ -3,6 +3,9 @@
 // or x = (1 - sigma) x0 + sigma n (rectified flow), and the network F is wrapped as a
 // denoiser D(x, sigma) = c_skip * x + c_out * F(c_in * x, t(sigma)).
 //
+// MiniT2I's "x0" model is neither: the network returns the clean sample itself (c_skip 0,
+// c_out 1, c_in 1), sigma runs 1 -> 0 in even steps, and sampling starts from scaled noise.
+//
 // The discrete (DDPM) family keeps its 1000-entry training table and maps sigma <-> t by
 // linear interpolation of log sigma between table entries, exactly as stable-diffusion.cpp
 // does, so schedules and model timesteps match it bit for bit where the arithmetic allows.
@@ -16,7 +19,7 @@
 
 namespace ggdiff::sampling {
 
-enum class Prediction { Eps, V, EdmV, Flow };
+enum class Prediction { Eps, V, EdmV, Flow, X0 };
 
 class Parameterization {
   public:
@@ -26,6 +29,7 @@ class Parameterization {
         Edm,           // t = log(sigma) / 4 (SDXL EDM-v / Playground style)
         FlowSnr,       // SD3 / Qwen / Wan: sigma = shift*s / (1 + (shift-1)*s), t = 1000*sigma
         FlowExpShift,  // FLUX: sigma = e^mu / (e^mu + 1/s - 1), t = sigma
+        Linear,        // t = 1 - sigma, sigma in [0, 1]; every schedule is 1 - i/steps (X0)
     };
 
     // DDPM "scaled linear" betas: beta_i = (sqrt(start) + i/(T-1) (sqrt(end)-sqrt(start)))^2.
@@ -40,6 +44,12 @@ class Parameterization {
     static Parameterization flow(float shift);
     // Rectified flow with FLUX's exponential shift mu (t passed to the model is sigma).
     static Parameterization flux_flow(float mu);
+    // A network that predicts the clean sample (MiniT2I, as stable-diffusion.cpp's
+    // MiniT2IFlowDenoiser): denoised = F(x), t = 1 - sigma, sigmas 1 - i/steps whatever the
+    // schedule asked for, and every sample (img2img too: the reference ignores the init
+    // latent) starts from start_noise * noise. Not a flow model for the samplers' ancestral
+    // steps, as in the reference.
+    static Parameterization x0_linear(float start_noise);
     static Parameterization edm_v(float sigma_min = 0.002f, float sigma_max = 120.0f,
                                   float sigma_data = 1.0f);
 
@@ -73,8 +83,8 @@ class Parameterization {
     // with c_skip rescaled to the actual input scaling.
     ModelStep model_step(float sigma, int shifted_timestep = 0) const;
 
-    // Noises a clean latent to sigma: x0 + sigma*n, or (1-sigma) x0 + sigma n for flow.
-    // Used for the start of txt2img (x0 = 0) and img2img.
+    // Noises a clean latent to sigma: x0 + sigma*n, or (1-sigma) x0 + sigma n for flow
+    // (x0_linear: start_noise * n). Used for the start of txt2img (x0 = 0) and img2img.
     std::vector<float> noise_latent(const std::vector<float>& x0, const std::vector<float>& noise,
                                     float sigma) const;
     // Undoes the flow family's (1 - sigma) factor at the end of sampling (identity for the
@@ -100,6 +110,7 @@ class Parameterization {
     float edm_sigma_min_ = 0.002f;
     float edm_sigma_max_ = 120.0f;
     float sigma_data_ = 1.0f;
+    float start_noise_ = 1.0f;  // x0_linear
     std::vector<float> alphas_cumprod_;
     std::vector<float> sigmas_;
     std::vector<float> log_sigmas_;

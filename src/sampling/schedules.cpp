@@ -152,6 +152,14 @@ Result<std::vector<float>> make_sigmas(ScheduleKind kind, int steps, const Param
         return Status::Error("steps must be at most 10000 (got " + std::to_string(steps) + ")");
     const int n = steps;
     const int t_max = model.train_steps() - 1;
+    if (model.time_map() == Parameterization::TimeMap::Linear) {
+        // The model's own schedule, whichever was asked for (as stable-diffusion.cpp's
+        // MiniT2IFlowDenoiser::get_sigmas).
+        std::vector<float> out;
+        for (int i = 0; i < n; ++i) out.push_back(1.0f - static_cast<float>(i) / n);
+        out.push_back(0.0f);
+        return out;
+    }
     switch (kind) {
         case ScheduleKind::Discrete: {
             if (n == 1)

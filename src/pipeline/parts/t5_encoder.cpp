@@ -69,25 +69,37 @@ Result<T5TextEncoder::Masked> T5TextEncoder::encode_masked(const std::string& pr
     for (int c = 0; c < chunks.n_chunks; ++c) {
         const size_t at = static_cast<size_t>(c) * static_cast<size_t>(chunk_);
         std::vector<int32_t> ids(chunks.tokens.begin() + at, chunks.tokens.begin() + at + chunk_);
-        HostTensor mask;
-        if (mask_padding) {
-            mask = HostTensor({chunk_, 1});
-            for (int i = 0; i < chunk_; ++i) {
-                mask.data[static_cast<size_t>(i)] = chunks.real[at + i] ? 0.0f : -INFINITY;
-            }
-        }
-        auto r = runner_->run([&](GraphBuilder& gb) {
-            ggml_tensor* t = gb.input_i32(ids, {chunk_, 1});
-            ggml_tensor* b = gb.input_i32(buckets_, {chunk_ * chunk_});
-            ggml_tensor* m = mask_padding ? gb.input(mask) : nullptr;
-            return std::vector<ggml_tensor*>{models::build_t5(gb.nn(), cfg_, t, b, m)};
-        });
+        std::vector<uint8_t> real(chunks.real.begin() + at, chunks.real.begin() + at + chunk_);
+        auto r = encode_ids(ids, mask_padding ? &real : nullptr);
         if (!r.ok()) return r.status();
-        HostTensor& h = (*r)[0];
+        HostTensor& h = *r;
         apply_token_weights(h.ptr(), width, chunk_, chunks.weights.data() + at);
         std::copy(h.data.begin(), h.data.end(), out.data.begin() + at * width);
     }
     return Masked{std::move(out), std::move(chunks.real)};
+}
+
+Result<HostTensor> T5TextEncoder::encode_ids(const std::vector<int32_t>& ids,
+                                             const std::vector<uint8_t>* real) {
+    if (static_cast<int>(ids.size()) != chunk_ || (real && real->size() != ids.size())) {
+        return Status::Error("T5: " + std::to_string(ids.size()) + " tokens, the encoder runs " +
+                             std::to_string(chunk_));
+    }
+    HostTensor mask;
+    if (real) {
+        mask = HostTensor({chunk_, 1});
+        for (int i = 0; i < chunk_; ++i) {
+            mask.data[static_cast<size_t>(i)] = (*real)[static_cast<size_t>(i)] ? 0.0f : -INFINITY;
+        }
+    }
+    auto r = runner_->run([&](GraphBuilder& gb) {
+        ggml_tensor* t = gb.input_i32(ids, {chunk_, 1});
+        ggml_tensor* b = gb.input_i32(buckets_, {chunk_ * chunk_});
+        ggml_tensor* m = real ? gb.input(mask) : nullptr;
+        return std::vector<ggml_tensor*>{models::build_t5(gb.nn(), cfg_, t, b, m)};
+    });
+    if (!r.ok()) return r.status();
+    return std::move((*r)[0]);
 }
 
 }  // namespace ggdiff

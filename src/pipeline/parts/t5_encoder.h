@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/te/t5.h"
 #include "pipeline/family.h"
@@ -37,7 +38,13 @@ class T5TextEncoder {
         std::vector<uint8_t> real;
     };
     Result<Masked> encode_masked(const std::string& prompt, bool mask_padding);
+    // Hidden states [width, chunk_tokens, 1] of one sequence of chunk_tokens ids as given (no
+    // EOS, no emphasis); with `real`, the positions it marks 0 are hidden from T5's own
+    // self-attention (MiniT2I's prompt mask).
+    Result<HostTensor> encode_ids(const std::vector<int32_t>& ids,
+                                  const std::vector<uint8_t>* real = nullptr);
     int chunk_tokens() const { return chunk_; }
+    const UnigramTokenizer& tokenizer() const { return *tokenizer_; }
 
     const models::T5Config& config() const { return cfg_; }
     ModuleRunner& runner() { return *runner_; }
