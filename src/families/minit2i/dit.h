@@ -6,10 +6,12 @@
 // - The prompt: T5 states [1024, 256] whose padding is replaced by the learned mask_token
 //   (the unconditional side masks every token), embedded by txt_embedder (no bias), then the
 //   txt_preamble_blocks: pre-RMSNorm self-attention (fused qkv with bias, per-head q/k RMSNorm,
-//   1-D RoPE over the text positions) and a SwiGLU MLP (w2(silu(w1 x) * w3 x)).
+//   RoPE over the text positions) and a SwiGLU MLP (w2(silu(w1 x) * w3 x)).
 // - double_blocks: each stream (image, text) keeps its own norms, qkv, projection and SwiGLU
-//   MLP; they attend jointly ([text, image], q/k RMSNorm shared by the streams) with RoPE:
-//   text positions on the whole head, the image's rows and columns on the halves of it.
+//   MLP; they attend jointly ([text, image], q/k RMSNorm shared by the streams). RoPE (theta
+//   10000) turns the pairs (x[i], x[i + d/2]) of each head (the reference's non-interleaved
+//   form): a text token by its position on every pair, an image token by its row on the first
+//   half of the pairs and by its column on the second.
 // - final_layer: RMSNorm and a linear to 16x16x3 values per patch (channel fastest).
 // t_embedder and pooled_embedder are in the files but unused (as in the reference).
 // Sizes come from the weights: width (img_embedder.proj2), text width (txt_embedder),
