@@ -2,8 +2,9 @@
 # HiDream-O1-Image at its real size on this machine's CPU, ggdiff against the reference engine
 # (REF_CLI, default /work/ref/sdcpp/build/bin/sd-cli, stable-diffusion.cpp 38a51f81), both on
 # the golden set's file: tests/fixtures/hidream_o1_full.tensors written by
-# tests/tools/make_gguf_fixture.py (the 36-layer, 4096-wide language model in f16, 14.8 GB; the
-# reference only takes the real size, so the whole step is measured, not estimated from a block).
+# tests/tools/make_gguf_fixture.py (the 36-layer, 4096-wide language model in f16, 14.8 GB long
+# but sparse: layers 3-35 are zeros, which cost the same time as any weights; the reference only
+# takes the real size, so the whole step is measured, not estimated from a block).
 #  - a SIZE x SIZE output (default 256: 64 patch tokens of 32x32 pixels, plus the prompt's ~25
 #    tokens), cfg 1 (one evaluation per step), euler, STEPS steps (default 2).
 # Each engine's step time: ggdiff-bench's step_seconds (the minimum over the steps); the
@@ -26,7 +27,7 @@ if [ ! -x "$build_dir/ggdiff-bench" ]; then
 fi
 if [ ! -f "$model" ]; then
   mkdir -p "$fixtures"
-  echo "hidream_o1_bench: generating $model (14.8 GB)" >&2
+  echo "hidream_o1_bench: generating $model (14.8 GB, 1.5 GB on disk)" >&2
   python3 "$bench_root/tests/tools/make_gguf_fixture.py" \
     "$bench_root/tests/fixtures/hidream_o1_full.tensors" "$model.tmp" --seed 91 >&2
   mv "$model.tmp" "$model"

@@ -16,8 +16,15 @@ distributions, drawn directly in the stored types:
                          it; else f16 normal with that deviation
   kernels (> 2 dims)     f16 normal, gain / sqrt(fan_in); more than 4 dims are merged into the
                          last GGUF dimension as ggml expects of a Conv3d weight
+  "#! zero: REGEX"        tensors whose name matches the regular expression are all zeros and are
+                         left as holes in the file (a sparse file: they take no disk space and no
+                         draws from the generator). A transformer layer whose weights are all
+                         zero passes its input through unchanged, so a model the reference only
+                         takes at its real depth can have a few random layers and cost little
+                         disk.
 Same list, seed and numpy version: same bytes (the manifests keep the sha256).
 """
+import re
 import struct
 import sys
 
@@ -31,8 +38,10 @@ Q4_STD = np.sqrt((16 * 16 - 1) / 12.0)  # deviation of integers uniform in -8..7
 
 
 def read_list(path):
-    items, gains, keep = [], [], []
+    items, gains, keep, zero = [], [], [], None
     for line in open(path):
+        if line.startswith("#! zero:"):
+            zero = re.compile(line.split(":", 1)[1].strip())
         if line.startswith("#! f16:"):
             keep = [h.strip() for h in line.split(":", 1)[1].split(";") if h.strip()]
         if line.startswith("#! gains:"):
@@ -42,7 +51,7 @@ def read_list(path):
         if line:
             name, shape = line.split()
             items.append((name, tuple(int(s) for s in shape.split(","))))
-    return items, gains, keep
+    return items, gains, keep, zero
 
 
 def deviation(name, shape, gains):
@@ -115,7 +124,7 @@ def main():
         del args[i:i + 2]
     if len(args) != 2:
         sys.exit(__doc__)
-    items, gains, keep = read_list(args[0])
+    items, gains, keep, zero = read_list(args[0])
     kv = [("general.architecture", "ggdiff-fixture"), ("general.name", "make_gguf_fixture.py seed %d" % seed)]
     head = b"GGUF" + struct.pack("<IQQ", 3, len(items), len(kv))
     for k, v in kv:
@@ -135,9 +144,14 @@ def main():
     with open(args[1], "wb") as f:
         f.write(head)
         for name, shape, kind in layout:
+            size = nbytes(shape, kind)
+            if zero is not None and zero.search(name):
+                f.seek(size + (-size % ALIGN), 1)
+                continue
             data = draw(rng, name, shape, kind, gains)
             f.write(data)
             f.write(b"\0" * (-len(data) % ALIGN))
+        f.truncate()  # a hole at the end still has to count in the file's length
 
 
 if __name__ == "__main__":
