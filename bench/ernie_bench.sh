@@ -100,28 +100,11 @@ ggdiff_run() {  # ggdiff_run DIT [flags...]
 }
 
 ref_run() {  # ref_run DIT -> JSON {wall_seconds, sampling_seconds, step_seconds} or {error}
-  local model=$1 log start end
-  log=$(mktemp)
-  start=$(date +%s.%N)
-  "$ref_cli" --diffusion-model "$model" --llm "$llm" --vae "$vae" -p "$prompt" -W "$size" \
+  local model=$1
+  ref_timed ernie_bench "$steps" 0 \
+    "$ref_cli" --diffusion-model "$model" --llm "$llm" --vae "$vae" -p "$prompt" -W "$size" \
     -H "$size" --steps "$steps" --sampling-method euler --cfg-scale 1 -s 42 -t "$threads" \
-    -o "$(mktemp -u).png" >"$log" 2>&1 ||
-    { tail -20 "$log" >&2; echo "ernie_bench: the reference failed" >&2; }
-  end=$(date +%s.%N)
-  python3 - "$log" "$start" "$end" "$steps" <<'PY'
-import json, re, sys
-text = open(sys.argv[1], errors="replace").read()
-m = re.search(r"sampling completed, taking ([\d.]+)s", text)
-steps = int(sys.argv[4])
-out = {"wall_seconds": round(float(sys.argv[3]) - float(sys.argv[2]), 1)}
-if m:
-    out["sampling_seconds"] = float(m.group(1))
-    out["step_seconds"] = round(float(m.group(1)) / steps, 3)
-else:
-    out["error"] = "no 'sampling completed' line: " + " | ".join(text.strip().splitlines()[-3:])
-print(json.dumps(out))
-PY
-  rm -f "$log"
+    -o "$(mktemp -u).png"
 }
 
 tokens=$(((size / 16) * (size / 16)))

@@ -12,3 +12,17 @@ make_fixture() {
   fi
   echo "$out"
 }
+
+# ref_timed TAG STEPS PER_STEP CMD...: runs a reference-engine command line CMD with its output
+# in a temporary log and prints its timing as JSON (bench/ref_log.py: PER_STEP=1 gives the
+# progress bar's per-step times after the first instead of the mean).
+ref_timed() {
+  local tag=$1 steps=$2 per_step=$3 log start end
+  shift 3
+  log=$(mktemp)
+  start=$(date +%s.%N)
+  "$@" >"$log" 2>&1 || { tail -20 "$log" >&2; echo "$tag: the reference failed" >&2; }
+  end=$(date +%s.%N)
+  python3 "$bench_root/bench/ref_log.py" "$log" "$start" "$end" "$steps" "$per_step"
+  rm -f "$log"
+}

@@ -17,6 +17,12 @@ struct TensorProbe {
     std::string model;   // "FLUX", "SD3": how errors start
 
     bool has(const std::string& n) const { return index.has(prefix + n); }
+    // How many blocks `group`0, `group`1, ... in a row have tensor "<group><i>.<probe>".
+    int count(const std::string& group, const std::string& probe) const {
+        int n = 0;
+        while (has(group + std::to_string(n) + "." + probe)) ++n;
+        return n;
+    }
     // The shape of tensor `n` (torch order), which must have `rank` dimensions.
     Result<std::vector<int64_t>> shape(const std::string& n, size_t rank) const {
         const TensorInfo* t = index.find(prefix + n);

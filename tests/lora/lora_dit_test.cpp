@@ -13,91 +13,17 @@
 #include "../golden/qwen_e2e.h"
 #include "../golden/wan_e2e.h"
 #include "../io/io_test_util.h"
+#include "lora_forms.h"
 
 namespace ggdiff::e2e {
 namespace {
 
-using ggdiff::testing::FakeTensor;
-using ggdiff::testing::to_bytes;
-
-constexpr int64_t kRank = 4;
-
-// One module's pair on `out` rows of a weight `in` wide; small values so that the model
-// stays in range.
-struct Pair {
-    std::vector<float> down, up;
-    int64_t in = 0, out = 0;
-};
-Pair pair(int64_t in, int64_t out, uint32_t seed) {
-    Pair p{ggdiff::testing::pattern(kRank * in, seed),
-           ggdiff::testing::pattern(out * kRank, seed + 7), in, out};
-    for (float& v : p.down) v *= 0.25f;
-    for (float& v : p.up) v *= 0.25f;
-    return p;
-}
-
-// Pairs on consecutive row ranges [at, at + out) of one weight of `rows` rows as one pair:
-// down rows stacked, up block-diagonal, zero outside the ranges.
-Pair on_rows(const std::vector<std::pair<int64_t, Pair>>& parts, int64_t rows) {
-    Pair s;
-    s.in = parts.front().second.in;
-    s.out = rows;
-    for (const auto& [at, p] : parts) s.down.insert(s.down.end(), p.down.begin(), p.down.end());
-    const int64_t rank = kRank * static_cast<int64_t>(parts.size());
-    s.up.assign(rows * rank, 0.0f);
-    for (size_t j = 0; j < parts.size(); ++j) {
-        const auto& [at, p] = parts[j];
-        for (int64_t r = 0; r < p.out; ++r)
-            for (int64_t c = 0; c < kRank; ++c)
-                s.up[(at + r) * rank + j * kRank + c] = p.up[r * kRank + c];
-    }
-    return s;
-}
-
-void peft(std::vector<FakeTensor>& t, const std::string& module, const Pair& p) {
-    t.push_back({module + ".lora_A.weight", "F32", {kRank, p.in}, to_bytes(p.down)});
-    t.push_back({module + ".lora_B.weight", "F32", {p.out, kRank}, to_bytes(p.up)});
-}
-
-void kohya(std::vector<FakeTensor>& t, const std::string& module, const Pair& p) {
-    const int64_t rank = static_cast<int64_t>(p.down.size()) / p.in;
-    t.push_back({module + ".lora_down.weight", "F32", {rank, p.in}, to_bytes(p.down)});
-    t.push_back({module + ".lora_up.weight", "F32", {p.out, rank}, to_bytes(p.up)});
-    t.push_back({module + ".alpha", "F32", {}, to_bytes(std::vector<float>{float(rank)})});
-}
-
-// Runs `model` + `request` with <lora:NAME:1> (none when empty) into dir/NAME.png.
-RunResult generate(const std::vector<std::string>& model, const std::vector<std::string>& request,
-                   const std::string& dir, const std::string& name) {
-    std::vector<std::string> args = model;
-    args.insert(args.end(), {"--lora-model-dir", dir, "-v", "-o",
-                             dir + "/" + (name.empty() ? "plain" : name) + ".png"});
-    std::vector<std::string> req = request;
-    for (size_t j = 0; j + 1 < req.size(); ++j) {
-        if (req[j] == "-p" && !name.empty()) req[j + 1] += "<lora:" + name + ":1>";
-    }
-    args.insert(args.end(), req.begin(), req.end());
-    return run_ggdiff(args, dir, 900);
-}
+using namespace lora_forms;
 
 // The three images: no LoRA, diffusers, kohya.
 void expect_same_change(const std::vector<std::string>& model,
                         const std::vector<std::string>& request, const std::string& dir) {
-    for (const std::string name : {"", "diffusers", "kohya"}) {
-        const RunResult r = generate(model, request, dir, name);
-        ASSERT_TRUE(r.succeeded()) << r.describe();
-        if (name.empty()) continue;
-        EXPECT_FALSE(contains(r.err, "match no weight")) << r.err;
-        EXPECT_TRUE(contains(r.err, "LoRA: 1 file(s)")) << r.err;
-    }
-    const ImageDiff same = compare_images(dir + "/kohya.png", dir + "/diffusers.png");
-    ASSERT_TRUE(same.ok) << same.error;
-    EXPECT_LE(same.mean_abs, 0.5) << "max " << same.max_abs;
-    const ImageDiff moved = compare_images(dir + "/diffusers.png", dir + "/plain.png");
-    ASSERT_TRUE(moved.ok) << moved.error;
-    EXPECT_GT(moved.mean_abs, 2.0) << "the LoRA changed nothing";
-    std::printf("kohya vs diffusers %.3f, diffusers vs no LoRA %.3f\n", same.mean_abs,
-                moved.mean_abs);
+    expect_forms_agree(model, request, dir, {"diffusers", "kohya"});
 }
 
 // The FLUX.1 pair of LoRA files in `dir` (with a CLIP-L module in both unless `clip` is false).

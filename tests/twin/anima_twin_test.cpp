@@ -19,7 +19,6 @@ using namespace ggdiff::twin;
 
 constexpr const char* kSuite = "anima_tiny";
 constexpr const char* kCase = "anima_euler";
-constexpr uint64_t kGiB = 1ull << 30;
 
 class AnimaTwin : public TwoWorkers {
   protected:
@@ -111,24 +110,13 @@ TEST_F(AnimaTwin, DitLayerSplit) {
 // the image is the same. The fixture's DiT has one block at the real width: nothing smaller
 // than the whole DiT could hold its segments, so its own streaming is not tried here.
 TEST_F(AnimaTwin, MaxVramStreamsTheAdapterInSegments) {
-    std::vector<std::string> args =
-        request({"--backend", "all=CPU,diffusion=RPC0", "--auto-fit", "--fit-dry-run"});
-    args.erase(std::find(args.begin(), args.end(), "-v"));
-    RunResult dry = e2e::run_ggdiff(args, dir_ + "/dry", 300);
-    ASSERT_TRUE(dry.succeeded()) << dry.describe();
-    const nlohmann::json plan = nlohmann::json::parse(dry.out, nullptr, false);
-    ASSERT_FALSE(plan.is_discarded()) << dry.describe();
-    nlohmann::json dit;
-    for (const auto& c : plan.value("components", nlohmann::json::array())) {
-        if (c.value("module", "") == "diffusion") dit = c;
-    }
-    ASSERT_TRUE(dit.contains("params_bytes")) << plan.dump(1);
-    const double budget =
-        (dit["reserve_bytes"].get<double>() + 0.5 * dit["params_bytes"].get<double>()) / kGiB;
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "RPC0=%.9f", budget);
+    const nlohmann::json dit = planned_component(
+        request({"--backend", "all=CPU,diffusion=RPC0", "--auto-fit", "--fit-dry-run"}),
+        dir_ + "/dry");
+    ASSERT_TRUE(dit.contains("params_bytes")) << dit;
+    const std::string budget = vram_budget("RPC0", dit, 0.5 * dit["params_bytes"].get<double>());
     RunResult r =
-        twin({"--backend", "all=CPU,diffusion=RPC0", "--max-vram", buf, "--stream-layers"},
+        twin({"--backend", "all=CPU,diffusion=RPC0", "--max-vram", budget, "--stream-layers"},
              "--max-vram --stream-layers");
     const std::string log = log_of(r);
     EXPECT_TRUE(contains(log, "segments, streamed (")) << log;

@@ -19,7 +19,6 @@ using namespace ggdiff::twin;
 constexpr const char* kCase = "ernie_euler";
 constexpr int kDitLayers = 2;   // ernie_tiny_dit
 constexpr int kLlmLayers = 25;  // ernie_tiny_llm: the layers up to the one ERNIE-Image reads
-constexpr uint64_t kGiB = 1ull << 30;
 
 class ErnieTwin : public TwoWorkers {
   protected:
@@ -108,26 +107,15 @@ TEST_F(ErnieTwin, DitAndLlmLayerSplit) {
 // run as segments uploaded in turn, and the image is the same. (--stream-layers, which keeps
 // two segments resident, needs more than this two-layer DiT's budget allows.)
 TEST_F(ErnieTwin, MaxVramCutsTheDitInSegments) {
-    std::vector<std::string> args =
-        request({"--backend", "all=RPC0,te=CPU", "--auto-fit", "--fit-dry-run"});
-    args.erase(std::find(args.begin(), args.end(), "-v"));
-    RunResult dry = e2e::run_ggdiff(args, dir_ + "/dry", 300);
-    ASSERT_TRUE(dry.succeeded()) << dry.describe();
-    const nlohmann::json plan = nlohmann::json::parse(dry.out, nullptr, false);
-    ASSERT_FALSE(plan.is_discarded()) << dry.describe();
-    nlohmann::json dit;
-    for (const auto& c : plan.value("components", nlohmann::json::array())) {
-        if (c.value("module", "") == "diffusion") dit = c;
-    }
-    ASSERT_TRUE(dit.contains("params_bytes")) << plan.dump(1);
+    const nlohmann::json dit = planned_component(
+        request({"--backend", "all=RPC0,te=CPU", "--auto-fit", "--fit-dry-run"}), dir_ + "/dry");
+    ASSERT_TRUE(dit.contains("params_bytes")) << dit;
     // The tiny DiT: two layers of 1.3 MiB and 1.4 MiB of embedders and final layers; a budget
     // 1 MiB short of the whole holds one layer at a time.
-    const double budget =
-        (dit["reserve_bytes"].get<double>() + dit["params_bytes"].get<double>() - (1 << 20)) / kGiB;
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "RPC0=%.9f", budget);
+    const std::string budget =
+        vram_budget("RPC0", dit, dit["params_bytes"].get<double>() - (1 << 20));
     RunResult r =
-        twin({"--backend", "all=RPC0,te=CPU,vae=CPU", "--max-vram", buf}, "--max-vram cutting");
+        twin({"--backend", "all=RPC0,te=CPU,vae=CPU", "--max-vram", budget}, "--max-vram cutting");
     const std::string log = log_of(r);
     EXPECT_TRUE(contains(log, "diffusion: 2 segments, cut (")) << log;
     EXPECT_TRUE(split_ranges(log, "diffusion").empty()) << log;

@@ -19,7 +19,6 @@ using e2e::RunResult;
 using namespace ggdiff::twin;
 
 constexpr int kLayers = 4;  // hidream_o1_tiny
-constexpr uint64_t kGiB = 1ull << 30;
 constexpr double kSameImage = 0.5;
 
 class HiDreamO1Twin : public TwoWorkers {
@@ -103,23 +102,12 @@ TEST_F(HiDreamO1Twin, MaxVramStreamsTheDitInSegments) {
                                   std::regex(R"(HiDream-O1 DiT: \d+ weights, ([0-9.]+) MiB)")))
         << probe_log;
     const double weights = std::stod(m[1].str()) * (1 << 20);
-    std::vector<std::string> args =
-        request({"--backend", "all=RPC0", "--auto-fit", "--fit-dry-run"});
-    args.erase(std::find(args.begin(), args.end(), "-v"));
-    RunResult dry = e2e::run_ggdiff(args, dir_ + "/dry", 300);
-    ASSERT_TRUE(dry.succeeded()) << dry.describe();
-    const nlohmann::json plan = nlohmann::json::parse(dry.out, nullptr, false);
-    ASSERT_FALSE(plan.is_discarded()) << dry.describe();
-    nlohmann::json dit;
-    for (const auto& c : plan.value("components", nlohmann::json::array())) {
-        if (c.value("module", "") == "diffusion") dit = c;
-    }
-    ASSERT_TRUE(dit.contains("reserve_bytes")) << plan.dump(1);
+    const nlohmann::json dit = planned_component(
+        request({"--backend", "all=RPC0", "--auto-fit", "--fit-dry-run"}), dir_ + "/dry");
+    ASSERT_TRUE(dit.contains("reserve_bytes")) << dit;
     // One tiny layer is about 1.1 MiB: a budget 1.2 MiB short of the whole streams them.
-    const double budget = (dit["reserve_bytes"].get<double>() + weights - 1.2 * (1 << 20)) / kGiB;
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "RPC0=%.9f", budget);
-    RunResult r = twin({"--backend", "all=RPC0", "--max-vram", buf, "--stream-layers"},
+    const std::string budget = vram_budget("RPC0", dit, weights - 1.2 * (1 << 20));
+    RunResult r = twin({"--backend", "all=RPC0", "--max-vram", budget, "--stream-layers"},
                        "--max-vram --stream-layers");
     const std::string log = log_of(r);
     EXPECT_TRUE(contains(log, "segments, streamed (")) << log;

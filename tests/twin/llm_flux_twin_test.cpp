@@ -20,7 +20,6 @@ using e2e::RunResult;
 using namespace ggdiff::twin;
 
 constexpr int kDitBlocks = 4;  // both tiny DiTs: 2 double + 2 single blocks
-constexpr uint64_t kGiB = 1ull << 30;
 
 // One family's golden set and the case the twins run.
 struct Family {
@@ -113,27 +112,15 @@ TEST_P(LlmFluxTwin, DitLayerSplit) {
 // A --max-vram budget on RPC0 half a block short of the DiT's weights (from the dry run's
 // sizes): its blocks run as streamed segments, and the image is the same.
 TEST_P(LlmFluxTwin, MaxVramStreamsTheDitInSegments) {
-    std::vector<std::string> args =
-        request({"--backend", "all=RPC0,te=CPU", "--auto-fit", "--fit-dry-run"});
-    args.erase(std::find(args.begin(), args.end(), "-v"));
-    RunResult dry = e2e::run_ggdiff(args, dir_ + "/dry", 300);
-    ASSERT_TRUE(dry.succeeded()) << dry.describe();
-    const nlohmann::json plan = nlohmann::json::parse(dry.out, nullptr, false);
-    ASSERT_FALSE(plan.is_discarded()) << dry.describe();
-    nlohmann::json dit;
-    for (const auto& c : plan.value("components", nlohmann::json::array())) {
-        if (c.value("module", "") == "diffusion") dit = c;
-    }
-    ASSERT_TRUE(dit.contains("params_bytes")) << plan.dump(1);
+    const nlohmann::json dit = planned_component(
+        request({"--backend", "all=RPC0,te=CPU", "--auto-fit", "--fit-dry-run"}), dir_ + "/dry");
+    ASSERT_TRUE(dit.contains("params_bytes")) << dit;
     // The tiny DiTs' blocks: two double blocks of about 3 MiB and two single ones of 1.5-2.5
     // MiB. A budget 1.5 MiB short of the whole streams the blocks.
-    const double budget =
-        (dit["reserve_bytes"].get<double>() + dit["params_bytes"].get<double>() - 1.5 * (1 << 20)) /
-        kGiB;
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "RPC0=%.9f", budget);
+    const std::string budget =
+        vram_budget("RPC0", dit, dit["params_bytes"].get<double>() - 1.5 * (1 << 20));
     RunResult r =
-        twin({"--backend", "all=RPC0,te=CPU,vae=CPU", "--max-vram", buf, "--stream-layers"},
+        twin({"--backend", "all=RPC0,te=CPU,vae=CPU", "--max-vram", budget, "--stream-layers"},
              "--max-vram --stream-layers");
     const std::string log = log_of(r);
     EXPECT_TRUE(contains(log, "segments, streamed (")) << log;

@@ -248,4 +248,36 @@ class TwoWorkers : public ::testing::Test {
     std::string dir_;
 };
 
+// The `module` component of the plan that a request with --auto-fit --fit-dry-run prints on
+// stdout (its -v dropped: the plan must be the only output). A JSON null, with the reason added
+// as a test failure, when the run fails or prints no such component.
+inline nlohmann::json planned_component(std::vector<std::string> args, const std::string& dir,
+                                        const std::string& module = "diffusion") {
+    args.erase(std::remove(args.begin(), args.end(), std::string("-v")), args.end());
+    const RunResult dry = e2e::run_ggdiff(args, dir, 300);
+    if (!dry.succeeded()) {
+        ADD_FAILURE() << dry.describe();
+        return nullptr;
+    }
+    const nlohmann::json plan = nlohmann::json::parse(dry.out, nullptr, false);
+    if (plan.is_discarded()) {
+        ADD_FAILURE() << "--fit-dry-run did not print JSON\n" << dry.describe();
+        return nullptr;
+    }
+    for (const auto& c : plan.value("components", nlohmann::json::array())) {
+        if (c.value("module", "") == module) return c;
+    }
+    ADD_FAILURE() << "no " << module << " component in the plan\n" << plan.dump(1);
+    return nullptr;
+}
+
+// "<device>=<GiB>" for --max-vram: the planned component's compute reserve plus `weight_bytes`.
+inline std::string vram_budget(const std::string& device, const nlohmann::json& component,
+                               double weight_bytes) {
+    const double bytes = component.value("reserve_bytes", 0.0) + weight_bytes;
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%s=%.9f", device.c_str(), bytes / double(1ull << 30));
+    return buf;
+}
+
 }  // namespace ggdiff::twin

@@ -3,7 +3,9 @@
 #include <ggml.h>
 
 #include <cmath>
+#include <utility>
 
+#include "io/tensor_probe.h"
 #include "nn/dit.h"
 #include "nn/layers.h"
 
@@ -89,17 +91,6 @@ ggml_tensor* unpatchify_channel_last(ggml_context* ctx, ggml_tensor* x, int64_t 
     return ggml_reshape_4d(ctx, x, 2 * w, 2 * h, C, N);
 }
 
-const TensorInfo* find2d(const TensorIndex& index, const std::string& name) {
-    const TensorInfo* t = index.find(name);
-    return t && t->shape.size() == 2 ? t : nullptr;
-}
-
-int64_t count_blocks(const TensorIndex& index, const std::string& base, const char* probe) {
-    int64_t n = 0;
-    while (index.has(base + std::to_string(n) + probe)) ++n;
-    return n;
-}
-
 void fill_angles(AnimaRope& r, int64_t token, int64_t pairs, int64_t first, float pos, int dim,
                  float theta) {
     for (int j = 0; j < dim / 2; ++j) {
@@ -119,71 +110,70 @@ bool is_anima(const TensorIndex& index, const std::string& prefix) {
 Result<AnimaConfig> detect_anima(const TensorIndex& index, const std::string& prefix) {
     AnimaConfig cfg;
     cfg.prefix = prefix;
-    auto need2 = [&](const std::string& name, const TensorInfo** out) -> Status {
-        *out = find2d(index, prefix + name);
-        if (!*out) return Status::Error("missing tensor " + prefix + name);
-        return Status::Ok();
-    };
-    const TensorInfo *x_emb, *final_lin, *ck, *l1, *ada1, *emb, *aq, *ak;
-    GGDIFF_TRY(need2("x_embedder.proj.1.weight", &x_emb));
-    GGDIFF_TRY(need2("final_layer.linear.weight", &final_lin));
-    GGDIFF_TRY(need2("blocks.0.cross_attn.k_proj.weight", &ck));
-    GGDIFF_TRY(need2("blocks.0.mlp.layer1.weight", &l1));
-    GGDIFF_TRY(need2("blocks.0.adaln_modulation_self_attn.1.weight", &ada1));
-    GGDIFF_TRY(need2("llm_adapter.embed.weight", &emb));
-    GGDIFF_TRY(need2("llm_adapter.blocks.0.cross_attn.q_proj.weight", &aq));
-    GGDIFF_TRY(need2("llm_adapter.blocks.0.cross_attn.k_proj.weight", &ak));
-    cfg.width = x_emb->shape[0];
+    const TensorProbe p{index, prefix, "Anima"};
+    std::vector<int64_t> x_emb, final_lin, ck, l1, ada1, emb, aq, ak;
+    for (auto [name, out] : {std::pair{"x_embedder.proj.1.weight", &x_emb},
+                             {"final_layer.linear.weight", &final_lin},
+                             {"blocks.0.cross_attn.k_proj.weight", &ck},
+                             {"blocks.0.mlp.layer1.weight", &l1},
+                             {"blocks.0.adaln_modulation_self_attn.1.weight", &ada1},
+                             {"llm_adapter.embed.weight", &emb},
+                             {"llm_adapter.blocks.0.cross_attn.q_proj.weight", &aq},
+                             {"llm_adapter.blocks.0.cross_attn.k_proj.weight", &ak}}) {
+        auto shape = p.shape(name, 2);
+        if (!shape.ok()) return shape.status();
+        *out = *shape;
+    }
+    cfg.width = x_emb[0];
     const int64_t pp = static_cast<int64_t>(cfg.patch) * cfg.patch;
-    if (final_lin->shape[1] != cfg.width || final_lin->shape[0] % pp ||
-        x_emb->shape[1] != (final_lin->shape[0] / pp + 1) * pp) {
+    if (final_lin[1] != cfg.width || final_lin[0] % pp ||
+        x_emb[1] != (final_lin[0] / pp + 1) * pp) {
         return Status::Error(prefix + "x_embedder.proj.1.weight / final_layer.linear.weight: " +
-                             std::to_string(x_emb->shape[1]) + " in and " +
-                             std::to_string(final_lin->shape[0]) +
+                             std::to_string(x_emb[1]) + " in and " + std::to_string(final_lin[0]) +
                              " out features are not 2x2 patches of a latent (plus its mask)");
     }
-    cfg.latent_channels = final_lin->shape[0] / pp;
-    const TensorInfo* qn = index.find(prefix + "blocks.0.self_attn.q_norm.weight");
-    if (!qn || qn->shape.size() != 1 || cfg.width % qn->shape[0]) {
-        return Status::Error("missing or mis-shaped tensor " + prefix +
-                             "blocks.0.self_attn.q_norm.weight");
+    cfg.latent_channels = final_lin[0] / pp;
+    auto qn = p.shape("blocks.0.self_attn.q_norm.weight", 1);
+    if (!qn.ok()) return qn.status();
+    if (cfg.width % (*qn)[0]) {
+        return p.odd("blocks.0.self_attn.q_norm.weight", "does not divide the width");
     }
-    cfg.head_dim = qn->shape[0];
+    cfg.head_dim = (*qn)[0];
     cfg.heads = cfg.width / cfg.head_dim;
     int sum = 0;
     for (int a : cfg.axes_dim) sum += a;
     if (cfg.head_dim != sum) {
-        return Status::Error(prefix + "blocks.0.self_attn.q_norm.weight: heads of " +
-                             std::to_string(cfg.head_dim) + " (the 3-axis RoPE covers " +
-                             std::to_string(sum) + ")");
+        return p.odd("blocks.0.self_attn.q_norm.weight",
+                     "heads of " + std::to_string(cfg.head_dim) + " (the 3-axis RoPE covers " +
+                         std::to_string(sum) + ")");
     }
-    cfg.text_width = ck->shape[1];
-    cfg.mlp = l1->shape[0];
-    cfg.adaln_lora = ada1->shape[0];
-    cfg.layers = count_blocks(index, prefix + "blocks.", ".self_attn.q_proj.weight");
-    cfg.adapter_vocab = emb->shape[0];
-    cfg.adapter_width = emb->shape[1];
-    cfg.adapter_source = ak->shape[1];
-    if (aq->shape[0] != cfg.adapter_width || aq->shape[1] != cfg.adapter_width) {
-        return Status::Error(prefix + "llm_adapter.blocks.0.cross_attn.q_proj.weight: not " +
-                             std::to_string(cfg.adapter_width) + " x " +
-                             std::to_string(cfg.adapter_width));
+    cfg.text_width = ck[1];
+    cfg.mlp = l1[0];
+    cfg.adaln_lora = ada1[0];
+    cfg.layers = p.count("blocks.", "self_attn.q_proj.weight");
+    cfg.adapter_vocab = emb[0];
+    cfg.adapter_width = emb[1];
+    cfg.adapter_source = ak[1];
+    if (aq[0] != cfg.adapter_width || aq[1] != cfg.adapter_width) {
+        return p.odd(
+            "llm_adapter.blocks.0.cross_attn.q_proj.weight",
+            "not " + std::to_string(cfg.adapter_width) + " x " + std::to_string(cfg.adapter_width));
     }
-    const TensorInfo* an = index.find(prefix + "llm_adapter.blocks.0.self_attn.q_norm.weight");
-    if (!an || an->shape.size() != 1 || cfg.adapter_width % an->shape[0]) {
-        return Status::Error("missing or mis-shaped tensor " + prefix +
-                             "llm_adapter.blocks.0.self_attn.q_norm.weight");
+    auto an = p.shape("llm_adapter.blocks.0.self_attn.q_norm.weight", 1);
+    if (!an.ok()) return an.status();
+    if (cfg.adapter_width % (*an)[0]) {
+        return p.odd("llm_adapter.blocks.0.self_attn.q_norm.weight",
+                     "does not divide the adapter's width");
     }
-    cfg.adapter_head_dim = an->shape[0];
+    cfg.adapter_head_dim = (*an)[0];
     cfg.adapter_heads = cfg.adapter_width / cfg.adapter_head_dim;
-    cfg.adapter_layers =
-        count_blocks(index, prefix + "llm_adapter.blocks.", ".self_attn.q_proj.weight");
+    cfg.adapter_layers = p.count("llm_adapter.blocks.", "self_attn.q_proj.weight");
     if (cfg.adapter_width != cfg.text_width) {
         return Status::Error(prefix + "llm_adapter: gives " + std::to_string(cfg.adapter_width) +
                              " wide features, the blocks' cross attention reads " +
                              std::to_string(cfg.text_width));
     }
-    if (cfg.layers == 0) return Status::Error("missing tensor " + prefix + "blocks.0");
+    if (cfg.layers == 0) return p.missing("blocks.0.self_attn.q_proj.weight");
     return cfg;
 }
 

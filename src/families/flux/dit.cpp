@@ -12,12 +12,6 @@ namespace {
 
 constexpr float kNormEps = 1e-6f;
 
-int count_blocks(const TensorProbe& p, const std::string& group, const std::string& probe) {
-    int n = 0;
-    while (p.has(group + std::to_string(n) + "." + probe)) ++n;
-    return n;
-}
-
 // The MLP embedder of a scalar (timestep or guidance): sinusoidal features of value*1000,
 // Linear, SiLU, Linear.
 ggml_tensor* scalar_embedder(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* v,
@@ -182,9 +176,9 @@ Result<FluxConfig> detect_flux(const TensorIndex& index, const std::string& pref
     cfg.split_qkv = p.has("double_blocks.0.img_attn.q.weight");
     const std::string qkv = cfg.split_qkv ? "img_attn.q" : "img_attn.qkv";
     cfg.qkv_bias = p.has("double_blocks.0." + qkv + ".bias");
-    cfg.depth = count_blocks(p, "double_blocks.", qkv + ".weight");
+    cfg.depth = p.count("double_blocks.", qkv + ".weight");
     cfg.depth_single =
-        count_blocks(p, "single_blocks.", cfg.split_qkv ? "mlp_in.weight" : "linear1.weight");
+        p.count("single_blocks.", cfg.split_qkv ? "mlp_in.weight" : "linear1.weight");
     if (cfg.depth == 0) {
         return p.missing("double_blocks.0." + qkv + ".weight");
     }
