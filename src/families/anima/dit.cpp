@@ -20,20 +20,6 @@ ggml_tensor* head_rms(nn::Ctx& c, ggml_tensor* x, const std::string& name, int64
     return ggml_reshape_3d(c.ctx, ggml_mul(c.ctx, x, c.W(name, {d})), dim, t, n);
 }
 
-// RoPE on the two halves of every head of x [heads*d, T, N] (contiguous): pair i is
-// (x[i], x[i + d/2]); cos / sin [d/2, 1, T, 1].
-ggml_tensor* rope_halves(ggml_context* ctx, ggml_tensor* x, ggml_tensor* cos, ggml_tensor* sin,
-                         int64_t d) {
-    const int64_t dim = x->ne[0], t = x->ne[1], n = x->ne[2], heads = dim / d;
-    const size_t e = ggml_element_size(x);
-    ggml_tensor* x0 = ggml_view_4d(ctx, x, d / 2, heads, t, n, d * e, dim * e, dim * t * e, 0);
-    ggml_tensor* x1 =
-        ggml_view_4d(ctx, x, d / 2, heads, t, n, d * e, dim * e, dim * t * e, (d / 2) * e);
-    ggml_tensor* r0 = ggml_sub(ctx, ggml_mul(ctx, x0, cos), ggml_mul(ctx, x1, sin));
-    ggml_tensor* r1 = ggml_add(ctx, ggml_mul(ctx, x0, sin), ggml_mul(ctx, x1, cos));
-    return ggml_reshape_3d(ctx, ggml_concat(ctx, r0, r1, 0), dim, t, n);
-}
-
 // Attention with q/k/v projections (no biases) and per-head q/k RMSNorm; RoPE on q and k
 // where their angles are given. x [in, Tq, N], ctx_in [ctx_width, Tk, N] (x itself: self).
 struct AttnShape {
@@ -49,8 +35,8 @@ ggml_tensor* attention(nn::Ctx& c, const std::string& p, const AttnShape& s, ggm
     ggml_tensor* v = nn::linear(c, ctx_in, p + "v_proj", s.ctx_width, inner, false);
     q = head_rms(c, q, p + "q_norm.weight", s.d);
     k = head_rms(c, k, p + "k_norm.weight", s.d);
-    if (q_cos) q = rope_halves(c.ctx, q, q_cos, q_sin, s.d);
-    if (k_cos) k = rope_halves(c.ctx, k, k_cos, k_sin, s.d);
+    if (q_cos) q = nn::rope_halves(c.ctx, q, q_cos, q_sin, static_cast<int>(s.heads));
+    if (k_cos) k = nn::rope_halves(c.ctx, k, k_cos, k_sin, static_cast<int>(s.heads));
     ggml_tensor* o = nn::attention(c.ctx, q, k, v, static_cast<int>(s.heads));
     return nn::linear(c, o, p + s.out, inner, s.in, false);
 }
