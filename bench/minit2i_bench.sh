@@ -98,29 +98,4 @@ for pair in "1:$dit1" "2:$dit2"; do
 done
 results+="}"
 
-python3 - "$results" "$blocks" <<'PY'
-import json, sys
-r = json.loads(sys.argv[1])
-BLOCKS = int(sys.argv[2])
-def step(run):
-    s = (run or {}).get("step_seconds")
-    return min(s) if isinstance(s, list) else s
-def parts(one, two):
-    block = max(two - one, 0.0)
-    rest = one - block
-    return {"one_block_step_seconds": round(one, 3), "block_seconds": round(block, 3),
-            "rest_of_step_seconds": round(rest, 3),
-            "step_estimate_seconds": round(rest + BLOCKS * block, 2)}
-summary = {"whole_step": "%d double blocks" % BLOCKS}
-g1, g2 = step(r.get("ggdiff_1_blocks")), step(r.get("ggdiff_2_blocks"))
-if g1 and g2:
-    summary["ggdiff"] = parts(g1, g2)
-r1, r2 = step(r.get("reference_1_blocks")), step(r.get("reference_2_blocks"))
-if r1 and r2:
-    summary["reference"] = parts(r1, r2)
-    if g1 and g2:
-        summary["ggdiff_over_reference_block"] = round(
-            summary["ggdiff"]["block_seconds"] / max(summary["reference"]["block_seconds"], 1e-9), 3)
-r["summary"] = summary
-print(json.dumps(r, indent=1))
-PY
+python3 "$bench_root/bench/block_estimate.py" "$results" "$blocks" "double blocks"
