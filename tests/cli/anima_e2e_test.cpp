@@ -84,17 +84,7 @@ class AnimaFiles : public ::testing::Test {
 
     // A request that fails before any compute: `model` with a tiny image.
     RunResult refused(const std::vector<std::string>& model, const std::string& out) const {
-        std::vector<std::string> args = model;
-        args.insert(args.end(), {"-p", "x", "-W", "64", "-H", "64", "-o", out});
-        return e2e::run_ggdiff(args, dir_, 120);
-    }
-
-    static void expect_near(const std::string& a, const std::string& b, double max_mean,
-                            const char* what) {
-        const e2e::ImageDiff d = e2e::compare_images(a, b);
-        ASSERT_TRUE(d.ok) << d.error;
-        EXPECT_LE(d.mean_abs, max_mean) << what << " (max " << d.max_abs << ")";
-        std::printf("%s: mean_abs_diff %.3f\n", what, d.mean_abs);
+        return e2e::run_refused(model, out, dir_);
     }
 
     std::string dir_;
@@ -126,7 +116,7 @@ TEST_F(AnimaFiles, UnwrappedNamesAreTheSameModel) {
     const std::string out = dir_ + "/bare.png";
     RunResult r = generate(args, out);
     ASSERT_TRUE(r.succeeded()) << r.describe();
-    expect_near(out, golden(), e2e::suite_tolerance(suite_dir()), "unwrapped names");
+    e2e::expect_images_near(out, golden(), e2e::suite_tolerance(suite_dir()), "unwrapped names");
 }
 
 // The DiT converted to a q8_0 GGUF, and every part converted on load with --type q8_0, stay
@@ -145,7 +135,7 @@ TEST_F(AnimaFiles, GgufDitTypeAndMetadata) {
     const std::string out = dir_ + "/gguf.png";
     RunResult r = generate(anima_args(gguf), out);
     ASSERT_TRUE(r.succeeded()) << r.describe();
-    expect_near(out, golden(), 6.0, "q8_0 GGUF DiT against the f16 golden");
+    e2e::expect_images_near(out, golden(), 6.0, "q8_0 GGUF DiT against the f16 golden");
     auto params = ggdiff::read_image_parameters(out);
     ASSERT_TRUE(params.ok());
     EXPECT_TRUE(contains(*params, "Model: anima_tiny_dit_q8_0")) << *params;
@@ -155,7 +145,7 @@ TEST_F(AnimaFiles, GgufDitTypeAndMetadata) {
     const std::string out2 = dir_ + "/type.png";
     RunResult t = generate(typed, out2);
     ASSERT_TRUE(t.succeeded()) << t.describe();
-    expect_near(out2, golden(), 6.0, "--type q8_0 against the f16 golden");
+    e2e::expect_images_near(out2, golden(), 6.0, "--type q8_0 against the f16 golden");
 }
 
 // What a newcomer gets wrong: no --llm, an LLM of another width (Z-Image's 512-wide test

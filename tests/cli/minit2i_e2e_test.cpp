@@ -103,17 +103,7 @@ class MiniT2IFiles : public ::testing::Test {
 
     // A request that fails before any compute: `model` with a tiny image.
     RunResult refused(const std::vector<std::string>& model, const std::string& out) const {
-        std::vector<std::string> args = model;
-        args.insert(args.end(), {"-p", "x", "-W", "64", "-H", "64", "-o", out});
-        return e2e::run_ggdiff(args, dir_, 120);
-    }
-
-    static void expect_near(const std::string& a, const std::string& b, double max_mean,
-                            const char* what) {
-        const e2e::ImageDiff d = e2e::compare_images(a, b);
-        ASSERT_TRUE(d.ok) << d.error;
-        EXPECT_LE(d.mean_abs, max_mean) << what << " (max " << d.max_abs << ")";
-        std::printf("%s: mean_abs_diff %.3f\n", what, d.mean_abs);
+        return e2e::run_refused(model, out, dir_);
     }
 
     std::string dir_;
@@ -149,7 +139,7 @@ TEST_F(MiniT2IFiles, SingleFileAndUnwrappedNamesAreTheSameModel) {
     const std::string out = dir_ + "/single.png";
     RunResult r = generate({"-m", single, "--t5xxl-tokenizer", tok}, out);
     ASSERT_TRUE(r.succeeded()) << r.describe();
-    expect_near(out, golden(), e2e::suite_tolerance(suite_dir()), "single file");
+    e2e::expect_images_near(out, golden(), e2e::suite_tolerance(suite_dir()), "single file");
 
     const std::string net = dir_ + "/minit2i_net.safetensors";
     ASSERT_TRUE(merge_safetensors({{e2e::built_fixture("minit2i_tiny_dit"),
@@ -161,7 +151,7 @@ TEST_F(MiniT2IFiles, SingleFileAndUnwrappedNamesAreTheSameModel) {
     const std::string out2 = dir_ + "/net.png";
     RunResult n = generate(split_args(net), out2);
     ASSERT_TRUE(n.succeeded()) << n.describe();
-    expect_near(out2, golden(), e2e::suite_tolerance(suite_dir()), "unwrapped names");
+    e2e::expect_images_near(out2, golden(), e2e::suite_tolerance(suite_dir()), "unwrapped names");
 }
 
 // The DiT and the T5 converted to q8_0 GGUFs, and every part converted on load with --type
@@ -185,7 +175,7 @@ TEST_F(MiniT2IFiles, GgufPartsTypeAndMetadata) {
     const std::string out = dir_ + "/gguf.png";
     RunResult r = generate(split_args(dit, t5), out);
     ASSERT_TRUE(r.succeeded()) << r.describe();
-    expect_near(out, golden(), 6.0, "q8_0 GGUF DiT and T5 against the f16 golden");
+    e2e::expect_images_near(out, golden(), 6.0, "q8_0 GGUF DiT and T5 against the f16 golden");
     auto params = ggdiff::read_image_parameters(out);
     ASSERT_TRUE(params.ok());
     EXPECT_TRUE(contains(*params, "Model: minit2i_tiny_dit_q8_0")) << *params;
@@ -193,7 +183,7 @@ TEST_F(MiniT2IFiles, GgufPartsTypeAndMetadata) {
     const std::string out2 = dir_ + "/type.png";
     RunResult t = generate(split_args(), out2, {"--type", "q8_0"});
     ASSERT_TRUE(t.succeeded()) << t.describe();
-    expect_near(out2, golden(), 6.0, "--type q8_0 against the f16 golden");
+    e2e::expect_images_near(out2, golden(), 6.0, "--type q8_0 against the f16 golden");
 }
 
 // -b 2: seeds s and s + 1, each the image its own seed gives alone.
@@ -207,7 +197,8 @@ TEST_F(MiniT2IFiles, BatchSeeds) {
     }
     std::sort(pngs.begin(), pngs.end());
     ASSERT_EQ(pngs.size(), 2u) << b.describe();
-    expect_near(pngs[0], golden(), e2e::suite_tolerance(suite_dir()), "batch image 1 (seed 42)");
+    e2e::expect_images_near(pngs[0], golden(), e2e::suite_tolerance(suite_dir()),
+                            "batch image 1 (seed 42)");
     auto p2 = ggdiff::read_image_parameters(pngs[1]);
     ASSERT_TRUE(p2.ok());
     EXPECT_TRUE(contains(*p2, "Seed: 43")) << *p2;
@@ -215,7 +206,7 @@ TEST_F(MiniT2IFiles, BatchSeeds) {
     fs::create_directories(dir_ + "/seed43");
     RunResult s = generate(split_args(), alone, {"-s", "43"});
     ASSERT_TRUE(s.succeeded()) << s.describe();
-    expect_near(pngs[1], alone, 0.5, "batch image 2 against seed 43 alone");
+    e2e::expect_images_near(pngs[1], alone, 0.5, "batch image 2 against seed 43 alone");
 }
 
 // What a newcomer gets wrong: no T5, a VAE, a --prediction; each is refused before any compute.

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -390,6 +391,23 @@ inline ImageDiff compare_images(const std::string& path, const std::string& refe
     d.mean_abs = x.pixels.empty() ? 0.0 : sum / static_cast<double>(x.pixels.size());
     d.max_abs = mx;
     return d;
+}
+
+// Image `a` is within `max_mean` (mean absolute difference) of `b`; prints the difference.
+inline void expect_images_near(const std::string& a, const std::string& b, double max_mean,
+                               const char* what) {
+    const ImageDiff d = compare_images(a, b);
+    ASSERT_TRUE(d.ok) << d.error;
+    EXPECT_LE(d.mean_abs, max_mean) << what << " (max " << d.max_abs << ")";
+    std::printf("%s: mean_abs_diff %.3f\n", what, d.mean_abs);
+}
+
+// A request that must fail before any compute: `model` with a tiny image into `out`.
+inline RunResult run_refused(const std::vector<std::string>& model, const std::string& out,
+                             const std::string& log_dir) {
+    std::vector<std::string> args = model;
+    args.insert(args.end(), {"-p", "x", "-W", "64", "-H", "64", "-o", out});
+    return run_ggdiff(args, log_dir, 120);
 }
 
 // ---------------------------------------------------------------------------------------------
