@@ -20,76 +20,32 @@ using namespace ggdiff::twin;
 constexpr const char* kSuite = "anima_tiny";
 constexpr const char* kCase = "anima_euler";
 
-class AnimaTwin : public TwoWorkers {
+class AnimaTwin : public CaseTwin {
   protected:
-    static std::string suite_dir() { return e2e::repo_suite_dir(kSuite); }
-    static std::string golden() { return suite_dir() + "/" + kCase + ".png"; }
-    static std::vector<std::string> case_args() { return e2e::suite_case_args(suite_dir(), kCase); }
-    static std::vector<std::string> files() {
+    std::string suite() const override { return kSuite; }
+    std::string case_id() const override { return kCase; }
+    std::vector<std::string> model_files() const override {
         return {e2e::built_fixture("anima_tiny_dit"), e2e::built_fixture("anima_tiny_llm"),
                 e2e::built_fixture("qwen_vae")};
     }
-
-    void SetUp() override {
-        ASSERT_TRUE(fs::is_regular_file(e2e::binary_path()));
-        ASSERT_TRUE(fs::is_regular_file(golden()));
-        for (const std::string& f : files()) {
-            ASSERT_TRUE(fs::is_regular_file(f))
-                << "missing " << f << " (run through ctest: its fixture tests make the files)";
-        }
-        ASSERT_FALSE(case_args().empty()) << "no case " << kCase;
-        TwoWorkers::SetUp();
+    std::vector<std::string> model_args() const override {
+        const std::vector<std::string> f = model_files();
+        return {"--diffusion-model",
+                f[0],
+                "--llm",
+                f[1],
+                "--vae",
+                f[2],
+                "--llm-tokenizer",
+                e2e::shared_dir() + "/data/qwen2_synthetic",
+                "--t5xxl-tokenizer",
+                e2e::shared_dir() + "/data/t5_synthetic"};
     }
-
-    std::vector<std::string> request(const std::vector<std::string>& extra) const {
-        const std::vector<std::string> f = files();
-        std::vector<std::string> args = {"--diffusion-model",
-                                         f[0],
-                                         "--llm",
-                                         f[1],
-                                         "--vae",
-                                         f[2],
-                                         "--llm-tokenizer",
-                                         e2e::shared_dir() + "/data/qwen2_synthetic",
-                                         "--t5xxl-tokenizer",
-                                         e2e::shared_dir() + "/data/t5_synthetic"};
-        for (const std::string& a : case_args()) args.push_back(a);
-        args.insert(args.end(), {"--rpc-servers", servers(), "-v"});
-        args.insert(args.end(), extra.begin(), extra.end());
-        return args;
+    // The DiT on RPC0, the text encoder and VAE on the CPU.
+    std::vector<std::string> single_device_placement() const override {
+        return {"--backend", "all=CPU,diffusion=RPC0"};
     }
-
-    RunResult generate(const std::vector<std::string>& extra, const std::string& out,
-                       const std::string& log_dir) const {
-        std::vector<std::string> args = request(extra);
-        args.insert(args.end(), {"-o", out});
-        return e2e::run_ggdiff(args, log_dir, 600);
-    }
-
-    // The case with the DiT on RPC0, the text encoder and VAE on the CPU, made once per build.
-    std::string single_device() const {
-        const std::vector<std::string> extra = {"--backend", "all=CPU,diffusion=RPC0"};
-        std::string key = join(extra, " ") + "|" + join(case_args(), " ");
-        for (const std::string& f : files()) key += "|" + file_stamp(f);
-        return cached_image("anima_references", key, [&](const std::string& path) {
-            return generate(extra, path, dir_ + "/reference");
-        });
-    }
-
-    // The case placed by `extra`: its image must be the single-device one and the golden one.
-    RunResult twin(const std::vector<std::string>& extra, const char* what) {
-        const double tolerance = e2e::suite_tolerance(suite_dir());
-        const std::string reference = single_device();
-        const std::string out = dir_ + "/twin.png";
-        RunResult r = generate(extra, out, dir_);
-        expect_same_image(r, out, reference, tolerance, what);
-        if (r.succeeded()) {
-            const e2e::ImageDiff g = e2e::compare_images(out, golden());
-            EXPECT_TRUE(g.ok) << g.error;
-            EXPECT_LE(g.mean_abs, tolerance) << what << " against the golden image";
-        }
-        return r;
-    }
+    std::string cache_name() const override { return "anima_references"; }
 };
 
 // The DiT split by layers over both workers: the graph crosses the devices and the image is

@@ -20,73 +20,23 @@ constexpr const char* kCase = "ernie_euler";
 constexpr int kDitLayers = 2;   // ernie_tiny_dit
 constexpr int kLlmLayers = 25;  // ernie_tiny_llm: the layers up to the one ERNIE-Image reads
 
-class ErnieTwin : public TwoWorkers {
+class ErnieTwin : public CaseTwin {
   protected:
-    static std::string suite_dir() { return e2e::repo_suite_dir("ernie_tiny"); }
-    static std::string golden() { return suite_dir() + "/" + kCase + ".png"; }
-    static std::vector<std::string> files() {
-        return {"--diffusion-model",
-                e2e::built_fixture("ernie_tiny_dit"),
-                "--llm",
-                e2e::built_fixture("ernie_tiny_llm"),
-                "--vae",
+    std::string suite() const override { return "ernie_tiny"; }
+    std::string case_id() const override { return kCase; }
+    std::vector<std::string> model_files() const override {
+        return {e2e::built_fixture("ernie_tiny_dit"), e2e::built_fixture("ernie_tiny_llm"),
                 e2e::built_fixture("flux2_vae")};
     }
-
-    void SetUp() override {
-        for (const std::string& f :
-             {e2e::binary_path(), e2e::built_fixture("ernie_tiny_dit"),
-              e2e::built_fixture("ernie_tiny_llm"), e2e::built_fixture("flux2_vae"), golden()}) {
-            ASSERT_TRUE(fs::is_regular_file(f))
-                << "missing " << f << " (run through ctest: its fixture tests make the files)";
-        }
-        ASSERT_FALSE(e2e::suite_case_args(suite_dir(), kCase).empty()) << "no case " << kCase;
-        TwoWorkers::SetUp();
+    std::vector<std::string> model_args() const override {
+        const std::vector<std::string> f = model_files();
+        return {"--diffusion-model", f[0], "--llm", f[1], "--vae", f[2]};
     }
-
-    std::vector<std::string> request(const std::vector<std::string>& extra) const {
-        std::vector<std::string> args = files();
-        for (const std::string& a : e2e::suite_case_args(suite_dir(), kCase)) args.push_back(a);
-        args.insert(args.end(), {"--rpc-servers", servers(), "-v"});
-        args.insert(args.end(), extra.begin(), extra.end());
-        return args;
+    // The DiT and the LLM on RPC0, the VAE on the CPU.
+    std::vector<std::string> single_device_placement() const override {
+        return {"--backend", "all=RPC0,vae=CPU"};
     }
-
-    RunResult generate(const std::vector<std::string>& extra, const std::string& out,
-                       const std::string& log_dir) const {
-        std::vector<std::string> args = request(extra);
-        args.insert(args.end(), {"-o", out});
-        return e2e::run_ggdiff(args, log_dir, 600);
-    }
-
-    // The case with the DiT and the LLM on RPC0 (the VAE on the CPU), made once per build of the
-    // binaries.
-    std::string single_device() const {
-        const std::vector<std::string> extra = {"--backend", "all=RPC0,vae=CPU"};
-        std::string key =
-            join(extra, " ") + "|" + join(e2e::suite_case_args(suite_dir(), kCase), " ");
-        for (const char* stem : {"ernie_tiny_dit", "ernie_tiny_llm", "flux2_vae"}) {
-            key += "|" + file_stamp(e2e::built_fixture(stem));
-        }
-        return cached_image("ernie_references", key, [&](const std::string& path) {
-            return generate(extra, path, dir_ + "/reference");
-        });
-    }
-
-    // The case placed by `extra`: its image must be the single-device one and the golden one.
-    RunResult twin(const std::vector<std::string>& extra, const char* what) {
-        const double tolerance = e2e::suite_tolerance(suite_dir());
-        const std::string reference = single_device();
-        const std::string out = dir_ + "/twin.png";
-        RunResult r = generate(extra, out, dir_);
-        expect_same_image(r, out, reference, tolerance, what);
-        if (r.succeeded()) {
-            const e2e::ImageDiff g = e2e::compare_images(out, golden());
-            EXPECT_TRUE(g.ok) << g.error;
-            EXPECT_LE(g.mean_abs, tolerance) << what << " against the golden image";
-        }
-        return r;
-    }
+    std::string cache_name() const override { return "ernie_references"; }
 };
 
 // The DiT and the text encoder each split by layers over both workers: both graphs cross the

@@ -21,61 +21,24 @@ using namespace ggdiff::twin;
 constexpr int kLayers = 4;  // hidream_o1_tiny
 constexpr double kSameImage = 0.5;
 
-class HiDreamO1Twin : public TwoWorkers {
+class HiDreamO1Twin : public CaseTwin {
   protected:
-    void SetUp() override {
-        for (const std::string& f : {e2e::binary_path(), model()}) {
-            ASSERT_TRUE(fs::is_regular_file(f))
-                << "missing " << f << " (run through ctest: its fixture tests make the files)";
-        }
-        TwoWorkers::SetUp();
+    double same_image_tolerance() const override { return kSameImage; }
+    std::vector<std::string> model_files() const override {
+        return {e2e::built_fixture("hidream_o1_tiny")};
     }
-    static std::string model() { return e2e::built_fixture("hidream_o1_tiny"); }
-
-    std::vector<std::string> request(const std::vector<std::string>& extra) const {
-        std::vector<std::string> args = {"-m",
-                                         model(),
-                                         "--llm-tokenizer",
-                                         e2e::shared_dir() + "/data/qwen2_synthetic",
-                                         "-p",
-                                         "a lovely cat",
-                                         "-n",
-                                         "blurry",
-                                         "--cfg-scale",
-                                         "3",
-                                         "-W",
-                                         "96",
-                                         "-H",
-                                         "64",
-                                         "--steps",
-                                         "3",
-                                         "-s",
-                                         "4",
-                                         "--rpc-servers",
-                                         servers(),
-                                         "-v"};
-        args.insert(args.end(), extra.begin(), extra.end());
-        return args;
+    std::vector<std::string> model_args() const override {
+        return {"-m", model_files()[0], "--llm-tokenizer",
+                e2e::shared_dir() + "/data/qwen2_synthetic"};
     }
-    RunResult generate(const std::vector<std::string>& extra, const std::string& out,
-                       const std::string& log_dir) const {
-        std::vector<std::string> args = request(extra);
-        args.insert(args.end(), {"-o", out});
-        return e2e::run_ggdiff(args, log_dir, 600);
+    std::vector<std::string> case_args() const override {
+        return {"-p", "a lovely cat", "-n", "blurry",  "--cfg-scale", "3",  "-W",
+                "96", "-H",           "64", "--steps", "3",           "-s", "4"};
     }
-    std::string single_device() const {
-        const std::vector<std::string> extra = {"--backend", "all=RPC0"};
-        return cached_image(
-            "hidream_o1_references", join(extra, " ") + "|" + file_stamp(model()),
-            [&](const std::string& path) { return generate(extra, path, dir_ + "/reference"); });
+    std::vector<std::string> single_device_placement() const override {
+        return {"--backend", "all=RPC0"};
     }
-    RunResult twin(const std::vector<std::string>& extra, const char* what) {
-        const std::string reference = single_device();
-        const std::string out = dir_ + "/twin.png";
-        RunResult r = generate(extra, out, dir_);
-        expect_same_image(r, out, reference, kSameImage, what);
-        return r;
-    }
+    std::string cache_name() const override { return "hidream_o1_references"; }
 };
 
 TEST_F(HiDreamO1Twin, LanguageModelLayerSplit) {
@@ -96,12 +59,8 @@ TEST_F(HiDreamO1Twin, MaxVramStreamsTheDitInSegments) {
     RunResult probe =
         generate({"--backend", "all=RPC0", "--steps", "1"}, probe_png, dir_ + "/probe");
     ASSERT_TRUE(probe.succeeded()) << probe.describe();
-    std::smatch m;
-    const std::string probe_log = log_of(probe);
-    ASSERT_TRUE(std::regex_search(probe_log, m,
-                                  std::regex(R"(HiDream-O1 DiT: \d+ weights, ([0-9.]+) MiB)")))
-        << probe_log;
-    const double weights = std::stod(m[1].str()) * (1 << 20);
+    const double weights = weight_bytes_logged(log_of(probe), "HiDream-O1 DiT");
+    ASSERT_GT(weights, 0) << probe.describe();
     const nlohmann::json dit = planned_component(
         request({"--backend", "all=RPC0", "--auto-fit", "--fit-dry-run"}), dir_ + "/dry");
     ASSERT_TRUE(dit.contains("reserve_bytes")) << dit;

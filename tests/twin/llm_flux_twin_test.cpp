@@ -33,68 +33,23 @@ const Family kFamilies[] = {
     {"Ovis", "Ovis-Image", "ovis_tiny", "ovis_euler", "ovis_tiny_dit", "zimage_tiny_llm"},
 };
 
-class LlmFluxTwin : public TwoWorkers, public ::testing::WithParamInterface<Family> {
+class LlmFluxTwin : public CaseTwin, public ::testing::WithParamInterface<Family> {
   protected:
     const Family& family() const { return GetParam(); }
-    std::string suite_dir() const { return e2e::repo_suite_dir(family().suite); }
-    std::vector<std::string> case_args() const {
-        return e2e::suite_case_args(suite_dir(), family().id);
+    std::string suite() const override { return family().suite; }
+    std::string case_id() const override { return family().id; }
+    std::vector<std::string> model_files() const override {
+        return {e2e::built_fixture(family().dit), e2e::built_fixture(family().llm),
+                e2e::built_fixture("flux_ae")};
     }
-
-    void SetUp() override {
-        const std::string golden = suite_dir() + "/" + family().id + ".png";
-        for (const std::string& f :
-             {e2e::binary_path(), e2e::built_fixture(family().dit),
-              e2e::built_fixture(family().llm), e2e::built_fixture("flux_ae"), golden}) {
-            ASSERT_TRUE(fs::is_regular_file(f))
-                << "missing " << f << " (run through ctest: its fixture tests make the files)";
-        }
-        ASSERT_FALSE(case_args().empty()) << "no case " << family().id;
-        TwoWorkers::SetUp();
+    std::vector<std::string> model_args() const override {
+        return e2e::llm_flux_args(family().dit, family().llm);
     }
-
-    std::vector<std::string> request(const std::vector<std::string>& extra) const {
-        std::vector<std::string> args = e2e::llm_flux_args(family().dit, family().llm);
-        for (const std::string& a : case_args()) args.push_back(a);
-        args.insert(args.end(), {"--rpc-servers", servers(), "-v"});
-        args.insert(args.end(), extra.begin(), extra.end());
-        return args;
+    // The DiT and the VAE on RPC0.
+    std::vector<std::string> single_device_placement() const override {
+        return {"--backend", "all=RPC0,te=CPU"};
     }
-
-    RunResult generate(const std::vector<std::string>& extra, const std::string& out,
-                       const std::string& log_dir) const {
-        std::vector<std::string> args = request(extra);
-        args.insert(args.end(), {"-o", out});
-        return e2e::run_ggdiff(args, log_dir, 600);
-    }
-
-    // The case with the DiT and the VAE on RPC0, made once per build of the binaries.
-    std::string single_device() const {
-        const std::vector<std::string> extra = {"--backend", "all=RPC0,te=CPU"};
-        const std::string key = join(extra, " ") + "|" + join(case_args(), " ") + "|" +
-                                file_stamp(e2e::built_fixture(family().dit)) + "|" +
-                                file_stamp(e2e::built_fixture(family().llm)) + "|" +
-                                file_stamp(e2e::built_fixture("flux_ae"));
-        return cached_image("llm_flux_references", key, [&](const std::string& path) {
-            return generate(extra, path, dir_ + "/reference");
-        });
-    }
-
-    // The case placed by `extra`: its image must be the single-device one and the golden one.
-    RunResult twin(const std::vector<std::string>& extra, const char* what) {
-        const double tolerance = e2e::suite_tolerance(suite_dir());
-        const std::string reference = single_device();
-        const std::string out = dir_ + "/twin.png";
-        RunResult r = generate(extra, out, dir_);
-        expect_same_image(r, out, reference, tolerance, what);
-        if (r.succeeded()) {
-            const e2e::ImageDiff g =
-                e2e::compare_images(out, suite_dir() + "/" + family().id + ".png");
-            EXPECT_TRUE(g.ok) << g.error;
-            EXPECT_LE(g.mean_abs, tolerance) << what << " against the golden image";
-        }
-        return r;
-    }
+    std::string cache_name() const override { return "llm_flux_references"; }
 };
 
 // The DiT split by layers over both workers (LongCat: with the reference latents in its

@@ -25,59 +25,24 @@ constexpr int kBlocks = 4;    // 2 txt_preamble_blocks + 2 double_blocks
 constexpr int kT5Blocks = 2;  // flux_tiny_t5
 constexpr double kSameImage = 0.5;
 
-class MiniT2ITwin : public TwoWorkers {
+class MiniT2ITwin : public CaseTwin {
   protected:
-    static std::string suite_dir() { return e2e::repo_suite_dir(kSuite); }
-    static std::string golden() { return suite_dir() + "/" + kCase + ".png"; }
-    static std::vector<std::string> case_args() { return e2e::suite_case_args(suite_dir(), kCase); }
-    static std::vector<std::string> files() {
+    std::string suite() const override { return kSuite; }
+    std::string case_id() const override { return kCase; }
+    double same_image_tolerance() const override { return kSameImage; }
+    std::vector<std::string> model_files() const override {
         return {e2e::built_fixture("minit2i_tiny_dit"), e2e::built_fixture("flux_tiny_t5")};
     }
-
-    void SetUp() override {
-        ASSERT_TRUE(fs::is_regular_file(e2e::binary_path()));
-        ASSERT_TRUE(fs::is_regular_file(golden()));
-        for (const std::string& f : files()) {
-            ASSERT_TRUE(fs::is_regular_file(f))
-                << "missing " << f << " (run through ctest: its fixture tests make the files)";
-        }
-        ASSERT_FALSE(case_args().empty()) << "no case " << kCase;
-        TwoWorkers::SetUp();
+    std::vector<std::string> model_args() const override {
+        const std::vector<std::string> f = model_files();
+        return {"--diffusion-model", f[0],
+                "--t5xxl",           f[1],
+                "--t5xxl-tokenizer", e2e::shared_dir() + "/data/t5_synthetic"};
     }
-
-    std::vector<std::string> request(const std::vector<std::string>& extra) const {
-        const std::vector<std::string> f = files();
-        std::vector<std::string> args = {
-            "--diffusion-model", f[0],
-            "--t5xxl",           f[1],
-            "--t5xxl-tokenizer", e2e::shared_dir() + "/data/t5_synthetic"};
-        for (const std::string& a : case_args()) args.push_back(a);
-        args.insert(args.end(), {"--rpc-servers", servers(), "-v"});
-        args.insert(args.end(), extra.begin(), extra.end());
-        return args;
+    std::vector<std::string> single_device_placement() const override {
+        return {"--backend", "all=RPC0"};
     }
-    RunResult generate(const std::vector<std::string>& extra, const std::string& out,
-                       const std::string& log_dir) const {
-        std::vector<std::string> args = request(extra);
-        args.insert(args.end(), {"-o", out});
-        return e2e::run_ggdiff(args, log_dir, 600);
-    }
-    std::string single_device() const {
-        const std::vector<std::string> extra = {"--backend", "all=RPC0"};
-        return cached_image(
-            "minit2i_references", join(extra, " ") + "|" + file_stamp(files()[0]),
-            [&](const std::string& path) { return generate(extra, path, dir_ + "/reference"); });
-    }
-    RunResult twin(const std::vector<std::string>& extra, const char* what) {
-        const std::string reference = single_device();
-        const std::string out = dir_ + "/twin.png";
-        RunResult r = generate(extra, out, dir_);
-        expect_same_image(r, out, reference, kSameImage, what);
-        const e2e::ImageDiff g = e2e::compare_images(out, golden());
-        EXPECT_TRUE(g.ok) << g.error;
-        EXPECT_LE(g.mean_abs, e2e::suite_tolerance(suite_dir())) << what << " against the golden";
-        return r;
-    }
+    std::string cache_name() const override { return "minit2i_references"; }
 };
 
 TEST_F(MiniT2ITwin, DitLayerSplit) {
@@ -125,12 +90,8 @@ TEST_F(MiniT2ITwin, MaxVramStreamsTheDitInSegments) {
     RunResult probe =
         generate({"--backend", "all=RPC0", "--steps", "1"}, probe_png, dir_ + "/probe");
     ASSERT_TRUE(probe.succeeded()) << probe.describe();
-    std::smatch m;
-    const std::string probe_log = log_of(probe);
-    ASSERT_TRUE(
-        std::regex_search(probe_log, m, std::regex(R"(MiniT2I DiT: \d+ weights, ([0-9.]+) MiB)")))
-        << probe_log;
-    const double weights = std::stod(m[1].str()) * (1 << 20);
+    const double weights = weight_bytes_logged(log_of(probe), "MiniT2I DiT");
+    ASSERT_GT(weights, 0) << probe.describe();
     const nlohmann::json dit = planned_component(
         request({"--backend", "all=RPC0", "--auto-fit", "--fit-dry-run"}), dir_ + "/dry");
     ASSERT_TRUE(dit.contains("reserve_bytes")) << dit;

@@ -93,6 +93,14 @@ inline std::string weights_on(const std::string& log, const std::string& label) 
     return std::regex_search(log, m, re) ? m[1].str() : "(not logged)";
 }
 
+// With -v the runners log "<label>: N weights, X MiB, on <where>": X in bytes (-1 when the
+// line is not there).
+inline double weight_bytes_logged(const std::string& log, const std::string& label) {
+    const std::regex re(label + R"(: \d+ weights, ([\d.]+) MiB)");
+    std::smatch m;
+    return std::regex_search(log, m, re) ? std::stod(m[1].str()) * double(1 << 20) : -1.0;
+}
+
 // --max-vram graph cutting and --stream-layers (issue 15). The segments' log lines, in order.
 struct SegmentLine {
     int begin, end;
@@ -246,6 +254,91 @@ class TwoWorkers : public ::testing::Test {
 
     rpc_test::Worker w0_, w1_;
     std::string dir_;
+};
+
+// A twin suite on one request: the model's arguments, the request (a golden case of a suite
+// under tests/golden, or a suite's own arguments) and the placement of its single-device image.
+// That image is made once per build of the binaries; `twin` runs the request under another
+// placement and expects the single-device image, and the golden image when there is a case.
+class CaseTwin : public TwoWorkers {
+  protected:
+    // The files and tokenizers of the model (without the request).
+    virtual std::vector<std::string> model_args() const = 0;
+    // The fixture files model_args reads: they must exist, and they key the cached image.
+    virtual std::vector<std::string> model_files() const = 0;
+    // The placement of the single-device image, e.g. {"--backend", "all=RPC0"}.
+    virtual std::vector<std::string> single_device_placement() const = 0;
+    // The folder under GGDIFF_TEST_TMP that keeps the single-device images.
+    virtual std::string cache_name() const = 0;
+    // The golden case: its suite under tests/golden and its id (empty: no golden image, and
+    // case_args and same_image_tolerance must be given).
+    virtual std::string suite() const { return ""; }
+    virtual std::string case_id() const { return ""; }
+    virtual std::vector<std::string> case_args() const {
+        return e2e::suite_case_args(suite_dir(), case_id());
+    }
+    // The largest mean difference from the single-device image (the suite's tolerance).
+    virtual double same_image_tolerance() const { return e2e::suite_tolerance(suite_dir()); }
+
+    std::string suite_dir() const { return e2e::repo_suite_dir(suite()); }
+    std::string golden() const {
+        return suite().empty() ? std::string() : suite_dir() + "/" + case_id() + ".png";
+    }
+
+    void SetUp() override {
+        std::vector<std::string> needed = model_files();
+        needed.push_back(e2e::binary_path());
+        if (!suite().empty()) needed.push_back(golden());
+        for (const std::string& f : needed) {
+            ASSERT_TRUE(std::filesystem::is_regular_file(f))
+                << "missing " << f << " (run through ctest: its fixture tests make the files)";
+        }
+        ASSERT_FALSE(case_args().empty()) << "no case " << case_id() << " in " << suite_dir();
+        TwoWorkers::SetUp();
+    }
+
+    // The request with `extra` after it, on both workers, logging its placement (-v).
+    std::vector<std::string> request(const std::vector<std::string>& extra) const {
+        std::vector<std::string> args = model_args();
+        for (const std::string& a : case_args()) args.push_back(a);
+        args.insert(args.end(), {"--rpc-servers", servers(), "-v"});
+        args.insert(args.end(), extra.begin(), extra.end());
+        return args;
+    }
+
+    RunResult generate(const std::vector<std::string>& extra, const std::string& out,
+                       const std::string& log_dir) const {
+        std::vector<std::string> args = request(extra);
+        args.insert(args.end(), {"-o", out});
+        return e2e::run_ggdiff(args, log_dir, 600);
+    }
+
+    // The request under single_device_placement(), made once per build of the binaries.
+    std::string single_device() const {
+        const std::vector<std::string> placement = single_device_placement();
+        std::string key =
+            join(placement, " ") + "|" + join(model_args(), " ") + "|" + join(case_args(), " ");
+        for (const std::string& f : model_files()) key += "|" + file_stamp(f);
+        return cached_image(cache_name(), key, [&](const std::string& path) {
+            return generate(placement, path, dir_ + "/reference");
+        });
+    }
+
+    // The request placed by `extra`: its image must be the single-device one (and the golden
+    // one when there is a case).
+    RunResult twin(const std::vector<std::string>& extra, const char* what) {
+        const std::string reference = single_device();
+        const std::string out = dir_ + "/twin.png";
+        RunResult r = generate(extra, out, dir_);
+        expect_same_image(r, out, reference, same_image_tolerance(), what);
+        if (r.succeeded() && !suite().empty()) {
+            const e2e::ImageDiff g = e2e::compare_images(out, golden());
+            EXPECT_TRUE(g.ok) << g.error;
+            EXPECT_LE(g.mean_abs, e2e::suite_tolerance(suite_dir()))
+                << what << " against the golden image";
+        }
+        return r;
+    }
 };
 
 // The `module` component of the plan that a request with --auto-fit --fit-dry-run prints on
