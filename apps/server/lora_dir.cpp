@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <set>
 
 namespace ggdiff::server {
 
@@ -25,15 +26,27 @@ std::vector<LoraEntry> LoraDir::list() const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::error_code ec;
     const fs::path root(dir_);
-    // Symbolic links are not followed out of the folder: only what is in it is offered.
-    fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
+    // Symbolic links to files and folders are followed (shared model stores are often linked
+    // in); a folder reached again through a link is not read twice, and links to nothing are
+    // left out.
+    std::set<fs::path> seen = {fs::weakly_canonical(root, ec)};
+    fs::recursive_directory_iterator it(root,
+                                        fs::directory_options::skip_permission_denied |
+                                            fs::directory_options::follow_directory_symlink,
+                                        ec);
     for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
         if (it.depth() > 8) {
             it.disable_recursion_pending();
             continue;
         }
         std::error_code e2;
-        if (!it->is_regular_file(e2) || it->is_symlink(e2) || !is_lora_file(it->path())) continue;
+        if (it->is_directory(e2)) {
+            if (!seen.insert(fs::canonical(it->path(), e2)).second || e2) {
+                it.disable_recursion_pending();
+            }
+            continue;
+        }
+        if (!it->is_regular_file(e2) || !is_lora_file(it->path())) continue;
         const fs::path rel = it->path().lexically_relative(root);
         LoraEntry entry;
         entry.path = rel.generic_string();
