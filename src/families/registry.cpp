@@ -14,6 +14,7 @@ namespace ggdiff {
     X(kLongCatRecipe)          /* families/longcat (before FLUX.1: its layout) */ \
     X(kChromaRadianceRecipe)   /* families/chroma: Chroma1-Radiance */            \
     X(kChromaRecipe)           /* families/chroma (before FLUX.1) */              \
+    X(kSefiImageRecipe)        /* families/sefi (before FLUX.2: its layout) */    \
     X(kFlux2Recipe)            /* families/flux2: detect only (before FLUX.1) */  \
     X(kFluxRecipe)             /* families/flux: FLUX.1 dev, schnell, Kontext */  \
     X(kZImageRecipe)           /* families/z_image */                             \

@@ -30,6 +30,7 @@
 #include "pipeline/placement_setup.h"
 #include "sampling/parameterization.h"
 #include "sampling/rng.h"
+#include "sampling/samplers.h"
 #include "sampling/schedules.h"
 #include "sampling/step_cache.h"
 
@@ -165,6 +166,20 @@ struct FamilyDefaults {
     std::optional<float> eta;
 };
 
+// A sampler loop of the family's own, for a model the generic samplers cannot drive (SeFi-Image
+// steps its semantic and texture channels on two schedules). It replaces the plan's sampler
+// and schedule: the family's check_request says what it makes of --sampling-method and
+// --scheduler.
+struct OwnSampler {
+    // The noise levels of `steps` steps: the generic path noises the start to the first and
+    // undoes the flow scaling of the last, as for any schedule.
+    std::function<std::vector<float>(int steps)> sigmas;
+    // One item's loop: x from sigmas[0] to the clean latent (sampling::sample's contract).
+    std::function<Status(const sampling::DenoiseFn& denoise, std::vector<float>& x,
+                         const std::vector<float>& sigmas, const sampling::SamplerOptions& so)>
+        run;
+};
+
 // A module LoRA files can patch: its runner and, per weight (canonical name), the keys it
 // answers to in LoRA files (see io/lora_names.h; the canonical name itself always counts).
 struct LoraTarget {
@@ -248,6 +263,8 @@ struct Family {
     bool takes_end_image = false;
     // Whether video_conditions reads --control-video (Wan VACE); elsewhere it is refused.
     bool takes_control_video = false;
+    // The family's own sampler loop (replacing the plan's sampler and schedule), or null.
+    std::shared_ptr<const OwnSampler> own_sampler;
     // The starting noise is scaled by the eta in use (--eta, else defaults.eta) before the
     // init latent is noised with it (HiDream-O1, as stable-diffusion.cpp does).
     bool eta_scales_noise = false;

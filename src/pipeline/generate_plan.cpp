@@ -288,6 +288,9 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
         if (!s.ok()) return s.status();
         p.sigmas = std::move(*s);
     }
+    // A family's own loop samples its own levels; the infotext keeps the sampler and schedule
+    // asked for, as stable-diffusion.cpp's does.
+    if (f.own_sampler) p.sigmas = f.own_sampler->sigmas(static_cast<int>(p.sigmas.size()) - 1);
     const int d = f.vae->downscale();
     p.latent_w = p.width / d;
     p.latent_h = p.height / d;

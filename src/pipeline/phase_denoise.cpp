@@ -178,7 +178,11 @@ Status denoise_item(const DenoiseContext& c, const sampling::DenoiseFn& denoise,
     so.model = &c.plan.param;
     so.on_step = std::move(on_step);
     if (c.cache) c.cache->begin(sigmas);
-    GGDIFF_TRY(sampling::sample(c.plan.sampler, denoise, x, sigmas, sampler_rng, so));
+    if (c.family.own_sampler) {
+        GGDIFF_TRY(c.family.own_sampler->run(denoise, x, sigmas, so));
+    } else {
+        GGDIFF_TRY(sampling::sample(c.plan.sampler, denoise, x, sigmas, sampler_rng, so));
+    }
     if (c.cache && c.cache->enabled()) {
         GGDIFF_LOG_INFO("%s", c.cache->summary(sigmas.size() - 1).c_str());
     }

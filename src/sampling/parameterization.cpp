@@ -270,7 +270,7 @@ Parameterization with_flow_shift(const Parameterization& model, std::optional<fl
 }
 
 std::vector<std::string> prediction_names() {
-    return {"eps", "v", "edm_v", "sd3_flow", "flux_flow", "flux2_flow"};
+    return {"eps", "v", "edm_v", "sd3_flow", "flux_flow", "flux2_flow", "sefi_flow"};
 }
 
 }  // namespace ggdiff::sampling

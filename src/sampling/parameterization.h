@@ -120,7 +120,8 @@ class Parameterization {
 // models, mu of FlowExpShift ones; models without a flow time map are returned unchanged).
 Parameterization with_flow_shift(const Parameterization& model, std::optional<float> shift);
 
-// --prediction values, as sd-cli spells them: eps, v, edm_v, sd3_flow, flux_flow, flux2_flow.
+// --prediction values, as sd-cli spells them: eps, v, edm_v, sd3_flow, flux_flow, flux2_flow,
+// sefi_flow.
 std::vector<std::string> prediction_names();
 
 // out = model_out * c_out + x * c_skip (the denoised estimate; same operation order as

@@ -5,18 +5,22 @@
 
 namespace ggdiff {
 
-Result<std::unique_ptr<Flux2Denoiser>> Flux2Denoiser::create(const FamilyContext& ctx,
-                                                             const ModuleDevices& where,
-                                                             const models::Flux2Config& cfg) {
+Result<std::unique_ptr<Flux2Denoiser>> Flux2Denoiser::create(
+    const FamilyContext& ctx, const ModuleDevices& where, const models::Flux2Config& cfg,
+    std::shared_ptr<const Flux2DualTimesteps> dual) {
+    if (cfg.dual_time && !dual) {
+        return Status::Error("FLUX.2 DiT: a dual-time DiT needs its sampler's timesteps");
+    }
     auto d = std::unique_ptr<Flux2Denoiser>(new Flux2Denoiser());
     d->cfg_ = cfg;
+    d->dual_ = std::move(dual);
     d->wrap_ = {ctx.options.circular_x(), ctx.options.circular_y()};
     // A representative graph (2x2 latent, 2 text tokens, no reference) declares every weight.
     const int64_t s = 2, l = 2;
     const models::Flux2Positions pe = models::flux2_positions(cfg, s, s, l);
     auto runner = make_module(ctx, where, "FLUX.2 DiT", [&](GraphBuilder& gb) {
         HostTensor x({s, s, cfg.in_channels, 1});
-        HostTensor t({1}), g({1});
+        HostTensor t({cfg.dual_time ? 2 : 1}), g({1});
         HostTensor c({cfg.context_dim, l, 1});
         return std::vector<ggml_tensor*>{models::build_flux2(
             gb.nn(), cfg, gb.input(x), gb.input(t), gb.input(c), {},
@@ -71,6 +75,10 @@ Result<HostTensor> Flux2Denoiser::run(const DenoiseBatch& b) {
     const HostTensor context = HostTensor::stack(contexts, cfg_.context_dim, l);
     HostTensor ts({n});
     ts.data = b.timesteps;
+    if (cfg_.dual_time) {
+        ts = HostTensor({2});
+        ts.data = {dual_->semantic, dual_->texture};
+    }
     HostTensor g({n}, b.guidance);
     if (w != pe_w_ || h != pe_h_ || l != pe_l_ || ref_sizes != pe_refs_) {
         pe_ = models::flux2_positions(cfg_, w, h, l, ref_sizes, wrap_);

@@ -10,6 +10,13 @@
 
 namespace ggdiff {
 
+// The (semantic, texture) model timesteps a dual-time DiT (Flux2Config::dual_time: SeFi-Image)
+// is evaluated at next: its sampler sets them before each evaluation, since a batch carries one
+// timestep per item.
+struct Flux2DualTimesteps {
+    float semantic = 1000.0f, texture = 1000.0f;
+};
+
 // Takes latents [w, h, in_channels, n] in diffusion space (the VAE's 2x2-patchified,
 // normalized 128 channels), the model timestep sigma of each item, and each item's text
 // context (all its rows, no mask), stacked on the batch axis. DenoiseBatch::refs (reference
@@ -19,10 +26,11 @@ namespace ggdiff {
 // is i, single block i is depth + i).
 class Flux2Denoiser : public Denoiser {
   public:
-    // Declares and loads the DiT's weights on `where`.
-    static Result<std::unique_ptr<Flux2Denoiser>> create(const FamilyContext& ctx,
-                                                         const ModuleDevices& where,
-                                                         const models::Flux2Config& cfg);
+    // Declares and loads the DiT's weights on `where`. A dual-time DiT reads its timesteps
+    // from `dual` (required then) instead of the batch's.
+    static Result<std::unique_ptr<Flux2Denoiser>> create(
+        const FamilyContext& ctx, const ModuleDevices& where, const models::Flux2Config& cfg,
+        std::shared_ptr<const Flux2DualTimesteps> dual = nullptr);
 
     Result<HostTensor> run(const DenoiseBatch& batch) override;
     void end_phase() override { runner_->end_phase(); }
@@ -33,6 +41,7 @@ class Flux2Denoiser : public Denoiser {
   private:
     models::Flux2Config cfg_;
     std::unique_ptr<ModuleRunner> runner_;
+    std::shared_ptr<const Flux2DualTimesteps> dual_;
     // RoPE tables of the last (latent width, height, text tokens, reference sizes).
     int64_t pe_w_ = -1, pe_h_ = -1, pe_l_ = -1;
     std::vector<models::Flux2RefSize> pe_refs_;

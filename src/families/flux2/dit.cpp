@@ -50,6 +50,22 @@ ggml_tensor* scalar_embedder(nn::Ctx& c, const Flux2Config& cfg, ggml_tensor* v,
     return nn::scalar_embedder(c, v, p, cfg.hidden, kBias);
 }
 
+// SeFi-Image's timestep vector: each of the (semantic, texture) timesteps in `v` [2] embedded
+// as 256 sinusoidal features of the raw value (no x1000), Linear, SiLU, Linear into half the
+// hidden width; the two halves concatenated -> [hidden, 1].
+ggml_tensor* dual_time_embedder(nn::Ctx& c, const Flux2Config& cfg, ggml_tensor* v) {
+    const std::string p = cfg.prefix + "dual_time_embed.";
+    const int64_t half = cfg.hidden / 2;
+    auto embed = [&](int i, const char* which) {
+        ggml_tensor* t = ggml_view_1d(c.ctx, v, 1, i * ggml_element_size(v));
+        ggml_tensor* f = ggml_timestep_embedding(c.ctx, t, kTimeFeatures, 10000);
+        const std::string e = p + which + "_embedder.";
+        ggml_tensor* h = nn::linear(c, f, e + "linear_1", kTimeFeatures, half, kBias);
+        return nn::linear(c, ggml_silu(c.ctx, h), e + "linear_2", half, half, kBias);
+    };
+    return ggml_concat(c.ctx, embed(0, "semantic"), embed(1, "texture"), 0);
+}
+
 using Qkv = nn::QkvHeads;
 
 Qkv norm_heads(nn::Ctx& c, const Flux2Config& cfg, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v,
@@ -222,9 +238,24 @@ Result<Flux2Config> detect_flux2(const TensorIndex& index, const std::string& pr
         return st;
     if (Status st = expect_shape(p, "single_stream_modulation.lin.weight", 3 * hd, hd); !st.ok())
         return st;
-    if (Status st = expect_shape(p, "time_in.in_layer.weight", hd, kTimeFeatures); !st.ok())
-        return st;
-    if (Status st = expect_shape(p, "time_in.out_layer.weight", hd, hd); !st.ok()) return st;
+    cfg.dual_time = p.has("dual_time_embed.semantic_embedder.linear_1.weight");
+    if (cfg.dual_time) {
+        if (hd % 2 != 0) {
+            return p.odd("dual_time_embed.semantic_embedder.linear_1.weight",
+                         "the hidden width must be even (two halves)");
+        }
+        for (const char* e : {"semantic", "texture"}) {
+            const std::string n = std::string("dual_time_embed.") + e + "_embedder.";
+            if (Status st = expect_shape(p, n + "linear_1.weight", hd / 2, kTimeFeatures); !st.ok())
+                return st;
+            if (Status st = expect_shape(p, n + "linear_2.weight", hd / 2, hd / 2); !st.ok())
+                return st;
+        }
+    } else {
+        if (Status st = expect_shape(p, "time_in.in_layer.weight", hd, kTimeFeatures); !st.ok())
+            return st;
+        if (Status st = expect_shape(p, "time_in.out_layer.weight", hd, hd); !st.ok()) return st;
+    }
     cfg.guidance_embed = p.has("guidance_in.in_layer.weight");
     if (cfg.guidance_embed) {
         if (Status st = expect_shape(p, "guidance_in.in_layer.weight", hd, kTimeFeatures); !st.ok())
@@ -317,7 +348,14 @@ ggml_tensor* build_flux2(nn::Ctx& c, const Flux2Config& cfg, ggml_tensor* x, ggm
     }
     ggml_tensor* img = nn::linear(c, tokens, p + "img_in", cfg.in_channels, cfg.hidden, kBias);
 
-    ggml_tensor* vec = scalar_embedder(c, cfg, timesteps, p + "time_in.");
+    ggml_tensor* vec;
+    if (cfg.dual_time) {
+        vec = dual_time_embedder(c, cfg, timesteps);  // [hidden, 1]: the whole batch's
+        if (N != 1)
+            vec = ggml_repeat(c.ctx, vec, ggml_new_tensor_2d(c.ctx, vec->type, cfg.hidden, N));
+    } else {
+        vec = scalar_embedder(c, cfg, timesteps, p + "time_in.");
+    }
     if (cfg.guidance_embed && guidance) {
         vec = ggml_add(c.ctx, vec, scalar_embedder(c, cfg, guidance, p + "guidance_in."));
     }

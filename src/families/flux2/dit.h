@@ -42,6 +42,10 @@ struct Flux2Config {
     std::vector<int> axes_dim{32, 32, 32, 32};
     // Reference image k (1, 2, ...) sits at index position k * ref_index_scale.
     float ref_index_scale = 10.0f;
+    // SeFi-Image: dual_time_embed.{semantic,texture}_embedder.linear_{1,2} (256 sinusoidal
+    // features of the raw model timestep, Linear, SiLU, Linear, each half the hidden width,
+    // concatenated) instead of time_in; the batch shares one (semantic, texture) timestep pair.
+    bool dual_time = false;
 };
 
 // Reads the architecture from the weights under `prefix`; errors name the first missing or
@@ -67,7 +71,8 @@ Flux2Positions flux2_positions(const Flux2Config& cfg, int64_t latent_w, int64_t
                                int64_t text_tokens, const std::vector<Flux2RefSize>& refs = {},
                                nn::RopeWrap wrap = {});
 
-// x [W, H, in_channels, N] (any W, H), timesteps [N] (sigma in [0, 1]), context
+// x [W, H, in_channels, N] (any W, H), timesteps [N] (sigma in [0, 1]; with dual_time [2]: the
+// semantic and the texture timestep in 0..1000, shared by the batch), context
 // [context_dim, L, N] (or [context_dim, L, 1] for the whole batch), refs: reference latents
 // [w_k, h_k, in_channels, 1] shared by the batch (may be empty), guidance [N] (dev; ignored
 // without guidance_embed; may be null), pe from flux2_positions(W, H, L, ref sizes) ->
