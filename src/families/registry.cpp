@@ -18,6 +18,7 @@ namespace ggdiff {
     X(kFlux2Recipe)            /* families/flux2: detect only (before FLUX.1) */  \
     X(kFluxRecipe)             /* families/flux: FLUX.1 dev, schnell, Kontext */  \
     X(kZImageRecipe)           /* families/z_image */                             \
+    X(kBooguRecipe)            /* families/boogu: Boogu Image */                  \
     X(kHiDreamO1Recipe)        /* families/hidream_o1: HiDream-O1-Image */        \
     X(kAnimaRecipe)            /* families/anima */                               \
     X(kErnieImageRecipe)       /* families/ernie: ERNIE-Image */                  \

@@ -80,6 +80,7 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"hidream_o1", "hidream_o1"},   // tests/golden: a Qwen3-VL LLM as the DiT, on pixels
     {"minit2i_tiny", "minit2i"},    // tests/golden: a pixel-space DiT on T5 states
     {"sefi_tiny", "sefi_image"},    // tests/golden: FLUX.2 DiT with a dual timestep embedding
+    {"boogu_tiny", "boogu_image"},  // tests/golden: double/single-stream DiT on Qwen3-VL states
 };
 
 // The part flags -M info and -M convert read (others, e.g. --upscale-model, are left out).
