@@ -23,6 +23,7 @@ namespace ggdiff {
     X(kAnimaRecipe)            /* families/anima */                               \
     X(kErnieImageRecipe)       /* families/ernie: ERNIE-Image */                  \
     X(kMiniT2IRecipe)          /* families/minit2i */                             \
+    X(kKrea2Recipe)            /* families/krea2 */                               \
     X(kSd3Recipe)              /* families/sd3 */                                 \
     X(kWanRecipe)              /* families/wan: detect only */
 

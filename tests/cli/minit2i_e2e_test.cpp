@@ -12,12 +12,14 @@
 #include <functional>
 
 #include "../golden/e2e_support.h"
+#include "../golden/safetensors_merge.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 namespace e2e = ggdiff::e2e;
 using e2e::contains;
+using e2e::merge_safetensors;
 using e2e::RunResult;
 
 constexpr const char* kSuite = "minit2i_tiny";
@@ -27,52 +29,6 @@ std::vector<std::string> split_args(const std::string& dit = "", const std::stri
     return {"--diffusion-model", dit.empty() ? e2e::built_fixture("minit2i_tiny_dit") : dit,
             "--t5xxl",           t5.empty() ? e2e::built_fixture("flux_tiny_t5") : t5,
             "--t5xxl-tokenizer", e2e::shared_dir() + "/data/t5_synthetic"};
-}
-
-struct Safetensors {
-    nlohmann::json header;
-    std::string data;
-};
-
-bool read_safetensors(const std::string& path, Safetensors* out) {
-    std::ifstream f(path, std::ios::binary);
-    uint64_t n = 0;
-    if (!f.read(reinterpret_cast<char*>(&n), 8)) return false;
-    std::string header(n, '\0');
-    if (!f.read(header.data(), static_cast<std::streamsize>(n))) return false;
-    out->header = nlohmann::json::parse(header, nullptr, false);
-    out->data.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-    return !out->header.is_discarded();
-}
-
-// The tensors of `parts` (file, renaming) in one safetensors file `out`.
-bool merge_safetensors(
-    const std::vector<std::pair<std::string, std::function<std::string(const std::string&)>>>&
-        parts,
-    const std::string& out) {
-    nlohmann::json header = nlohmann::json::object();
-    std::string data;
-    for (const auto& [file, rename] : parts) {
-        Safetensors s;
-        if (!read_safetensors(file, &s)) return false;
-        const uint64_t base = data.size();
-        for (const auto& [name, value] : s.header.items()) {
-            if (name == "__metadata__") continue;
-            nlohmann::json v = value;
-            v["data_offsets"][0] = v["data_offsets"][0].get<uint64_t>() + base;
-            v["data_offsets"][1] = v["data_offsets"][1].get<uint64_t>() + base;
-            header[rename(name)] = v;
-        }
-        data += s.data;
-    }
-    std::string text = header.dump();
-    text.append((8 - text.size() % 8) % 8, ' ');
-    std::ofstream o(out, std::ios::binary);
-    const uint64_t m = text.size();
-    o.write(reinterpret_cast<const char*>(&m), 8);
-    o.write(text.data(), static_cast<std::streamsize>(text.size()));
-    o.write(data.data(), static_cast<std::streamsize>(data.size()));
-    return static_cast<bool>(o);
 }
 
 class MiniT2IFiles : public ::testing::Test {

@@ -79,6 +79,7 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"ernie_tiny", "ernie_image"},  // tests/golden: shared-adaLN DiT, Ministral 3 text
     {"hidream_o1", "hidream_o1"},   // tests/golden: a Qwen3-VL LLM as the DiT, on pixels
     {"minit2i_tiny", "minit2i"},    // tests/golden: a pixel-space DiT on T5 states
+    {"krea2_tiny", "krea2"},        // tests/golden: single-stream DiT on stacked LLM states
     {"sefi_tiny", "sefi_image"},    // tests/golden: FLUX.2 DiT with a dual timestep embedding
     {"boogu_tiny", "boogu_image"},  // tests/golden: double/single-stream DiT on Qwen3-VL states
 };
