@@ -33,7 +33,7 @@ Result<std::unique_ptr<BooguDenoiser>> BooguDenoiser::create(const FamilyContext
     auto d = std::unique_ptr<BooguDenoiser>(new BooguDenoiser());
     d->cfg_ = cfg;
     // Declares every weight: a call with one reference reaches the reference refiners too.
-    auto runner = make_module(ctx, where, "DiT", [&cfg](GraphBuilder& gb) {
+    auto runner = make_module(ctx, where, "Boogu DiT", [&cfg](GraphBuilder& gb) {
         const int64_t s = 2, text = 4;
         HostTensor x({s, s, cfg.latent_channels, 1});
         HostTensor ref({s, s, cfg.latent_channels, 1});

@@ -22,8 +22,17 @@ std::vector<std::string> boogu_lora_keys(const std::string& weight) {
     std::vector<std::string> keys;
     if (!ends_with(weight, ".weight")) return keys;
     const std::string path = weight.substr(0, weight.size() - 7);
-    dit_lora::original_keys(path, &keys);
-    dit_lora::diffusers_keys(path, &keys);
+    // The LoRA reader drops ".processor" from dotted keys (diffusers' attention-processor
+    // LoRAs); the joint attention's projections live under "processor.", so they answer to
+    // both forms (kohya's underscored keys keep it).
+    std::string dotted = path;
+    for (size_t at; (at = dotted.find(".processor.")) != std::string::npos;) {
+        dotted.erase(at, 10);
+    }
+    for (const std::string& p : {path, dotted}) {
+        dit_lora::original_keys(p, &keys);
+        dit_lora::diffusers_keys(p, &keys);
+    }
     std::vector<std::string> unique;
     for (std::string& k : keys) {
         if (std::find(unique.begin(), unique.end(), k) == unique.end()) unique.push_back(k);

@@ -4,7 +4,8 @@
 //
 // LoRA keys of a DiT weight: kohya ("lora_unet_double_stream_layers_0_img_self_attn_to_q"),
 // ComfyUI ("diffusion_model.double_stream_layers.0.img_self_attn.to_q"), PEFT
-// ("transformer.double_stream_layers.0.img_self_attn.to_q", "base_model.model. ...").
+// ("transformer.double_stream_layers.0.img_self_attn.to_q", "base_model.model. ..."); the joint
+// attention's "processor." projections also without "processor." (the LoRA reader drops it).
 #pragma once
 
 #include <string>
