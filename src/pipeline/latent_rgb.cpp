@@ -114,6 +114,7 @@ struct Projection {
     int patch = 1;     // pixels per latent pixel per side (channels are patch * patch groups)
     const float (*weights)[3] = nullptr;  // channels / patch^2 rows; null: RGB as it is
     const float* bias = nullptr;
+    int skip = 0;  // leading channels the projection does not read
 };
 
 Projection projection_of(LatentRgb format) {
@@ -132,6 +133,8 @@ Projection projection_of(LatentRgb format) {
             return {16, 1, kFluxWeights, kFluxBias};
         case LatentRgb::Flux2:
             return {128, 2, kFlux2Weights, kFlux2Bias};
+        case LatentRgb::SefiImage:
+            return {16 + 128, 2, kFlux2Weights, kFlux2Bias, 16};
         case LatentRgb::Wan21:
             return {16, 1, kWan21Weights, kWan21Bias};
         case LatentRgb::Wan22:
@@ -170,7 +173,7 @@ Result<Image> project_latent_rgb(const HostTensor& latent, LatentRgb format, int
     const int64_t plane = w * h;
     // Latent channel c of this frame.
     auto channel = [&](int64_t c) { return latent.ptr() + (c * frames + frame) * plane; };
-    const int patch = p.patch, rows = p.channels / (patch * patch);
+    const int patch = p.patch, rows = (p.channels - p.skip) / (patch * patch);
     Image img;
     img.width = static_cast<int>(w * patch);
     img.height = static_cast<int>(h * patch);
@@ -183,7 +186,7 @@ Result<Image> project_latent_rgb(const HostTensor& latent, LatentRgb format, int
             float rgb[3] = {0.0f, 0.0f, 0.0f};
             if (p.weights) {
                 for (int d = 0; d < rows; ++d) {
-                    const float v = channel(d * patch * patch + offset)[at];
+                    const float v = channel(p.skip + d * patch * patch + offset)[at];
                     for (int k = 0; k < 3; ++k) rgb[k] += v * p.weights[d][k];
                 }
             } else {

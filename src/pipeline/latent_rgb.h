@@ -20,8 +20,11 @@ enum class LatentRgb {
     Sd3,     // SD3 VAE, 16 channels
     Flux,    // FLUX.1 VAE, 16 channels (also Chroma, Z-Image)
     Flux2,   // FLUX.2 VAE, 32 channels packed 2x2 into 128 (channel c * 4 + py * 2 + px)
-    Wan21,   // Wan 2.1 VAE, 16 channels (also Qwen Image)
-    Wan22,   // Wan 2.2 VAE, 48 channels
+    // SeFi-Image: 16 semantic channels (not shown), then FLUX.2's 128 (the reference has no
+    // projection for its 144 channels and shows no preview)
+    SefiImage,
+    Wan21,  // Wan 2.1 VAE, 16 channels (also Qwen Image)
+    Wan22,  // Wan 2.2 VAE, 48 channels
 };
 
 // The latent channels per frame a format reads (3 for Pixels, 0 for None).

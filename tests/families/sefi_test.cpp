@@ -4,12 +4,14 @@
 // step) is checked value by value against stable-diffusion.cpp's arithmetic.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
 #include "families/registry.h"
 #include "families/sefi/schedule.h"
 #include "io/name_map.h"
+#include "pipeline/latent_rgb.h"
 
 namespace ggdiff {
 namespace {
@@ -85,6 +87,22 @@ TEST(SefiEuler, MovesEachChannelGroupOnItsOwnSchedule) {
     EXPECT_FALSE(sefi_euler(
                      denoise, [](float, float) {}, wrong, plane, s)
                      .ok());
+}
+
+// --preview proj: the texture channels through FLUX.2's projection, the semantic ones unread.
+TEST(SefiPreview, ProjectsTheTextureChannelsAsFlux2) {
+    HostTensor sefi({3, 2, 144, 1}), flux2({3, 2, 128, 1});
+    for (size_t i = 0; i < flux2.data.size(); ++i) {
+        flux2.data[i] = static_cast<float>((i * 37) % 11) / 5.0f - 1.0f;
+    }
+    for (size_t i = 0; i < 6 * 16; ++i) sefi.data[i] = 0.9f;
+    std::copy(flux2.data.begin(), flux2.data.end(), sefi.data.begin() + 6 * 16);
+    auto a = project_latent_rgb(sefi, LatentRgb::SefiImage);
+    auto b = project_latent_rgb(flux2, LatentRgb::Flux2);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->width, 6);
+    EXPECT_EQ(a->pixels, b->pixels);
+    EXPECT_FALSE(project_latent_rgb(flux2, LatentRgb::SefiImage).ok());
 }
 
 }  // namespace

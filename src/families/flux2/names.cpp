@@ -58,6 +58,11 @@ const Member kTopMembers[] = {
     {"proj_out", "final_layer.linear"},
     // diffusers' AdaLayerNormContinuous stores (scale, shift): a name of its own.
     {"norm_out.linear", "final_layer.adaLN_scale_shift"},
+    // SeFi-Image's dual timestep embedding (families/sefi): one name in both forms.
+    {"dual_time_embed.semantic_embedder.linear_1", "dual_time_embed.semantic_embedder.linear_1"},
+    {"dual_time_embed.semantic_embedder.linear_2", "dual_time_embed.semantic_embedder.linear_2"},
+    {"dual_time_embed.texture_embedder.linear_1", "dual_time_embed.texture_embedder.linear_1"},
+    {"dual_time_embed.texture_embedder.linear_2", "dual_time_embed.texture_embedder.linear_2"},
 };
 
 const dit_lora::BlockNames kNames{kDoubleMembers, kSingleMembers, kTopMembers};

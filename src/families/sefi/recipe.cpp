@@ -195,6 +195,7 @@ Result<Family> load(const FamilyContext& ctx) {
     f.defaults.cfg_scale = 7.0f;
     f.latent_channels = static_cast<int>(channels);
     f.size_multiple = 16;
+    f.latent_rgb = LatentRgb::SefiImage;
     f.uses_cfg = true;
     f.check_request = check_request;
     f.ref_images_not_yet =
