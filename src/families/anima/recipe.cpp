@@ -53,20 +53,8 @@ Result<Family> load(const FamilyContext& ctx) {
             llm->qk_norm ? "Qwen3" : "Qwen2-type LLM", (long long)llm->hidden,
             (long long)dit->adapter_source));
     }
-    if (!models::is_wan_vae(ctx.index, kVae)) {
-        return Status::Error(
-            "Anima needs the Wan 2.1 VAE: pass --vae qwen_image_vae.safetensors (or "
-            "wan_2.1_vae.safetensors)");
-    }
-    auto vae = models::detect_wan_vae(ctx.index, kVae);
-    if (!vae.ok()) return vae.status().with_context("--vae");
-    if (vae->z_dim != dit->latent_channels || vae->image_channels != 3) {
-        return Status::Error(string_format(
-            "--vae: a Wan VAE of %lld latent / %lld image channels; Anima takes the Wan 2.1 VAE "
-            "(%lld latent channels, RGB)",
-            (long long)vae->z_dim, (long long)vae->image_channels,
-            (long long)dit->latent_channels));
-    }
+    auto vae = detect_wan21_image_vae(ctx, kVae, "Anima", dit->latent_channels);
+    if (!vae.ok()) return vae.status();
     auto qwen_tok = load_llm_tokenizer(ctx);
     if (!qwen_tok.ok()) return qwen_tok.status();
     auto t5_tok = load_t5_tokenizer(ctx);

@@ -74,19 +74,8 @@ Result<Family> load(const FamilyContext& ctx) {
             (long long)llm->layers, tmpl.out_layers.size(), (long long)dit->text_states,
             (long long)dit->text_width));
     }
-    if (!models::is_wan_vae(ctx.index, kVae)) {
-        return Status::Error(
-            "Krea2 needs the Wan 2.1 VAE: pass --vae qwen_image_vae.safetensors (or "
-            "wan_2.1_vae.safetensors)");
-    }
-    auto vae = models::detect_wan_vae(ctx.index, kVae);
-    if (!vae.ok()) return vae.status().with_context("--vae");
-    if (vae->z_dim != dit->channels || vae->image_channels != 3) {
-        return Status::Error(string_format(
-            "--vae: a Wan VAE of %lld latent / %lld image channels; Krea2 takes the Wan 2.1 VAE "
-            "(%lld latent channels, RGB)",
-            (long long)vae->z_dim, (long long)vae->image_channels, (long long)dit->channels));
-    }
+    auto vae = detect_wan21_image_vae(ctx, kVae, "Krea2", dit->channels);
+    if (!vae.ok()) return vae.status();
     auto tokenizer = load_llm_tokenizer(ctx);
     if (!tokenizer.ok()) return tokenizer.status();
 

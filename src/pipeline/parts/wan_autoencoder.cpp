@@ -1,8 +1,29 @@
 #include "pipeline/parts/wan_autoencoder.h"
 
+#include "core/log.h"
 #include "pipeline/parts/module_setup.h"
 
 namespace ggdiff {
+
+Result<models::WanVaeConfig> detect_wan21_image_vae(const FamilyContext& ctx,
+                                                    const std::string& prefix, const char* family,
+                                                    int64_t latent_channels) {
+    if (!models::is_wan_vae(ctx.index, prefix)) {
+        return Status::Error(std::string(family) +
+                             " needs the Wan 2.1 VAE: pass --vae qwen_image_vae.safetensors (or "
+                             "wan_2.1_vae.safetensors)");
+    }
+    auto vae = models::detect_wan_vae(ctx.index, prefix);
+    if (!vae.ok()) return vae.status().with_context("--vae");
+    if (vae->z_dim != latent_channels || vae->image_channels != 3) {
+        return Status::Error(string_format(
+            "--vae: a Wan VAE of %lld latent / %lld image channels; %s takes the Wan 2.1 VAE "
+            "(%lld latent channels, RGB)",
+            (long long)vae->z_dim, (long long)vae->image_channels, family,
+            (long long)latent_channels));
+    }
+    return vae;
+}
 
 Result<std::unique_ptr<WanAutoencoder>> WanAutoencoder::create(const FamilyContext& ctx,
                                                                const ModuleDevices& where,

@@ -7,12 +7,20 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "models/vae/wan_vae.h"
 #include "pipeline/family.h"
 #include "runtime/module_runner.h"
 
 namespace ggdiff {
+
+// The Wan 2.1 VAE of an image family (`family`: its display name, in the errors) whose DiT works
+// on `latent_channels`-channel latents: the config under `prefix`, or an error that says which
+// file to pass (a missing or other VAE, or one of other latent or image channels).
+Result<models::WanVaeConfig> detect_wan21_image_vae(const FamilyContext& ctx,
+                                                    const std::string& prefix, const char* family,
+                                                    int64_t latent_channels);
 
 class WanAutoencoder : public Autoencoder {
   public:
