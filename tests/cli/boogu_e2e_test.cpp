@@ -4,8 +4,8 @@
 // first_stage_model.*, as stable-diffusion.cpp loads it with -m) is the same model as the split
 // files; the DiT converted to a q8_0 GGUF (and --type q8_0 on load) stays near the golden image
 // and the A1111 parameters name it; a batch of two carries seeds s and s + 1, each the image of
-// its own seed; a missing or wrong text encoder or VAE, and -r with an LLM file that has a
-// vision tower, are refused before any compute, saying why.
+// its own seed; a missing or wrong text encoder or VAE, another --prediction, and -r with an LLM
+// file that has a vision tower, are refused before any compute, saying why.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -161,9 +161,9 @@ TEST_F(BooguFiles, BatchSeeds) {
     e2e::expect_images_near(pngs[1], alone, 0.5, "batch image 2 against seed 43 alone");
 }
 
-// What a newcomer gets wrong: no --llm, a Qwen2-type LLM, no VAE, and -r with an LLM file that
-// has a vision tower (read by the reference, not yet by ggdiff); each is refused before any
-// compute.
+// What a newcomer gets wrong: no --llm, a Qwen2-type LLM, no VAE, a --prediction other than
+// sd3_flow, and -r with an LLM file that has a vision tower (read by the reference, not yet by
+// ggdiff); each is refused before any compute.
 TEST_F(BooguFiles, ClearErrorsForMissingOrWrongParts) {
     RunResult none = refused(e2e::with_flag_value(split_args(), "--llm", ""), dir_ + "/none.png");
     EXPECT_FALSE(none.succeeded());
@@ -179,6 +179,12 @@ TEST_F(BooguFiles, ClearErrorsForMissingOrWrongParts) {
     RunResult v = refused(e2e::with_flag_value(split_args(), "--vae", ""), dir_ + "/vae.png");
     EXPECT_FALSE(v.succeeded());
     EXPECT_TRUE(contains(v.err, "Boogu Image needs the 16-channel FLUX VAE")) << v.describe();
+
+    std::vector<std::string> pred = split_args();
+    pred.insert(pred.end(), {"--prediction", "flux_flow"});
+    RunResult p = refused(pred, dir_ + "/pred.png");
+    EXPECT_FALSE(p.succeeded());
+    EXPECT_TRUE(contains(p.err, "does not apply to Boogu Image models")) << p.describe();
 
     // The LLM file with a (stand-in) vision tower: text-to-image runs, -r is refused.
     const std::string vl = dir_ + "/qwen3_vl.safetensors";

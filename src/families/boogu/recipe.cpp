@@ -91,6 +91,12 @@ Result<Family> load(const FamilyContext& ctx) {
     // Everything is checked before any weight is read: configs, the VAE, the tokenizer.
     auto dit = models::detect_boogu(ctx.index, kDit);
     if (!dit.ok()) return dit.status();
+    // Boogu predicts flow with SD3's time map; no other prediction can drive its DiT.
+    const std::string& pred = ctx.options.prediction;
+    if (!pred.empty() && pred != "sd3_flow") {
+        return Status::Error("--prediction " + pred +
+                             " does not apply to Boogu Image models (they predict sd3_flow)");
+    }
     if (!ctx.index.has_prefix(kLlm)) {
         return Status::Error(
             "Boogu Image needs its Qwen3-VL text encoder: pass --llm qwen_3_vl_8b.safetensors");
