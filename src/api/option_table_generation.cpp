@@ -97,7 +97,7 @@ void add_generation_options(std::vector<OptionSpec>& out) {
     opt(out, g, "increase-ref-index", OptType::Bool, kGenerate)
         .help(
             "Give each reference image its own position index, in the order given (FLUX.1 "
-            "Kontext, Qwen Image); FLUX.2 always does, so there it changes nothing")
+            "Kontext, Qwen Image); FLUX.2 and Boogu Image always do, so there it changes nothing")
         .bind(to_bool(GGDIFF_FIELD(gen.increase_ref_index)));
     opt(out, g, "disable-auto-resize-ref-image", OptType::Bool, kGenerate)
         .help(
