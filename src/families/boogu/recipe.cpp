@@ -19,7 +19,6 @@
 #include "families/boogu/dit.h"
 #include "families/boogu/names.h"
 #include "models/te/qwen_llm.h"
-#include "models/vae/vae.h"
 #include "pipeline/family.h"
 #include "pipeline/parts/kl_autoencoder.h"
 #include "pipeline/parts/llm_encoder.h"
@@ -113,20 +112,8 @@ Result<Family> load(const FamilyContext& ctx) {
     }
     const bool vision_tower = ctx.index.has_prefix(std::string(kLlm) + "visual.") ||
                               ctx.index.has_prefix(std::string(kLlm) + "model.visual.");
-    if (!ctx.index.has_prefix(kVae)) {
-        return Status::Error(
-            "Boogu Image needs the 16-channel FLUX VAE: pass --vae ae.safetensors");
-    }
-    auto vae = models::detect_vae(ctx.index, kVae);
-    if (!vae.ok()) return vae.status().with_context("--vae");
-    if (vae->z_channels != dit->latent_channels) {
-        return Status::Error(string_format(
-            "the VAE has %d latent channels but the Boogu DiT takes %lld (Boogu Image uses the "
-            "16-channel FLUX VAE, ae.safetensors)",
-            vae->z_channels, (long long)dit->latent_channels));
-    }
-    vae->scale_factor = 0.3611f;
-    vae->shift_factor = 0.1159f;
+    auto vae = detect_flux1_image_vae(ctx, kVae, "Boogu Image", dit->latent_channels);
+    if (!vae.ok()) return vae.status();
     auto tokenizer = load_llm_tokenizer(ctx);
     if (!tokenizer.ok()) return tokenizer.status();
 

@@ -11,7 +11,6 @@
 #include "families/z_image/dit.h"
 #include "families/z_image/names.h"
 #include "models/te/qwen_llm.h"
-#include "models/vae/vae.h"
 #include "pipeline/family.h"
 #include "pipeline/parts/kl_autoencoder.h"
 #include "pipeline/parts/llm_encoder.h"
@@ -56,19 +55,8 @@ Result<Family> load(const FamilyContext& ctx) {
             "Z-Image's encoder (Qwen3-4B)",
             (long long)llm->hidden, (long long)dit->cap_width));
     }
-    if (!ctx.index.has_prefix(kVae)) {
-        return Status::Error("Z-Image needs the 16-channel FLUX VAE: pass --vae ae.safetensors");
-    }
-    auto vae = models::detect_vae(ctx.index, kVae);
-    if (!vae.ok()) return vae.status().with_context("--vae");
-    if (vae->z_channels != dit->latent_channels) {
-        return Status::Error(string_format(
-            "the VAE has %d latent channels but the Z-Image DiT takes %lld (Z-Image uses the "
-            "16-channel FLUX VAE, ae.safetensors)",
-            vae->z_channels, (long long)dit->latent_channels));
-    }
-    vae->scale_factor = 0.3611f;
-    vae->shift_factor = 0.1159f;
+    auto vae = detect_flux1_image_vae(ctx, kVae, "Z-Image", dit->latent_channels);
+    if (!vae.ok()) return vae.status();
     auto tokenizer = load_llm_tokenizer(ctx);
     if (!tokenizer.ok()) return tokenizer.status();
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "core/log.h"
 #include "pipeline/parts/module_setup.h"
 
 namespace ggdiff {
@@ -124,6 +125,26 @@ Result<HostTensor> TaesdAutoencoder::encode(const HostTensor& image, sampling::R
     });
     if (!r.ok()) return r.status();
     return std::move((*r)[0]);
+}
+
+Result<models::VaeConfig> detect_flux1_image_vae(const FamilyContext& ctx,
+                                                 const std::string& prefix, const char* family,
+                                                 int64_t latent_channels) {
+    if (!ctx.index.has_prefix(prefix)) {
+        return Status::Error(std::string(family) +
+                             " needs the 16-channel FLUX VAE: pass --vae ae.safetensors");
+    }
+    auto vae = models::detect_vae(ctx.index, prefix);
+    if (!vae.ok()) return vae.status().with_context("--vae");
+    if (vae->z_channels != latent_channels) {
+        return Status::Error(string_format(
+            "the VAE has %d latent channels but the %s DiT takes %lld (%s uses the 16-channel "
+            "FLUX VAE, ae.safetensors)",
+            vae->z_channels, family, (long long)latent_channels, family));
+    }
+    vae->scale_factor = 0.3611f;
+    vae->shift_factor = 0.1159f;
+    return vae;
 }
 
 Result<std::unique_ptr<Autoencoder>> make_sd_autoencoder(const FamilyContext& ctx,

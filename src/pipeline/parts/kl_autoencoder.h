@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "models/vae/taesd.h"
 #include "models/vae/vae.h"
@@ -60,6 +61,14 @@ class TaesdAutoencoder : public Autoencoder {
     std::unique_ptr<Autoencoder> fallback_;
     bool preview_only_ = false;
 };
+
+// FLUX.1's 16-channel VAE (latent scale 0.3611, shift 0.1159) of an image family (`family`: its
+// display name, in the errors) whose DiT works on `latent_channels`-channel latents: the config
+// under `prefix`, or an error that says which file to pass (a missing VAE, or one of other
+// latent channels).
+Result<models::VaeConfig> detect_flux1_image_vae(const FamilyContext& ctx,
+                                                 const std::string& prefix, const char* family,
+                                                 int64_t latent_channels);
 
 // The checkpoint's KL VAE with `cfg`; with --taesd, TAESD (weights under "taesd.") decodes
 // instead, and encodes too when its file has an encoder (else the KL VAE encodes); with
