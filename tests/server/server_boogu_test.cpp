@@ -23,15 +23,7 @@ std::vector<std::string> model_args() {
 }
 
 bool prerequisites_ok() {
-    for (const std::string& f :
-         {e2e::built_fixture("boogu_tiny_dit"), e2e::built_fixture("zimage_tiny_llm"),
-          e2e::built_fixture("flux_ae")}) {
-        if (!std::filesystem::is_regular_file(f)) {
-            ADD_FAILURE() << "missing " << f << " (run through ctest: its fixture tests make it)";
-            return false;
-        }
-    }
-    return true;
+    return built_fixtures_present({"boogu_tiny_dit", "zimage_tiny_llm", "flux_ae"});
 }
 
 TEST(ServerBoogu, CapabilitiesNameTheFamilyAndItsDefaults) {

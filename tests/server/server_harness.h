@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -30,6 +32,19 @@ extern char** environ;
 namespace ggdiff::server_test {
 
 namespace e2e = ggdiff::e2e;
+
+// Records a failure (and returns false) unless the fixture files named by `stems` were made
+// (ctest's fixture tests make them).
+inline bool built_fixtures_present(std::initializer_list<const char*> stems) {
+    for (const char* stem : stems) {
+        const std::string f = e2e::built_fixture(stem);
+        if (!std::filesystem::is_regular_file(f)) {
+            ADD_FAILURE() << "missing " << f << " (run through ctest: its fixture tests make it)";
+            return false;
+        }
+    }
+    return true;
+}
 using nlohmann::json;
 
 inline std::string server_binary() {

@@ -21,15 +21,7 @@ std::vector<std::string> model_args() {
 }
 
 bool prerequisites_ok() {
-    for (const std::string& f :
-         {e2e::built_fixture("krea2_tiny_dit"), e2e::built_fixture("krea2_tiny_llm"),
-          e2e::built_fixture("qwen_vae")}) {
-        if (!std::filesystem::is_regular_file(f)) {
-            ADD_FAILURE() << "missing " << f << " (run through ctest: its fixture tests make it)";
-            return false;
-        }
-    }
-    return true;
+    return built_fixtures_present({"krea2_tiny_dit", "krea2_tiny_llm", "qwen_vae"});
 }
 
 TEST(ServerKrea2, CapabilitiesNameTheFamilyAndItsDefaults) {

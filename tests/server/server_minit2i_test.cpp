@@ -17,14 +17,7 @@ std::vector<std::string> model_args() {
 }
 
 bool prerequisites_ok() {
-    for (const std::string& f :
-         {e2e::built_fixture("minit2i_tiny_dit"), e2e::built_fixture("flux_tiny_t5")}) {
-        if (!std::filesystem::is_regular_file(f)) {
-            ADD_FAILURE() << "missing " << f << " (run through ctest: its fixture tests make it)";
-            return false;
-        }
-    }
-    return true;
+    return built_fixtures_present({"minit2i_tiny_dit", "flux_tiny_t5"});
 }
 
 TEST(ServerMiniT2I, CapabilitiesNameTheFamilyAndItsDefaults) {

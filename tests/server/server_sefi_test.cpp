@@ -22,15 +22,7 @@ std::vector<std::string> model_args() {
 }
 
 bool prerequisites_ok() {
-    for (const std::string& f :
-         {e2e::built_fixture("sefi_tiny_dit"), e2e::built_fixture("flux2_tiny_llm"),
-          e2e::built_fixture("flux2_vae")}) {
-        if (!std::filesystem::is_regular_file(f)) {
-            ADD_FAILURE() << "missing " << f << " (run through ctest: its fixture tests make it)";
-            return false;
-        }
-    }
-    return true;
+    return built_fixtures_present({"sefi_tiny_dit", "flux2_tiny_llm", "flux2_vae"});
 }
 
 TEST(ServerSefi, CapabilitiesNameTheFamilyAndItsDefaults) {
