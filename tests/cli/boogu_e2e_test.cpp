@@ -12,6 +12,7 @@
 
 #include "../golden/e2e_support.h"
 #include "../golden/safetensors_merge.h"
+#include "part_files.h"
 
 namespace {
 
@@ -110,15 +111,12 @@ TEST_F(BooguFiles, SingleFileIsTheSameModel) {
 // q8_0, stay near the golden image; the A1111 parameters name the DiT file as the model.
 TEST_F(BooguFiles, GgufPartsTypeAndMetadata) {
     const std::string dit = dir_ + "/boogu_tiny_dit_q8_0.gguf";
-    RunResult c =
-        e2e::run_ggdiff({"-M", "convert", "--diffusion-model", e2e::built_fixture("boogu_tiny_dit"),
-                         "--type", "q8_0", "-o", dit},
-                        dir_, 300);
+    RunResult c = e2e::convert_part("--diffusion-model", e2e::built_fixture("boogu_tiny_dit"),
+                                    "q8_0", dit, dir_);
     ASSERT_TRUE(c.succeeded()) << c.describe();
     const std::string llm = dir_ + "/llm_q8_0.gguf";
-    RunResult c2 = e2e::run_ggdiff({"-M", "convert", "--llm", e2e::built_fixture("zimage_tiny_llm"),
-                                    "--type", "q8_0", "-o", llm},
-                                   dir_, 300);
+    RunResult c2 =
+        e2e::convert_part("--llm", e2e::built_fixture("zimage_tiny_llm"), "q8_0", llm, dir_);
     ASSERT_TRUE(c2.succeeded()) << c2.describe();
     RunResult info = e2e::run_ggdiff({"-M", "info", "--diffusion-model", dit}, dir_, 60);
     ASSERT_TRUE(info.succeeded()) << info.describe();
@@ -143,11 +141,7 @@ TEST_F(BooguFiles, BatchSeeds) {
     const std::string out = dir_ + "/batch.png";
     RunResult b = generate(split_args(), out, {"-b", "2"});
     ASSERT_TRUE(b.succeeded()) << b.describe();
-    std::vector<std::string> pngs;
-    for (const auto& e : fs::directory_iterator(dir_)) {
-        if (e.path().extension() == ".png") pngs.push_back(e.path().string());
-    }
-    std::sort(pngs.begin(), pngs.end());
+    const std::vector<std::string> pngs = e2e::pngs_in(dir_);
     ASSERT_EQ(pngs.size(), 2u) << b.describe();
     e2e::expect_images_near(pngs[0], golden(), e2e::suite_tolerance(suite_dir()),
                             "batch image 1 (seed 42)");

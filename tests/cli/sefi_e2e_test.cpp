@@ -12,6 +12,7 @@
 
 #include "../golden/e2e_support.h"
 #include "../golden/safetensors_merge.h"
+#include "part_files.h"
 
 namespace {
 
@@ -106,15 +107,12 @@ TEST_F(SefiFiles, SingleFileIsTheSameModel) {
 // near the golden image; the A1111 parameters name the DiT file as the model.
 TEST_F(SefiFiles, GgufPartsTypeAndMetadata) {
     const std::string dit = dir_ + "/sefi_tiny_dit_q8_0.gguf";
-    RunResult c =
-        e2e::run_ggdiff({"-M", "convert", "--diffusion-model", e2e::built_fixture("sefi_tiny_dit"),
-                         "--type", "q8_0", "-o", dit},
-                        dir_, 300);
+    RunResult c = e2e::convert_part("--diffusion-model", e2e::built_fixture("sefi_tiny_dit"),
+                                    "q8_0", dit, dir_);
     ASSERT_TRUE(c.succeeded()) << c.describe();
     const std::string llm = dir_ + "/llm_q8_0.gguf";
-    RunResult c2 = e2e::run_ggdiff({"-M", "convert", "--llm", e2e::built_fixture("flux2_tiny_llm"),
-                                    "--type", "q8_0", "-o", llm},
-                                   dir_, 300);
+    RunResult c2 =
+        e2e::convert_part("--llm", e2e::built_fixture("flux2_tiny_llm"), "q8_0", llm, dir_);
     ASSERT_TRUE(c2.succeeded()) << c2.describe();
     RunResult info = e2e::run_ggdiff({"-M", "info", "--diffusion-model", dit}, dir_, 60);
     ASSERT_TRUE(info.succeeded()) << info.describe();
