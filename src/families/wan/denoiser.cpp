@@ -36,7 +36,9 @@ Result<std::unique_ptr<WanDenoiser>> WanDenoiser::create(const FamilyContext& ct
         const RopeInputs r = rope_inputs(cfg, frames, s, s);
         HostTensor image({cfg.image_width, 2, 1});
         HostTensor vace({s, s, cfg.vace_in_channels * frames, 1});
+        HostTensor mask({text, 1});
         models::WanExtras extras;
+        extras.context_mask = gb.input(mask);
         if (cfg.image_embedding) extras.image = gb.input(image);
         if (cfg.vace_layers > 0) extras.vace = gb.input(vace);
         return std::vector<ggml_tensor*>{
@@ -75,14 +77,19 @@ Result<HostTensor> WanDenoiser::run(const DenoiseBatch& b) {
             "Wan: the text encoder gives features %lld wide, the DiT's text_embedding takes %lld",
             (long long)width, (long long)cfg_.text_width));
     }
-    HostTensor context({width, tokens, n});
+    std::vector<const std::vector<float>*> texts;
     for (int64_t i = 0; i < n; ++i) {
         const HostTensor& ci = b.cond[static_cast<size_t>(i)]->context;
         if (ci.numel() != width * tokens) {
             return Status::Error("Wan: batched prompts must have equal token counts");
         }
-        std::copy(ci.data.begin(), ci.data.end(), context.data.begin() + i * width * tokens);
+        texts.push_back(&ci.data);
     }
+    models::WanContext compact = models::compact_wan_context(texts, width);
+    HostTensor context({width, compact.rows, n});
+    context.data = std::move(compact.tokens);
+    HostTensor context_mask({compact.rows, n});
+    context_mask.data = std::move(compact.mask);
     // Each item's latent planes, then the conditions' (the same for every item).
     const HostTensor* x = &b.x;
     HostTensor joined;
@@ -140,6 +147,7 @@ Result<HostTensor> WanDenoiser::run(const DenoiseBatch& b) {
     const RopeInputs rope = rope_inputs(cfg_, frames, w, h);
     auto r = runner_->run([&](GraphBuilder& gb) {
         models::WanExtras extras;
+        extras.context_mask = gb.input(context_mask);
         if (!image.data.empty()) extras.image = gb.input(image);
         if (cfg_.vace_layers > 0) {
             extras.vace = gb.input(*b.vace_context);

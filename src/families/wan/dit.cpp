@@ -3,6 +3,7 @@
 #include <ggml.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/log.h"
 #include "io/checkpoint_file.h"
@@ -60,7 +61,7 @@ ggml_tensor* normed(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, const std:
 
 ggml_tensor* block(nn::Ctx& c, const WanConfig& cfg, const std::string& p, ggml_tensor* x,
                    ggml_tensor* e0, ggml_tensor* context, ggml_tensor* cos, ggml_tensor* sin,
-                   ggml_tensor* image) {
+                   ggml_tensor* image, ggml_tensor* context_mask) {
     ggml_context* ctx = c.ctx;
     const int64_t w = cfg.width;
     const int heads = static_cast<int>(cfg.heads);
@@ -85,7 +86,7 @@ ggml_tensor* block(nn::Ctx& c, const WanConfig& cfg, const std::string& p, ggml_
     q = normed(c, cfg, y, ca, "q", "norm_q", w);
     k = normed(c, cfg, context, ca, "k", "norm_k", w);
     v = nn::linear(c, context, ca + "v", w, w);
-    y = nn::attention(ctx, q, k, v, heads);
+    y = nn::attention(ctx, q, k, v, heads, false, context_mask);
     if (image) {
         // Image-to-video: the same queries attend to the image tokens on their own keys.
         k = normed(c, cfg, image, ca, "k_img", "norm_k_img", w);
@@ -131,15 +132,49 @@ ggml_tensor* patch_tokens(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, int6
 // stream) in `vc` and its after_proj (what the main stream gets) as the result.
 ggml_tensor* vace_block(nn::Ctx& c, const WanConfig& cfg, int64_t n, ggml_tensor*& vc,
                         ggml_tensor* x0, ggml_tensor* e0, ggml_tensor* context, ggml_tensor* cos,
-                        ggml_tensor* sin, ggml_tensor* image) {
+                        ggml_tensor* sin, ggml_tensor* image, ggml_tensor* context_mask) {
     const std::string p = cfg.prefix + "vace_blocks." + std::to_string(n) + ".";
     const int64_t w = cfg.width;
     if (n == 0) vc = ggml_add(c.ctx, x0, nn::linear(c, vc, p + "before_proj", w, w));
-    vc = block(c, cfg, p, vc, e0, context, cos, sin, image);
+    vc = block(c, cfg, p, vc, e0, context, cos, sin, image, context_mask);
     return nn::linear(c, vc, p + "after_proj", w, w);
 }
 
 }  // namespace
+
+WanContext compact_wan_context(const std::vector<const std::vector<float>*>& items, int64_t width) {
+    // Per item: the rows that are not all zero, in order, then one zero row for all the rest.
+    std::vector<std::vector<int64_t>> kept(items.size());
+    std::vector<int64_t> zeros(items.size(), 0);
+    WanContext out;
+    for (size_t i = 0; i < items.size(); ++i) {
+        const std::vector<float>& t = *items[i];
+        const int64_t rows = static_cast<int64_t>(t.size()) / width;
+        for (int64_t r = 0; r < rows; ++r) {
+            const auto row = t.begin() + r * width;
+            if (std::all_of(row, row + width, [](float v) { return v == 0.0f; })) {
+                ++zeros[i];
+            } else {
+                kept[i].push_back(r);
+            }
+        }
+        out.rows = std::max(out.rows, static_cast<int64_t>(kept[i].size()) + (zeros[i] > 0));
+    }
+    const size_t n = items.size();
+    out.tokens.assign(static_cast<size_t>(width * out.rows) * n, 0.0f);
+    out.mask.assign(static_cast<size_t>(out.rows) * n, -INFINITY);
+    for (size_t i = 0; i < n; ++i) {
+        float* dst = out.tokens.data() + static_cast<int64_t>(i) * width * out.rows;
+        float* mask = out.mask.data() + static_cast<int64_t>(i) * out.rows;
+        int64_t r = 0;
+        for (int64_t src : kept[i]) {
+            std::copy_n(items[i]->begin() + src * width, width, dst + r * width);
+            mask[r++] = 0.0f;
+        }
+        if (zeros[i] > 0) mask[r] = std::log(static_cast<float>(zeros[i]));  // the zero row
+    }
+    return out;
+}
 
 int64_t wan_vace_block_after(const WanConfig& cfg, int64_t n) {
     return n * (cfg.layers / std::max<int64_t>(1, cfg.vace_layers));
@@ -302,8 +337,8 @@ WanRope wan_rope(const WanConfig& cfg, int64_t frames, int64_t grid_h, int64_t g
 
 ggml_tensor* build_wan_block(nn::Ctx& c, const WanConfig& cfg, int64_t index, ggml_tensor* x,
                              ggml_tensor* e0, ggml_tensor* context, ggml_tensor* cos,
-                             ggml_tensor* sin, ggml_tensor* image) {
-    return block(c, cfg, block_name(cfg, index), x, e0, context, cos, sin, image);
+                             ggml_tensor* sin, ggml_tensor* image, ggml_tensor* context_mask) {
+    return block(c, cfg, block_name(cfg, index), x, e0, context, cos, sin, image, context_mask);
 }
 
 ggml_tensor* build_wan(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, int64_t frames,
@@ -354,9 +389,10 @@ ggml_tensor* build_wan(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, int64_t
     }
     int64_t next_vace = 0;
     for (int64_t i = 0; i < cfg.layers; ++i) {
-        x = block(c, cfg, block_name(cfg, i), x, e0, txt, cos, sin, img);
+        x = block(c, cfg, block_name(cfg, i), x, e0, txt, cos, sin, img, extras.context_mask);
         if (next_vace < cfg.vace_layers && wan_vace_block_after(cfg, next_vace) == i) {
-            ggml_tensor* skip = vace_block(c, cfg, next_vace++, vc, x0, e0, txt, cos, sin, img);
+            ggml_tensor* skip = vace_block(c, cfg, next_vace++, vc, x0, e0, txt, cos, sin, img,
+                                           extras.context_mask);
             x = ggml_add(ctx, x, ggml_scale(ctx, skip, extras.vace_strength));
         }
     }

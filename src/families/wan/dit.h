@@ -87,7 +87,21 @@ struct WanExtras {
     // as x's), the same for every batch item; required when cfg.vace_layers > 0.
     ggml_tensor* vace = nullptr;
     float vace_strength = 1.0f;  // the VACE blocks' output scale (--vace-strength)
+    // [L, N] f32, added to the cross-attention logits of the text tokens: ln(k) for a row that
+    // stands for k identical rows (see compact_wan_context), -inf for a filler row; null: none.
+    ggml_tensor* context_mask = nullptr;
 };
+
+// The text context with its identical all-zero rows (umT5's zeroed padding: up to 511 of
+// 512) folded into one row per item whose key weight is ln(count). Cross-attention over n
+// copies of a key and value equals attention over one copy with ln(n) added to its logit, so
+// the image is the same while the DiT projects and attends to a few rows instead of 512.
+struct WanContext {
+    std::vector<float> tokens;  // [width, rows, items]
+    std::vector<float> mask;    // [rows, items]
+    int64_t rows = 0;
+};
+WanContext compact_wan_context(const std::vector<const std::vector<float>*>& items, int64_t width);
 
 // The main block after which VACE block n runs (n * (layers / vace_layers)).
 int64_t wan_vace_block_after(const WanConfig& cfg, int64_t n);
@@ -106,6 +120,7 @@ ggml_tensor* build_wan(nn::Ctx& c, const WanConfig& cfg, ggml_tensor* x, int64_t
 // image: [width, tokens, N] image tokens after img_emb, or null.
 ggml_tensor* build_wan_block(nn::Ctx& c, const WanConfig& cfg, int64_t index, ggml_tensor* x,
                              ggml_tensor* e0, ggml_tensor* context, ggml_tensor* cos,
-                             ggml_tensor* sin, ggml_tensor* image = nullptr);
+                             ggml_tensor* sin, ggml_tensor* image = nullptr,
+                             ggml_tensor* context_mask = nullptr);
 
 }  // namespace ggdiff::models
