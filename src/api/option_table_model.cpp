@@ -70,7 +70,10 @@ void add_model_options(std::vector<OptionSpec>& out) {
          "diffusers); used with --control-image",
          GGDIFF_FIELD(model.control_net));
     planned("photo-maker", "PhotoMaker model");
-    planned("pulid-weights", "PuLID model");
+    file("pulid-weights",
+         "PuLID-FLUX v0.9.x weights (pulid_flux_v0.9.1.safetensors) for a FLUX.1 model: identity "
+         "cross-attention modules between the DiT's blocks, acting with --pulid-id-embedding",
+         GGDIFF_FIELD(model.pulid_weights));
     file("lora-model-dir",
          "Folder of LoRA files: a prompt tag <lora:NAME:WEIGHT> applies NAME.safetensors (or "
          ".gguf, .ckpt, .pt, .bin) from it with multiplier WEIGHT",

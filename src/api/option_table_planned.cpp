@@ -44,8 +44,16 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     later(g, "pm-id-images-dir", OptType::Path, "PhotoMaker identity images");
     later(g, "pm-id-embed-path", OptType::Path, "PhotoMaker v2 identity embedding");
     later(g, "pm-style-strength", OptType::Float, "PhotoMaker style strength");
-    later(g, "pulid-id-embedding", OptType::Path, "PuLID identity embedding");
-    later(g, "pulid-id-weight", OptType::Float, "PuLID identity weight");
+    opt(out, g, "pulid-id-embedding", OptType::Path, kGenerate)
+        .help(
+            "PuLID-FLUX: the identity of a person (.pulidembd: a GGUF with tensor pulid_id of 32 "
+            "tokens of 2048, as stable-diffusion.cpp's script/pulid_extract_id.py writes it); "
+            "needs --pulid-weights")
+        .bind(to_text(GGDIFF_FIELD(gen.pulid_id_embedding)));
+    opt(out, g, "pulid-id-weight", OptType::Float, kGenerate)
+        .def("1")
+        .help("PuLID-FLUX: scale of what the identity adds (typically 0.7-1.2; 0: nothing)")
+        .bind(to_float(GGDIFF_FIELD(gen.pulid_id_weight)));
 
     g = "Model family switches";
     opt(out, g, "chroma-disable-dit-mask", OptType::Bool, kModel)

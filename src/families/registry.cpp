@@ -110,6 +110,12 @@ Status check_part_files(const FamilyRecipe& recipe, const ModelOptions& options)
                              " models have no part that reads it (a CLIP vision encoder for "
                              "image-to-video models); leave it out");
     }
+    // PuLID-FLUX's modules sit between FLUX.1's blocks (families/flux/pulid.h).
+    if (!options.pulid_weights.empty() && std::string(recipe.id) != "flux") {
+        return Status::Error("--pulid-weights " + options.pulid_weights +
+                             ": PuLID-FLUX works with FLUX.1 models only, and this is a " +
+                             recipe.display + " model");
+    }
     if (!recipe.part_files) return Status::Ok();
     const std::string reads = std::string(",") + recipe.part_files + ",";
     const std::pair<const char*, const std::string*> parts[] = {

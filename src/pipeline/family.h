@@ -103,6 +103,10 @@ struct DenoiseBatch {
     // Skip-layer guidance: the denoiser's blocks (as --skip-layers numbers them) that pass
     // their inputs through unchanged in this call; null or empty: none. Only set for a
     // family with Family::skips_layers.
+    // An identity the denoiser injects (PuLID-FLUX's embedding, [2048, tokens, 1]: see
+    // Family::identity), the same for every item, and the scale of what it adds; null: none.
+    const HostTensor* identity = nullptr;
+    float identity_weight = 1.0f;
     const std::vector<int>* skip_layers = nullptr;
 };
 
@@ -241,6 +245,10 @@ struct Family {
     // plan's first high_noise_steps steps (GeneratePlan::high_noise).
     std::unique_ptr<Denoiser> high_noise;
     std::unique_ptr<Autoencoder> vae;
+    // The identity embedding a request's --pulid-id-embedding names, read and checked against
+    // the loaded PuLID weights (DenoiseBatch::identity). Null: the family injects none (the
+    // option is refused).
+    std::function<Result<HostTensor>(const GenerateOptions&)> identity;
     // Checks family-specific request fields before any compute.
     Status (*check_request)(const GenerateOptions&) = nullptr;
     // Init/reference image -> the tensor the VAE encodes (default: RGB in [-1, 1]).

@@ -237,6 +237,11 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
     GenerationRngs rngs = GenerationRngs::make(p, o.seed);
     DenoiseInputs in;
     in.control = control_condition(f, p, o, job.index == 0);
+    if (f.identity && !o.pulid_id_embedding.empty()) {
+        auto id = f.identity(o);
+        if (!id.ok()) return id.status();
+        in.identity = std::move(*id);
+    }
     auto t1 = Clock::now();
     if (f.video_conditions) {
         auto video = f.video_conditions(o, p.width, p.height, f.output_frames(o), *rngs.noise);

@@ -228,6 +228,15 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     }
     if (!(o.control_strength >= 0.0f))
         return Status::Error("--control-strength must be at least 0");
+    if (!o.pulid_id_embedding.empty()) {
+        if (!f.identity) {
+            return Status::Error(
+                "--pulid-id-embedding needs a FLUX.1 model loaded with PuLID-FLUX weights "
+                "(--pulid-weights)");
+        }
+        auto id = f.identity(o);  // a bad file is refused before any compute
+        if (!id.ok()) return id.status();
+    }
     GGDIFF_TRY(check_slg(o.slg, f));
     p.slg = o.slg;
     auto cache = plan_cache(o);

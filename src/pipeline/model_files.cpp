@@ -59,6 +59,7 @@ Result<TensorIndex> open_model_files(const ModelOptions& options) {
         {"clip_vision", &o.clip_vision},
         {"taesd", &o.taesd},
         {"control-net", &o.control_net},
+        {"pulid-weights", &o.pulid_weights},
     };
     bool any = false;
     for (const auto& [role, path] : roles) {

@@ -76,6 +76,9 @@ struct ModelOptions {
     std::string hires_upscalers_dir;
     // --embd-dir: the folder of textual-inversion embeddings a prompt names (CLIP families).
     std::string embd_dir;
+    // --pulid-weights: PuLID-FLUX's cross-attention modules (pulid_flux_v0.9.x.safetensors), run
+    // inside the FLUX.1 DiT with --pulid-id-embedding.
+    std::string pulid_weights;
     // Seamless tiling (--circular = both axes, --circularx, --circulary): the denoiser's,
     // ControlNet's and VAE's convolutions pad by wrap-around on these axes instead of zeros.
     bool circular = false, circularx = false, circulary = false;
@@ -157,6 +160,10 @@ struct GenerateOptions {
     // size; frames past the video's are unused, missing ones mid grey).
     std::vector<Image> control_frames;
     float vace_strength = 1.0f;  // --vace-strength: scale of the VACE blocks' contribution
+    // PuLID-FLUX (with --pulid-weights): the identity embedding (--pulid-id-embedding, a .pulidembd
+    // GGUF of 32 tokens of 2048) and the scale of what its modules add (--pulid-id-weight).
+    std::string pulid_id_embedding;
+    float pulid_id_weight = 1.0f;
     // Reference images are resized to about the output's pixel count (nearest neighbour, as
     // stable-diffusion.cpp does); off (--disable-auto-resize-ref-image): used at their own
     // size, cropped to whole latent pixels.

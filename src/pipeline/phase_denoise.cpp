@@ -57,6 +57,10 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
             batch.vace_strength = in.video.vace_strength;
         }
         if (in.control) batch.control = &*in.control;
+        if (!in.identity.data.empty()) {
+            batch.identity = &in.identity;
+            batch.identity_weight = c.options.pulid_id_weight;
+        }
         // Runs the network on `conds` (batchable with each other), one output each.
         auto run = [&](std::vector<const Conditioning*> conds,
                        const char* what) -> Result<std::vector<std::vector<float>>> {

@@ -36,6 +36,7 @@ struct DenoiseInputs {
     std::vector<HostTensor> refs;        // reference image latents, in -r order
     std::optional<ControlHint> control;  // with --control-image
     VideoConditions video;  // a video model's image conditions (Family::video_conditions)
+    HostTensor identity;    // the identity embedding (Family::identity), or empty
 };
 
 // The ControlNet hint of o.control_image at the output size; none without one (logging, when

@@ -65,6 +65,8 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"flow_sde/F", "flux"},  // tests/golden
     {"flow_sde/Q", "qwen_image"},
     {"flux_slg", "flux"},              // tests/golden
+    {"pulid_tiny/id1", "flux"},        // tests/golden: with PuLID-FLUX (--pulid-weights)
+    {"pulid_tiny/id2", "flux"},        // another identity
     {"qwen_edit_2511", "qwen_image"},  // tests/golden
     {"dit_circular/F", "flux"},        // tests/golden
     {"dit_circular/Z", "z_image"},

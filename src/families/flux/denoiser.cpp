@@ -6,11 +6,12 @@
 #include "pipeline/parts/module_setup.h"
 
 namespace ggdiff {
-Result<std::unique_ptr<FluxDenoiser>> FluxDenoiser::create(const FamilyContext& ctx,
-                                                           const ModuleDevices& where,
-                                                           const models::FluxConfig& cfg) {
+Result<std::unique_ptr<FluxDenoiser>> FluxDenoiser::create(
+    const FamilyContext& ctx, const ModuleDevices& where, const models::FluxConfig& cfg,
+    const std::optional<models::PulidConfig>& pulid) {
     auto d = std::unique_ptr<FluxDenoiser>(new FluxDenoiser());
     d->cfg_ = cfg;
+    d->pulid_ = pulid;
     d->wrap_ = {ctx.options.circular_x(), ctx.options.circular_y()};
     // A representative graph (2x2 latent, 2 text tokens) declares every weight.
     const int64_t s = 2, l = 2;
@@ -20,10 +21,13 @@ Result<std::unique_ptr<FluxDenoiser>> FluxDenoiser::create(const FamilyContext& 
         HostTensor t({1}), g({1});
         HostTensor c({cfg.context_dim, l, 1});
         HostTensor y({std::max<int64_t>(1, cfg.vec_in_dim), 1});
-        return std::vector<ggml_tensor*>{
-            models::build_flux(gb.nn(), cfg, gb.input(x), gb.input(t), gb.input(c),
-                               cfg.vec_in_dim > 0 ? gb.input(y) : nullptr, gb.input(g),
-                               gb.input(pe.cos), gb.input(pe.sin))};
+        HostTensor idt({d->pulid_ ? d->pulid_->id_dim : 1, 2, 1});
+        models::FluxIdentity id;
+        if (d->pulid_) id = {&*d->pulid_, gb.input(idt), 1.0f};
+        return std::vector<ggml_tensor*>{models::build_flux(
+            gb.nn(), cfg, gb.input(x), gb.input(t), gb.input(c),
+            cfg.vec_in_dim > 0 ? gb.input(y) : nullptr, gb.input(g), gb.input(pe.cos),
+            gb.input(pe.sin), nullptr, {}, d->pulid_ ? &id : nullptr)};
     });
     if (!runner.ok()) return runner.status();
     d->runner_ = std::move(*runner);
@@ -88,6 +92,18 @@ Result<HostTensor> FluxDenoiser::run(const DenoiseBatch& b) {
         pe_refs_ = ref_sizes;
         pe_increase_ = b.increase_ref_index;
     }
+    // PuLID: weight 0 adds nothing (the reference adds zeros); a skip-layer pass runs without it
+    // (as the reference's, whose module order would not survive skipped blocks).
+    bool identity = pulid_ && b.identity && b.identity_weight != 0.0f;
+    if (identity && b.skip_layers && !b.skip_layers->empty()) {
+        if (!warned_pulid_slg_) {
+            GGDIFF_LOG_WARN(
+                "PuLID and skip-layer guidance: the skip-layer pass runs without "
+                "the identity (as in stable-diffusion.cpp)");
+            warned_pulid_slg_ = true;
+        }
+        identity = false;
+    }
     auto r = runner_->run([&](GraphBuilder& gb) {
         ggml_tensor* yt = cfg_.vec_in_dim > 0 ? gb.input(y) : nullptr;
         // schnell has no guidance_in: an input the graph never reads would get no buffer.
@@ -96,9 +112,11 @@ Result<HostTensor> FluxDenoiser::run(const DenoiseBatch& b) {
         if (b.refs) {
             for (const HostTensor& ref : *b.refs) refs.push_back(gb.input(ref));
         }
-        return std::vector<ggml_tensor*>{
-            models::build_flux(gb.nn(), cfg_, gb.input(b.x), gb.input(ts), gb.input(context), yt,
-                               gt, gb.input(pe_.cos), gb.input(pe_.sin), b.skip_layers, refs)};
+        models::FluxIdentity id;
+        if (identity) id = {&*pulid_, gb.input(*b.identity), b.identity_weight};
+        return std::vector<ggml_tensor*>{models::build_flux(
+            gb.nn(), cfg_, gb.input(b.x), gb.input(ts), gb.input(context), yt, gt,
+            gb.input(pe_.cos), gb.input(pe_.sin), b.skip_layers, refs, identity ? &id : nullptr)};
     });
     if (!r.ok()) return r.status();
     return std::move((*r)[0]);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "families/flux/pulid.h"
 #include "io/tensor_probe.h"
 #include "nn/dit.h"
 #include "nn/layers.h"
@@ -285,18 +286,23 @@ ggml_tensor* flux_text_tokens(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* co
 
 ggml_tensor* flux_blocks(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* img, ggml_tensor* txt,
                          const FluxModSource& mods, ggml_tensor* pe_cos, ggml_tensor* pe_sin,
-                         ggml_tensor* key_mask, const std::vector<int>* skip) {
+                         ggml_tensor* key_mask, const std::vector<int>* skip,
+                         const FluxIdentity* identity) {
     const std::string& p = cfg.prefix;
     auto skipped = [skip](int block) {
         return skip && std::find(skip->begin(), skip->end(), block) != skip->end();
     };
     const Rope pe{pe_cos, pe_sin};
+    int module = 0;  // PuLID's next cross-attention module
     for (int i = 0; i < cfg.depth; ++i) {
         if (skipped(i)) continue;
         const FluxMods im = mods(FluxModSite::DoubleImg, i);
         const FluxMods tm = mods(FluxModSite::DoubleTxt, i);
         double_block(c, cfg, img, txt, im, tm, pe, key_mask,
                      p + "double_blocks." + std::to_string(i) + ".");
+        if (identity && i % identity->cfg->double_interval == 0) {
+            img = pulid_inject(c, *identity, module++, img);
+        }
     }
     const int64_t lt = txt->ne[1], li = img->ne[1];
     ggml_tensor* joint = ggml_concat(c.ctx, txt, img, 1);
@@ -304,6 +310,12 @@ ggml_tensor* flux_blocks(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* img, gg
         if (skipped(cfg.depth + i)) continue;
         joint = single_block(c, cfg, joint, mods(FluxModSite::Single, i), pe, key_mask,
                              p + "single_blocks." + std::to_string(i) + ".");
+        if (identity && i % identity->cfg->single_interval == 0) {
+            // The image tokens (after the text) take the identity; the text passes as it is.
+            ggml_tensor* image =
+                pulid_inject(c, *identity, module++, nn::token_range(c.ctx, joint, lt, li));
+            joint = ggml_concat(c.ctx, nn::token_range(c.ctx, joint, 0, lt), image, 1);
+        }
     }
     return nn::token_range(c.ctx, joint, lt, li);
 }
@@ -317,7 +329,7 @@ ggml_tensor* flux_final_layer(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* im
 ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_tensor* timesteps,
                         ggml_tensor* context, ggml_tensor* y, ggml_tensor* guidance,
                         ggml_tensor* pe_cos, ggml_tensor* pe_sin, const std::vector<int>* skip,
-                        const std::vector<ggml_tensor*>& refs) {
+                        const std::vector<ggml_tensor*>& refs, const FluxIdentity* identity) {
     const std::string& p = cfg.prefix;
     const int64_t W = x->ne[0], H = x->ne[1], N = x->ne[3];
     const int ps = cfg.patch;
@@ -348,7 +360,7 @@ ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_
         }
         return nn::modulation(c, vec, p + "single_blocks." + b + "modulation.lin", cfg.hidden, 3);
     };
-    img = flux_blocks(c, cfg, img, txt, mods, pe_cos, pe_sin, nullptr, skip);
+    img = flux_blocks(c, cfg, img, txt, mods, pe_cos, pe_sin, nullptr, skip, identity);
     // The image tokens only: reference tokens after them are dropped.
     if (img->ne[1] != w * h) img = nn::token_range(c.ctx, img, 0, w * h);
 

@@ -66,6 +66,8 @@ struct FluxConfig {
 Result<FluxConfig> detect_flux(const TensorIndex& index,
                                const std::string& prefix = "model.diffusion_model.");
 
+struct FluxIdentity;  // PuLID-FLUX's identity (families/flux/pulid.h)
+
 // The RoPE angles for `text_tokens` text tokens (positions 0) followed by the image tokens
 // of a latent of w x h pixels (patch grid ceil(h/2) x ceil(w/2), positions (0, row, col)),
 // then the tokens of each reference latent (Kontext editing), as stable-diffusion.cpp places
@@ -91,12 +93,13 @@ FluxPositions flux_positions(const FluxConfig& cfg, int64_t latent_w, int64_t la
 // latents [w, h, C, 1] (Kontext), patched like the image and joined after its tokens, shared
 // by the batch. `skip` (skip-layer guidance; null or empty: none) lists blocks that pass
 // their inputs through unchanged: double block i is number i, single block i is number
-// depth + i.
+// depth + i. `identity` (PuLID-FLUX; null: none) is injected between the blocks.
 ggml_tensor* build_flux(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* x, ggml_tensor* timesteps,
                         ggml_tensor* context, ggml_tensor* y, ggml_tensor* guidance,
                         ggml_tensor* pe_cos, ggml_tensor* pe_sin,
                         const std::vector<int>* skip = nullptr,
-                        const std::vector<ggml_tensor*>& refs = {});
+                        const std::vector<ggml_tensor*>& refs = {},
+                        const FluxIdentity* identity = nullptr);
 
 // The pieces build_flux is made of, for the FLUX-layout variants that modulate or decode
 // differently (Chroma).
@@ -116,10 +119,12 @@ using FluxModSource = std::function<FluxMods(FluxModSite site, int block)>;
 
 // The double and single blocks: img [hidden, Ti, N], txt [hidden, Tt, N] -> the outputs of
 // the Ti image (and reference) tokens [hidden, Ti, N]. pe covers Tt + Ti tokens; key_mask
-// (f32 [Tt + Ti, N] or null) is added to every attention's logits; skip as build_flux.
+// (f32 [Tt + Ti, N] or null) is added to every attention's logits; skip and identity as
+// build_flux.
 ggml_tensor* flux_blocks(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* img, ggml_tensor* txt,
                          const FluxModSource& mods, ggml_tensor* pe_cos, ggml_tensor* pe_sin,
-                         ggml_tensor* key_mask = nullptr, const std::vector<int>* skip = nullptr);
+                         ggml_tensor* key_mask = nullptr, const std::vector<int>* skip = nullptr,
+                         const FluxIdentity* identity = nullptr);
 
 // LayerNorm, modulate(shift, scale), final_layer.linear -> [out_channels, T, N].
 ggml_tensor* flux_final_layer(nn::Ctx& c, const FluxConfig& cfg, ggml_tensor* img,

@@ -6,6 +6,7 @@
 // (256 .. 4096); other schedules use mu 1.15 (dev) or 1.0 (schnell). --flow-shift sets mu.
 // FLUX.1 Kontext is a dev checkpoint that reads reference images: as in stable-diffusion.cpp,
 // every FLUX.1 model takes -r, the references' (sampled) latents joining the DiT's sequence.
+#include <optional>
 #include <string>
 
 #include "core/log.h"
@@ -142,7 +143,22 @@ Result<Family> load(const FamilyContext& ctx) {
     if (!t5.ok()) return t5.status();
     f.text = std::make_unique<FluxConditioner>(std::move(*clip_enc), std::move(*t5));
 
-    auto denoiser = FluxDenoiser::create(ctx, ctx.placement.diffusion, *dit);
+    // PuLID-FLUX: its modules run inside the DiT, on its devices.
+    std::optional<models::PulidConfig> pulid;
+    if (!ctx.options.pulid_weights.empty()) {
+        auto pc = models::detect_pulid(ctx.index, prefix_for_role("pulid-weights"), *dit);
+        if (!pc.ok())
+            return pc.status().with_context("--pulid-weights " + ctx.options.pulid_weights);
+        pulid = *pc;
+        GGDIFF_LOG_INFO(
+            "PuLID-FLUX: %d identity cross-attention modules (%d heads, identity tokens "
+            "of %lld); they act with --pulid-id-embedding",
+            pulid->modules, pulid->heads, (long long)pulid->id_dim);
+        f.identity = [cfg = *pulid](const GenerateOptions& o) {
+            return models::load_pulid_embedding(o.pulid_id_embedding, cfg);
+        };
+    }
+    auto denoiser = FluxDenoiser::create(ctx, ctx.placement.diffusion, *dit, pulid);
     if (!denoiser.ok()) return denoiser.status();
     f.lora_targets.push_back(flux_lora_target((*denoiser)->runner(), dit->prefix));
     f.denoiser = std::move(*denoiser);
