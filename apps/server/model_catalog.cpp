@@ -217,6 +217,7 @@ bool is_model_part_option(const std::string& name) {
     static const char* const parts[] = {"model",
                                         "diffusion-model",
                                         "high-noise-diffusion-model",
+                                        "uncond-diffusion-model",
                                         "vae",
                                         "clip_l",
                                         "clip_g",

@@ -26,7 +26,10 @@ void add_model_options(std::vector<OptionSpec>& out) {
          "Wan 2.2 A14B: the high-noise expert's DiT, which samples the first steps "
          "(--high-noise-steps, --moe-boundary); the model (--diffusion-model) samples the rest",
          GGDIFF_FIELD(model.high_noise_diffusion_model));
-    planned("uncond-diffusion-model", "Separate diffusion model for the unconditional pass");
+    file("uncond-diffusion-model",
+         "Ideogram 4: the unconditional DiT, which runs the unconditional (cfg) pass; without it "
+         "the model (--diffusion-model) runs that pass without text",
+         GGDIFF_FIELD(model.uncond_diffusion_model));
     file("vae", "Stand-alone VAE weights (replace the checkpoint's)", GGDIFF_FIELD(model.vae));
     opt(out, g, "vae-format", OptType::String, kModel)
         .def("auto")

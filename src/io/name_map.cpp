@@ -11,6 +11,8 @@ namespace {
 constexpr const char* kDiffusionPrefix = "model.diffusion_model.";
 // Wan 2.2's high-noise expert: a second diffusion model, in the same names.
 constexpr const char* kHighNoisePrefix = "model.high_noise_diffusion_model.";
+// Ideogram 4's unconditional DiT, filed where stable-diffusion.cpp files it.
+constexpr const char* kUncondPrefix = "model.diffusion_model.uncond.";
 constexpr const char* kVaePrefix = "first_stage_model.";
 constexpr const char* kControlPrefix = "control_model.";
 constexpr const char* kUpscalerPrefix = "upscaler.";
@@ -20,7 +22,9 @@ enum class RoleKind { Full, Diffusion, Vae, TextEncoder, Control, Upscaler, Clip
 
 RoleKind kind_of(const std::string& prefix) {
     if (prefix.empty()) return RoleKind::Full;
-    if (prefix == kDiffusionPrefix || prefix == kHighNoisePrefix) return RoleKind::Diffusion;
+    if (prefix == kDiffusionPrefix || prefix == kHighNoisePrefix || prefix == kUncondPrefix) {
+        return RoleKind::Diffusion;
+    }
     if (prefix == kVaePrefix) return RoleKind::Vae;
     if (prefix == kControlPrefix) return RoleKind::Control;
     if (prefix == kUpscalerPrefix) return RoleKind::Upscaler;

@@ -64,6 +64,7 @@ std::string prefix_for_role(const std::string& role) {
         {"model", ""},
         {"diffusion_model", "model.diffusion_model."},
         {"high_noise_diffusion_model", "model.high_noise_diffusion_model."},
+        {"uncond_diffusion_model", "model.diffusion_model.uncond."},
         {"vae", "first_stage_model."},
         {"taesd", "taesd."},
         {"clip_l", "text_encoders.clip_l."},

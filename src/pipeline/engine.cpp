@@ -54,6 +54,10 @@ Status check_family_options(const FamilyRecipe& recipe, const ModelOptions& o) {
         return Status::Error(std::string("--high-noise-diffusion-model: ") + recipe.display +
                              " has no high-noise expert (Wan 2.2 A14B has)");
     }
+    if (!o.uncond_diffusion_model.empty() && !recipe.uncond_model) {
+        return Status::Error(std::string("--uncond-diffusion-model: ") + recipe.display +
+                             " has no unconditional DiT (Ideogram 4 has)");
+    }
     if (!o.embd_dir.empty() && !recipe.text_embeddings) {
         GGDIFF_LOG_WARN(
             "--embd-dir has no effect on %s: textual-inversion embeddings are for the CLIP "

@@ -340,6 +340,9 @@ struct FamilyRecipe {
     // Whether it takes a high-noise expert (--high-noise-diffusion-model: Wan 2.2 A14B);
     // elsewhere the option is an error.
     bool high_noise_expert = false;
+    // Whether it takes an unconditional DiT (--uncond-diffusion-model: Ideogram 4); elsewhere
+    // the option is an error.
+    bool uncond_model = false;
 };
 
 }  // namespace ggdiff

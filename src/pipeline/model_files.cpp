@@ -50,6 +50,7 @@ Result<TensorIndex> open_model_files(const ModelOptions& options) {
         {"model", &o.model},
         {"diffusion-model", &o.diffusion_model},
         {"high-noise-diffusion-model", &o.high_noise_diffusion_model},
+        {"uncond-diffusion-model", &o.uncond_diffusion_model},
         {"vae", &o.vae},
         {"clip_l", &o.clip_l},
         {"clip_g", &o.clip_g},

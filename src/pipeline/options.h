@@ -26,6 +26,8 @@ struct ModelOptions {
     // --high-noise-diffusion-model: Wan 2.2's high-noise expert (A14B), which samples the
     // first steps (see HighNoiseOptions).
     std::string high_noise_diffusion_model;
+    // --uncond-diffusion-model: a second DiT for the unconditional pass (Ideogram 4's).
+    std::string uncond_diffusion_model;
     std::string vae;  // --vae
     std::string clip_l, clip_g, t5xxl, llm;
     std::string llm_vision;   // --llm_vision: the LLM's vision tower in its own file

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 namespace ggdiff::sampling {
 
@@ -29,6 +30,7 @@ const std::vector<ScheduleName>& schedule_table() {
         {ScheduleKind::Lcm, "lcm", "LCM", {}},
         {ScheduleKind::Flux, "flux", "Flux", {"flux_shift"}},
         {ScheduleKind::Flux2, "flux2", "Flux2", {}},
+        {ScheduleKind::LogitNormal, "logit_normal", "Logit Normal", {}},
     };
     return table;
 }
@@ -144,6 +146,63 @@ float flux2_schedule_mu(const ScheduleOptions& o, int steps) {
     return a * static_cast<float>(steps) + (m200 - 200.0f * a);
 }
 
+namespace {
+
+// The normal quantile function (Acklam's rational approximation, as stable-diffusion.cpp).
+double ndtri(double p) {
+    if (p <= 0.0) return -std::numeric_limits<double>::infinity();
+    if (p >= 1.0) return std::numeric_limits<double>::infinity();
+    static const double a[6] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                                -2.759285104469687e+02, 1.383577518672690e+02,
+                                -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double b[6] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                                -1.556989798598866e+02, 6.680131188771972e+01,
+                                -1.328068155288572e+01, 1.0};
+    static const double c[6] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                                -2.400758277161838e+00, -2.549732539343734e+00,
+                                4.374664141464968e+00,  2.938163982698783e+00};
+    static const double d[5] = {7.784695709041462e-03, 3.224671290700398e-01,
+                                2.445134137142996e+00, 3.754408661907416e+00, 1.0};
+    constexpr double kLow = 0.02425, kHigh = 1.0 - kLow;
+    auto tail = [&](double q) {
+        double num = c[0], den = d[0];
+        for (int i = 1; i < 6; ++i) num = num * q + c[i];
+        for (int i = 1; i < 5; ++i) den = den * q + d[i];
+        return num / den;
+    };
+    if (p < kLow) return tail(std::sqrt(-2.0 * std::log(p)));
+    if (p > kHigh) return -tail(std::sqrt(-2.0 * std::log(1.0 - p)));
+    const double q = p - 0.5, r = q * q;
+    double num = a[0], den = b[0];
+    for (int i = 1; i < 6; ++i) num = num * r + a[i];
+    for (int i = 1; i < 6; ++i) den = den * r + b[i];
+    return num * q / den;
+}
+
+float sigmoid(float x) {
+    return 1.0f / (1.0f + std::exp(-x));
+}
+
+}  // namespace
+
+std::vector<float> logit_normal_sigmas(int steps, const ScheduleOptions& o) {
+    constexpr int kKnownSeqLen = (512 * 512) / (16 * 16);
+    float mean = o.logit_mean;
+    if (o.image_seq_len > 0 && o.logit_resolution_aware) {
+        mean += 0.5f * std::log(static_cast<float>(o.image_seq_len) /
+                                static_cast<float>(kKnownSeqLen));
+    }
+    const float hi = sigmoid(0.5f * o.logsnr_max), lo = sigmoid(0.5f * o.logsnr_min);
+    std::vector<float> out;
+    for (int i = 0; i < steps; ++i) {
+        const float t = static_cast<float>(i) / static_cast<float>(steps);
+        const float z = static_cast<float>(-ndtri(t));
+        out.push_back(std::min(hi, std::max(lo, sigmoid(mean + o.logit_std * z))));
+    }
+    out.push_back(0.0f);
+    return out;
+}
+
 Result<std::vector<float>> make_sigmas(ScheduleKind kind, int steps, const Parameterization& model,
                                        const ScheduleOptions& options) {
     if (steps < 1)
@@ -242,6 +301,8 @@ Result<std::vector<float>> make_sigmas(ScheduleKind kind, int steps, const Param
             out.push_back(0.0f);
             return out;
         }
+        case ScheduleKind::LogitNormal:
+            return logit_normal_sigmas(n, options);
     }
     return Status::Error("unknown schedule");
 }

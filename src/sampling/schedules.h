@@ -25,7 +25,10 @@ enum class ScheduleKind {
     Smoothstep,
     Lcm,
     Flux,  // FLUX.1's resolution-dependent exponential shift of evenly spaced levels
-    Flux2  // FLUX.2's: the same shift with an empirical mu from the size and step count
+    Flux2,  // FLUX.2's: the same shift with an empirical mu from the size and step count
+    // Ideogram 4's: sigma = sigmoid(mu + std * z) at the normal quantiles z of 1 - i/steps,
+    // mu shifted by the size (resolution aware), clamped to its log-SNR range
+    LogitNormal
 };
 
 // CLI names ("discrete", "karras", ..., "sgm_uniform") and A1111 "Schedule type" names
@@ -50,6 +53,13 @@ struct ScheduleOptions {
     float flux_base_shift = 0.5f;
     float flux_max_shift = 1.15f;
     float flux_mu = NAN;
+    // logit_normal: mean and deviation of the logit of sigma, the log-SNR range it is clamped
+    // to, and whether the mean moves by log(image_seq_len / 1024) / 2 (Ideogram 4's defaults).
+    float logit_mean = 0.0f;
+    float logit_std = 1.75f;
+    float logsnr_min = -15.0f;
+    float logsnr_max = 18.0f;
+    bool logit_resolution_aware = true;
 };
 
 // The mu of the flux schedule for these options.
@@ -58,6 +68,9 @@ float flux_schedule_mu(const ScheduleOptions& options);
 // interpolated between its 10- and 200-step lines by the step count up to 4300 tokens).
 // --flow-shift (flux_mu) does not change it, as in stable-diffusion.cpp.
 float flux2_schedule_mu(const ScheduleOptions& options, int steps);
+
+// The logit_normal schedule's sigmas (stable-diffusion.cpp's LogitNormalScheduler).
+std::vector<float> logit_normal_sigmas(int steps, const ScheduleOptions& options);
 
 // `steps` in [1, 10000]. discrete/sgm_uniform/simple/smoothstep/lcm walk the model's
 // timesteps; karras/exponential span [sigma_min, sigma_max] of the model; ays/gits use

@@ -116,7 +116,7 @@ TEST(CApiMemory, SamplerAndSchedulerNamesAndParametersJson) {
     text = nullptr;
     ASSERT_EQ(ggdiff_list_schedulers(&text), 0);
     nlohmann::json schedulers = take_json(text);
-    ASSERT_EQ(schedulers.size(), 11u);  // FLUX's "flux" and FLUX.2's "flux2" come last
+    ASSERT_EQ(schedulers.size(), 12u);  // flux, flux2 and logit_normal come last
     EXPECT_EQ(schedulers[0]["name"], "discrete");
     EXPECT_NE(schedulers.dump().find("\"flux\""), std::string::npos);
     EXPECT_NE(schedulers.dump().find("\"flux2\""), std::string::npos);

@@ -84,6 +84,8 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"krea2_tiny", "krea2"},        // tests/golden: single-stream DiT on stacked LLM states
     {"sefi_tiny", "sefi_image"},    // tests/golden: FLUX.2 DiT with a dual timestep embedding
     {"boogu_tiny", "boogu_image"},  // tests/golden: double/single-stream DiT on Qwen3-VL states
+    {"ideogram4_tiny/D", "ideogram4"},  // tests/golden: 4608-wide DiT on 13 Qwen3-VL states
+    {"ideogram4_tiny/U", "ideogram4"},  // with its unconditional DiT
 };
 
 // The part flags -M info and -M convert read (others, e.g. --upscale-model, are left out).

@@ -302,7 +302,7 @@ TEST(Schedules, Names) {
     EXPECT_FALSE(parse_schedule("cosine").ok());
     EXPECT_EQ(*parse_schedule("flux"), ScheduleKind::Flux);
     EXPECT_EQ(*parse_schedule("flux2"), ScheduleKind::Flux2);
-    EXPECT_EQ(schedule_names().size(), 11u);
+    EXPECT_EQ(schedule_names().size(), 12u);
 }
 
 // stable-diffusion.cpp's flux schedule: mu from the latent's pixel count (64 for a 64x64

@@ -55,7 +55,7 @@ TEST(ServerRoutes, ListingRoutes) {
 
     json schedulers = body_json(c.Get("/sdapi/v1/schedulers"));
     ASSERT_TRUE(schedulers.is_array());
-    EXPECT_EQ(schedulers.size(), 11u);  // with FLUX's flux and FLUX.2's flux2 schedules
+    EXPECT_EQ(schedulers.size(), 12u);  // with flux, flux2 and logit_normal (Ideogram 4)
     EXPECT_EQ(schedulers[1]["name"], "karras");
     EXPECT_EQ(schedulers[1]["label"], "Karras");
 

@@ -83,7 +83,9 @@ Result<HostTensor> LlmTextEncoder::encode(const std::string& prompt, const ChatT
     // The template parts and each emphasis run are tokenized on their own.
     std::vector<int> ids = tokenizer_->encode(tmpl.prefix);
     std::vector<float> weights(ids.size(), 1.0f);
-    auto runs = parse_prompt_attention(tmpl.prompt_lead + prompt);
+    auto runs = tmpl.plain_prompt
+                    ? std::vector<std::pair<std::string, float>>{{tmpl.prompt_lead + prompt, 1.0f}}
+                    : parse_prompt_attention(tmpl.prompt_lead + prompt);
     if (tmpl.spell_quotes) runs = spell_quoted_spans(runs);
     for (const auto& [text, weight] : runs) {
         if (is_break_marker({text, weight})) continue;

@@ -38,6 +38,9 @@ struct ChatTemplate {
     // Quoted spans of the prompt are tokenized one character at a time (LongCat: text to draw,
     // see spell_quoted_spans).
     bool spell_quotes = false;
+    // The prompt is tokenized as it is, without A1111 emphasis parsing (Ideogram 4's JSON
+    // prompts, whose brackets are text).
+    bool plain_prompt = false;
 
     // The last layer the template reads (-1: all of them, for the final norm).
     int last_layer() const;
