@@ -8,20 +8,28 @@
 //   discrete schedule, real CFG (7 by default), 512 x 512 when no size is given;
 // - the 16-channel FLUX VAE (latent scale 0.3611, shift 0.1159);
 // - edit (-r): the reference images' VAE latents join the DiT's sequence (resized to about the
-//   output's pixel count in multiples of 16). The reference also shows them to the text
-//   encoder when the LLM file has Qwen3-VL's vision tower; ggdiff does not read that tower
-//   yet, so with such a file -r is refused, and without one (a text-only LLM file) the prompt
-//   is encoded alone, as the reference then does.
+//   output's pixel count in multiples of 16). When the LLM file has Qwen3-VL's vision tower the
+//   text encoder sees them too: each image resized to about 384 x 384 pixels (multiples of the
+//   tower's patch x 2) and read by the tower, the chat then the edit system prompt followed by
+//   "<|vision_start|>" + one <|image_pad|> per tower row + "<|vision_end|>" for each image and
+//   the prompt, the rows replacing the pads' embeddings. Without a tower (a text-only LLM
+//   file) the prompt is encoded alone, as the reference then does.
+#include <algorithm>
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/log.h"
 #include "families/boogu/denoiser.h"
 #include "families/boogu/dit.h"
 #include "families/boogu/names.h"
+#include "models/te/qwen3_vision.h"
 #include "models/te/qwen_llm.h"
 #include "pipeline/family.h"
 #include "pipeline/parts/kl_autoencoder.h"
 #include "pipeline/parts/llm_encoder.h"
+#include "pipeline/parts/qwen3_vision_encoder.h"
+#include "pipeline/parts/qwen_vision_encoder.h"
 
 namespace ggdiff {
 namespace {
@@ -54,36 +62,94 @@ bool blank(const std::string& s) {
     return s.find_first_not_of(" \t\r\n") == std::string::npos;
 }
 
-// The prompt through the chat above; -r refused when the LLM file has a vision tower (which
-// the reference would read).
+// The size an image is resized to for the vision tower, as the reference computes it: the
+// area brought to about 384 x 384, each side rounded to a multiple of patch x merge.
+std::pair<int, int> tower_size(int width, int height, const models::Qwen3VisionConfig& cfg) {
+    const double factor = cfg.factor();
+    const double beta = std::sqrt((384.0 * 384.0) / (static_cast<double>(height) * width));
+    const int h =
+        std::max(cfg.factor(), static_cast<int>(std::round(height * beta / factor)) * cfg.factor());
+    const int w =
+        std::max(cfg.factor(), static_cast<int>(std::round(width * beta / factor)) * cfg.factor());
+    return {w, h};
+}
+
+// The prompt through the chat above; with -r images and a vision tower, the edit chat that
+// shows them to the LLM.
 class BooguText : public TextConditioner {
   public:
-    BooguText(std::unique_ptr<LlmTextEncoder> encoder, bool vision_tower)
-        : encoder_(std::move(encoder)), vision_tower_(vision_tower) {}
+    BooguText(std::unique_ptr<LlmTextEncoder> encoder,
+              std::shared_ptr<const Qwen2Tokenizer> tokenizer,
+              std::unique_ptr<Qwen3VisionEncoder> vision, std::string odd_tower)
+        : encoder_(std::move(encoder)),
+          tokenizer_(std::move(tokenizer)),
+          vision_(std::move(vision)),
+          odd_tower_(std::move(odd_tower)) {}
 
     Status check(const TextRequest& r) const override {
-        if (vision_tower_ && r.ref_images && !r.ref_images->empty()) {
-            return Status::Error(
-                "Boogu Image edit with a Qwen3-VL vision tower in the --llm file is not "
-                "supported yet (the reference shows the -r images to the text encoder too); "
-                "pass a text-only LLM file to edit with the reference latents alone");
+        if (!odd_tower_.empty() && r.ref_images && !r.ref_images->empty()) {
+            return Status::Error(odd_tower_);
         }
         return Status::Ok();
     }
 
     Result<Conditioning> encode(const TextRequest& r) override {
-        auto h =
-            encoder_->encode(r.prompt, boogu_template(blank(r.prompt) ? kEditSystem : kT2iSystem));
+        const bool refs = vision_ && r.ref_images && !r.ref_images->empty();
+        auto h = refs ? encode_edit(r)
+                      : encoder_->encode(
+                            r.prompt, boogu_template(blank(r.prompt) ? kEditSystem : kT2iSystem));
         if (!h.ok()) return h.status();
         Conditioning c;
         c.context = std::move(*h);
         return c;
     }
-    void end_phase() override { encoder_->end_phase(); }
+    void end_phase() override {
+        encoded_for_ = nullptr;
+        rows_.clear();
+        encoder_->end_phase();
+        if (vision_) vision_->end_phase();
+    }
 
   private:
+    // The edit chat: each image's tower rows replace its <|image_pad|> tokens, found where the
+    // reference finds them (the token count of the chat up to that image's <|vision_start|>).
+    Result<HostTensor> encode_edit(const TextRequest& r) {
+        if (encoded_for_ != r.ref_images) {
+            rows_.clear();
+            for (size_t i = 0; i < r.ref_images->size(); ++i) {
+                const Image& image = (*r.ref_images)[i];
+                GGDIFF_TRY(validate_image(image));
+                const auto [w, h] = tower_size(image.width, image.height, vision_->config());
+                auto rows = vision_->encode(clip_preprocess(image, w, h));
+                if (!rows.ok()) {
+                    return rows.status().with_context("vision tower, reference image " +
+                                                      std::to_string(i + 1));
+                }
+                GGDIFF_LOG_DEBUG("reference image %zu: %dx%d for the vision tower, %lld tokens",
+                                 i + 1, w, h, (long long)rows->dim(1));
+                rows_.push_back(std::move(*rows));
+            }
+            encoded_for_ = r.ref_images;
+        }
+        ChatTemplate t = boogu_template(kEditSystem);
+        std::vector<EmbeddingSplice> splices;
+        for (const HostTensor& rows : rows_) {
+            t.prefix += "<|vision_start|>";
+            splices.push_back({static_cast<int64_t>(tokenizer_->encode(t.prefix).size()), &rows});
+            for (int64_t j = 0; j < rows.dim(1); ++j) t.prefix += "<|image_pad|>";
+            t.prefix += "<|vision_end|>";
+        }
+        return encoder_->encode(r.prompt, t, splices);
+    }
+
     std::unique_ptr<LlmTextEncoder> encoder_;
-    bool vision_tower_;
+    std::shared_ptr<const Qwen2Tokenizer> tokenizer_;
+    std::unique_ptr<Qwen3VisionEncoder> vision_;
+    std::string odd_tower_;  // why -r is refused (a vision tower that is not Qwen3-VL's)
+    // The tower's rows of this text phase's images (the prompt and the negative prompt read
+    // the same images).
+    const std::vector<Image>* encoded_for_ = nullptr;
+    std::vector<HostTensor> rows_;
 };
 
 Result<Family> load(const FamilyContext& ctx) {
@@ -110,8 +176,18 @@ Result<Family> load(const FamilyContext& ctx) {
             llm->qk_norm ? "Qwen3" : "Qwen2-type LLM", (long long)llm->hidden,
             (long long)dit->cap_width));
     }
-    const bool vision_tower = ctx.index.has_prefix(std::string(kLlm) + "visual.") ||
-                              ctx.index.has_prefix(std::string(kLlm) + "model.visual.");
+    auto vision = find_qwen3_vision_tower(ctx.index, kLlm, llm->hidden, "--llm");
+    if (!vision.ok()) return vision.status();
+    // Another tower (no position table) cannot read the images: -r is refused then, as the
+    // reference, which would fail to load it, cannot edit with it either.
+    std::string odd_tower;
+    if (!*vision && (ctx.index.has_prefix(std::string(kLlm) + "visual.") ||
+                     ctx.index.has_prefix(std::string(kLlm) + "model.visual."))) {
+        odd_tower =
+            "--llm: the file has a vision tower (visual.*) but not Qwen3-VL's (no "
+            "visual.pos_embed.weight): Boogu Image reads -r images with Qwen3-VL's tower";
+        GGDIFF_LOG_WARN("%s", odd_tower.c_str());
+    }
     auto vae = detect_flux1_image_vae(ctx, kVae, "Boogu Image", dit->latent_channels);
     if (!vae.ok()) return vae.status();
     auto tokenizer = load_llm_tokenizer(ctx);
@@ -133,12 +209,20 @@ Result<Family> load(const FamilyContext& ctx) {
         (long long)dit->noise_refiners, (long long)dit->context_refiners,
         (long long)dit->ref_refiners, (long long)dit->heads, (long long)dit->kv_heads,
         (long long)llm->hidden, (long long)llm->layers,
-        vision_tower ? " and a vision tower (not read: -r is not supported with it yet)" : "");
+        *vision ? " and a vision tower (-r images are read by the text encoder too)" : "");
 
     const ChatTemplate tmpl = boogu_template(kT2iSystem);
     auto encoder = LlmTextEncoder::create(ctx, ctx.placement.te, *llm, *tokenizer, "LLM", tmpl);
     if (!encoder.ok()) return encoder.status();
-    f.text = std::make_unique<BooguText>(std::move(*encoder), vision_tower);
+    // The tower is small next to the LLM: it stays on the text encoder's first device.
+    std::unique_ptr<Qwen3VisionEncoder> tower;
+    if (*vision) {
+        auto v = Qwen3VisionEncoder::create(ctx, ctx.placement.te.first_device_only(), **vision);
+        if (!v.ok()) return v.status();
+        tower = std::move(*v);
+    }
+    f.text =
+        std::make_unique<BooguText>(std::move(*encoder), *tokenizer, std::move(tower), odd_tower);
 
     auto denoiser = BooguDenoiser::create(ctx, ctx.placement.diffusion, *dit);
     if (!denoiser.ok()) return denoiser.status();

@@ -187,6 +187,29 @@ std::pair<int, int> qwen_vision_size(int width, int height, const QwenVisionConf
     return {w_bar, h_bar};
 }
 
+HostTensor qwen_vision_patches(const HostTensor& pixels, int64_t patch, int64_t temporal,
+                               int64_t merge) {
+    const int64_t p = patch, mg = merge, tp = temporal;
+    const int64_t W = pixels.dim(0), H = pixels.dim(1);
+    const int64_t lw = W / p / mg, units = lw * (H / p / mg), per = mg * mg;
+    HostTensor patches({3 * tp * p * p, units * per});
+    float* dst = patches.ptr();
+    for (int64_t u = 0; u < units; ++u) {
+        for (int64_t s = 0; s < per; ++s) {
+            const int64_t py = (u / lw) * mg + s / mg, px = (u % lw) * mg + s % mg;
+            for (int64_t ch = 0; ch < 3; ++ch) {
+                for (int64_t t = 0; t < tp; ++t) {
+                    for (int64_t ky = 0; ky < p; ++ky) {
+                        const float* row = pixels.ptr() + (ch * H + py * p + ky) * W + px * p;
+                        dst = std::copy(row, row + p, dst);
+                    }
+                }
+            }
+        }
+    }
+    return patches;
+}
+
 Result<QwenVisionInputs> qwen_vision_inputs(const QwenVisionConfig& cfg, const HostTensor& pixels) {
     const int64_t p = cfg.patch, mg = cfg.merge, tp = cfg.temporal_patch;
     const int64_t W = pixels.dim(0), H = pixels.dim(1);
@@ -202,24 +225,8 @@ Result<QwenVisionInputs> qwen_vision_inputs(const QwenVisionConfig& cfg, const H
     in.grid_w = W / p;
     in.grid_h = H / p;
     const int64_t lw = in.grid_w / mg, lh = in.grid_h / mg, per = mg * mg;
-    const int64_t feat = 3 * tp * p * p, units = lw * lh;
-
-    // Patches in the reference's order.
-    in.patches = HostTensor({feat, in.tokens()});
-    float* dst = in.patches.ptr();
-    for (int64_t u = 0; u < units; ++u) {
-        for (int64_t s = 0; s < per; ++s) {
-            const int64_t py = (u / lw) * mg + s / mg, px = (u % lw) * mg + s % mg;
-            for (int64_t ch = 0; ch < 3; ++ch) {
-                for (int64_t t = 0; t < tp; ++t) {
-                    for (int64_t ky = 0; ky < p; ++ky) {
-                        const float* row = pixels.ptr() + (ch * H + py * p + ky) * W + px * p;
-                        dst = std::copy(row, row + p, dst);
-                    }
-                }
-            }
-        }
-    }
+    const int64_t units = lw * lh;
+    in.patches = qwen_vision_patches(pixels, p, tp, mg);
 
     // Windows of `ws` x `ws` merge units from the top left; the edge ones are cut. Kind:
     // 0 full, 1 cut on the right, 2 cut at the bottom, 3 both.

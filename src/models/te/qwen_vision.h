@@ -82,6 +82,14 @@ struct QwenVisionInputs {
     int64_t outputs() const { return static_cast<int64_t>(window_index.size()); }  // merge units
 };
 
+// The patches of `pixels` [W, H, 3] (sides multiples of patch * merge) in the reference's
+// order: merge units (merge x merge patches) in raster order, the patches of each in raster
+// order, one row per patch of features ordered (channel, time, row, column) like a Conv3d
+// kernel, the image repeated on the time axis -> [3 * temporal * patch^2, patches]. Shared by
+// the Qwen2.5-VL and Qwen3-VL towers.
+HostTensor qwen_vision_patches(const HostTensor& pixels, int64_t patch, int64_t temporal,
+                               int64_t merge);
+
 // `pixels` [W, H, 3] (or [W, H, 3, 1]): the preprocessed image (CLIP-normalized), W and H
 // multiples of patch * merge.
 Result<QwenVisionInputs> qwen_vision_inputs(const QwenVisionConfig& cfg, const HostTensor& pixels);
