@@ -31,10 +31,15 @@ void add_model_options(std::vector<OptionSpec>& out) {
          "the model (--diffusion-model) runs that pass without text",
          GGDIFF_FIELD(model.uncond_diffusion_model));
     file("vae", "Stand-alone VAE weights (replace the checkpoint's)", GGDIFF_FIELD(model.vae));
-    opt(out, g, "vae-format", OptType::String, kModel)
+    opt(out, g, "vae-format", OptType::Enum, kModel)
+        .values({"auto", "flux", "sd3", "flux2"})
         .def("auto")
-        .unsupported_values("!auto")
-        .help("Layout of the --vae file (auto: detected from its tensor names)");
+        .help(
+            "Latent format of the --vae for PiD, whose checkpoint does not say which VAE it "
+            "decodes: flux (FLUX.1 / Z-Image PiD), sd3 or flux2; auto: a 32-channel VAE is "
+            "FLUX.2's, a 16-channel one is read unscaled as stable-diffusion.cpp does. Other "
+            "families know their VAE and ignore it (with a warning)")
+        .bind(to_text(GGDIFF_FIELD(model.vae_format)));
     file("taesd", "Tiny AutoEncoder for fast, lower quality decoding (and encoding)",
          GGDIFF_FIELD(model.taesd))
         .alias("tae");

@@ -24,6 +24,7 @@ namespace ggdiff {
     X(kErnieImageRecipe)       /* families/ernie: ERNIE-Image */                  \
     X(kMiniT2IRecipe)          /* families/minit2i */                             \
     X(kKrea2Recipe)            /* families/krea2 */                               \
+    X(kPidRecipe)              /* families/pid: PiD (Pixel Diffusion Decoder) */  \
     X(kIdeogram4Recipe)        /* families/ideogram4 */                           \
     X(kSd3Recipe)              /* families/sd3 */                                 \
     X(kWanRecipe)              /* families/wan: detect only */

@@ -283,6 +283,9 @@ struct Family {
     // With ref_image_multiple 0: why -r is refused when the family's model has a use for it
     // that ggdiff does not run yet (the message); empty: the family takes no references.
     std::string ref_images_not_yet;
+    // The reference images are encoded at their own size (cut to whole latent pixels of the
+    // family's VAE), never resized to the output's pixel count (PiD, as the reference does).
+    bool ref_images_as_given = false;
     // The modules <lora:...> prompt tags can patch (none: LoRA tags are an error).
     std::vector<LoraTarget> lora_targets;
     // Seamless tiling on these axes (set by the engine from --circular*, for recipes with

@@ -29,6 +29,9 @@ struct ModelOptions {
     // --uncond-diffusion-model: a second DiT for the unconditional pass (Ideogram 4's).
     std::string uncond_diffusion_model;
     std::string vae;  // --vae
+    // --vae-format: the latent format of the VAE for families whose checkpoint does not name it
+    // (PiD): "auto", "flux", "sd3" or "flux2".
+    std::string vae_format = "auto";
     std::string clip_l, clip_g, t5xxl, llm;
     std::string llm_vision;   // --llm_vision: the LLM's vision tower in its own file
     std::string clip_vision;  // --clip_vision: a CLIP vision encoder (Wan image-to-video)

@@ -141,7 +141,7 @@ Result<std::vector<HostTensor>> encode_reference_images(Family& f, const Generat
     for (size_t i = 0; i < o.ref_images.size(); ++i) {
         const Image& ref = o.ref_images[i];
         Image img;
-        if (o.auto_resize_ref_images) {
+        if (o.auto_resize_ref_images && !f.ref_images_as_given) {
             const auto [rw, rh] = ref_image_size(ref, p.width, p.height, f.ref_image_multiple);
             img = ref.width == rw && ref.height == rh ? ref : resize_image_nearest(ref, rw, rh);
         } else {

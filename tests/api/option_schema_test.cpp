@@ -255,7 +255,6 @@ TEST(OptionSchema, WorkingLibraryOptionsAreBound) {
     for (const ggdiff::api::OptionSpec& s : ggdiff::api::option_schema()) {
         if (s.support != ggdiff::api::Support::Works) continue;
         if (s.is(ggdiff::api::kFrontend)) continue;
-        if (s.name == "vae-format") continue;  // only the default works
         EXPECT_TRUE(static_cast<bool>(s.bind)) << s.name << " is read by nothing";
     }
 }

@@ -407,7 +407,6 @@ TEST(FlagCoverage, UnsupportedValuesOfWorkingFlags) {
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
         {{"--scheduler", "kl_optimal"}, "--scheduler kl_optimal is not supported yet"},
         {{"--scheduler", "bong_tangent"}, "--scheduler bong_tangent is not supported yet"},
-        {{"--vae-format", "diffusers"}, "--vae-format diffusers is not supported yet"},
     };
     for (const auto& [tail, message] : cases) {
         std::vector<std::string> args = {"-m", "m.gguf"};

@@ -1,0 +1,57 @@
+// Gemma's tokenizer (Gemma 2; a SentencePiece BPE model with byte fallback, 256k tokens, too
+// big to build in), read from its Hugging Face tokenizer.json (model.vocab, model.merges,
+// added_tokens), and run as stable-diffusion.cpp (38a51f81, Gemma2Tokenizer) runs it:
+//   1. the text is cut at Gemma's special tokens (<bos>, <start_of_turn>, "\n" runs, html
+//      tags, <0xNN>, ...: the reference's list, earliest match first, ties to the earlier
+//      entry), each special becoming its id;
+//   2. the runs between them are split by the GPT-2 / Qwen2 pre-tokenizer pattern (letters
+//      with one leading non-letter, single digits, punctuation runs, whitespace);
+//   3. in each piece spaces become U+2581 and its characters merge by the merge list's ranks;
+//      a result that is not in the vocabulary becomes its bytes' <0xNN> tokens (byte
+//      fallback; <unk> where even those are missing).
+// No BOS is added by encode(); bos_id() / pad_id() give <bos> and <pad>.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "tokenizers/llm_tokenizer.h"
+
+namespace ggdiff {
+
+// Where Gemma's tokenizer.json is: `flag` (--llm-tokenizer: the file, or a folder holding it or
+// a tokenizer/ folder that does), else beside each of `model_paths` (the --llm file, the main
+// model): its folder, that folder's tokenizer/, and the tokenizer/ folder beside it. Otherwise
+// the error says what to pass and where it looked.
+Result<std::string> find_gemma_tokenizer(const std::vector<std::string>& model_paths,
+                                         const std::string& flag);
+
+class GemmaTokenizer : public LlmTokenizer {
+  public:
+    // A tokenizer.json file, or a folder holding one.
+    static Result<GemmaTokenizer> from_path(const std::string& path);
+
+    std::vector<int> encode(const std::string& text) const override;
+    int token_to_id(const std::string& token) const override;
+
+    int bos_id() const { return bos_; }
+    int pad_id() const { return pad_; }
+    size_t vocab_size() const { return id_to_token_.size(); }
+
+    // The special tokens stable-diffusion.cpp cuts Gemma 2 text at, in its order.
+    static const std::vector<std::string>& special_tokens();
+
+  private:
+    std::vector<int> encode_piece(const std::string& piece) const;
+
+    std::unordered_map<std::string, int> vocab_;
+    std::unordered_map<int, std::string> id_to_token_;
+    std::unordered_map<std::string, int> merges_;        // "first second" -> rank
+    std::vector<std::pair<std::string, int>> specials_;  // the reference's order
+    int bos_ = 2, pad_ = 0, unk_ = 3;
+};
+
+}  // namespace ggdiff
