@@ -266,8 +266,10 @@ void declare_flags(CLI::App& app, ServerConfig& c, std::string& error) {
                 },
                 "", "");
         } else if ((d.flags & GGDIFF_OPTION_GENERATE) && d.type == GGDIFF_OPTION_PATH &&
-                   d.support != GGDIFF_SUPPORT_NOT_YET) {
-            // Input images come with each request, never from the server's files.
+                   d.support != GGDIFF_SUPPORT_NOT_YET && name.rfind("pm-", 0) != 0) {
+            // Input images come with each request, never from the server's files; PhotoMaker's
+            // identity (--pm-id-images-dir, --pm-id-embed-path), which no API has a field for,
+            // is a server start option that every request uses.
             apps::add_schema_flag(
                 app, d,
                 [keep, flag](const std::string&) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <limits>
 #include <random>
 
 #include "image/image_io.h"
@@ -12,14 +13,15 @@ namespace ggdiff {
 
 namespace {
 
-// The frame images of `dir` in name order (byte order, as sd-cli sorts them), at most `max`
-// of them; other files are skipped.
-Result<std::vector<Image>> read_frame_dir(const std::string& dir, int max) {
+// The images of `dir` in name order (byte order, as sd-cli sorts them), at most `max` of
+// them; other files are skipped. `flag` and `what` ("frame") name them in errors.
+Result<std::vector<Image>> read_image_dir(const std::string& dir, int max, const std::string& flag,
+                                          const std::string& what) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
-        return Status::Error("--control-video " + dir +
-                             ": not a directory (give a folder of frame images)");
+        return Status::Error(flag + " " + dir + ": not a directory (give a folder of " + what +
+                             " images)");
     }
     std::vector<fs::path> files;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -31,10 +33,10 @@ Result<std::vector<Image>> read_frame_dir(const std::string& dir, int max) {
             files.push_back(it->path());
         }
     }
-    if (ec) return Status::Error("--control-video " + dir + ": " + ec.message());
+    if (ec) return Status::Error(flag + " " + dir + ": " + ec.message());
     if (files.empty()) {
-        return Status::Error("--control-video " + dir +
-                             ": no frame images (.png, .jpg, .jpeg, .webp, .bmp) in it");
+        return Status::Error(flag + " " + dir + ": no " + what +
+                             " images (.png, .jpg, .jpeg, .webp, .bmp) in it");
     }
     std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
         return a.filename().string() < b.filename().string();
@@ -43,7 +45,7 @@ Result<std::vector<Image>> read_frame_dir(const std::string& dir, int max) {
     for (const fs::path& f : files) {
         if (static_cast<int>(frames.size()) >= max) break;
         auto img = read_image(f.string());
-        if (!img.ok()) return img.status().with_context("--control-video frame " + f.string());
+        if (!img.ok()) return img.status().with_context(flag + " " + what + " " + f.string());
         frames.push_back(std::move(*img));
     }
     return frames;
@@ -76,9 +78,16 @@ Status resolve_api_inputs(ApiOptions& options) {
                                   options.ref_images_in_memory.end());
     if (!options.control_video_path.empty()) {
         auto frames =
-            read_frame_dir(options.control_video_path, std::max(1, options.gen.video_frames));
+            read_image_dir(options.control_video_path, std::max(1, options.gen.video_frames),
+                           "--control-video", "frame");
         if (!frames.ok()) return frames.status();
         options.gen.control_frames = std::move(*frames);
+    }
+    if (!options.pm_id_images_dir.empty()) {
+        auto ids = read_image_dir(options.pm_id_images_dir, std::numeric_limits<int>::max(),
+                                  "--pm-id-images-dir", "ID");
+        if (!ids.ok()) return ids.status();
+        options.gen.pm_id_images = std::move(*ids);
     }
     if (options.init_image_path.empty()) return Status::Ok();
     auto img = read_image(options.init_image_path);
@@ -95,6 +104,12 @@ Status check_option_pairs(const ApiOptions& options) {
     GGDIFF_TRY(check_slg_window(options.gen.slg));
     if (options.gen.control_image && options.model.control_net.empty()) {
         return Status::Error("--control-image needs a ControlNet (--control-net)");
+    }
+    if (options.model.photo_maker.empty()) {
+        if (!options.pm_id_images_dir.empty() || !options.gen.pm_id_images.empty())
+            return Status::Error("--pm-id-images-dir needs a PhotoMaker model (--photo-maker)");
+        if (!options.gen.pm_id_embed_path.empty())
+            return Status::Error("--pm-id-embed-path needs a PhotoMaker v2 model (--photo-maker)");
     }
     return Status::Ok();
 }

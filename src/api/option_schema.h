@@ -53,6 +53,7 @@ struct ApiOptions {
     std::string init_image_path;
     std::vector<std::string> ref_image_paths;  // --ref-image, in the order given
     std::string control_video_path;            // --control-video: a folder of frames
+    std::string pm_id_images_dir;              // --pm-id-images-dir: PhotoMaker's ID images
     // Reference images set from memory (ggdiff_options_set_image "ref-image"), in the order
     // given; they follow the files.
     std::vector<Image> ref_images_in_memory;

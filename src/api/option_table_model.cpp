@@ -77,7 +77,11 @@ void add_model_options(std::vector<OptionSpec>& out) {
          "ControlNet for the model (original layout, with or without control_model., or "
          "diffusers); used with --control-image",
          GGDIFF_FIELD(model.control_net));
-    planned("photo-maker", "PhotoMaker model");
+    file("photo-maker",
+         "PhotoMaker ID encoder for SDXL models (v1 or v2 safetensors); the prompt names the "
+         "person with a class word followed by the trigger word img (\"a woman img\"); used "
+         "with --pm-id-images-dir",
+         GGDIFF_FIELD(model.photo_maker));
     file("pulid-weights",
          "PuLID-FLUX v0.9.x weights (pulid_flux_v0.9.1.safetensors) for a FLUX.1 model: identity "
          "cross-attention modules between the DiT's blocks, acting with --pulid-id-embedding",

@@ -41,9 +41,23 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     hn_slg("high-noise-skip-layers", OptType::IntList, "High-noise skip layer guidance layers");
 
     g = "ControlNet, PhotoMaker, PuLID";
-    later(g, "pm-id-images-dir", OptType::Path, "PhotoMaker identity images");
-    later(g, "pm-id-embed-path", OptType::Path, "PhotoMaker v2 identity embedding");
-    later(g, "pm-style-strength", OptType::Float, "PhotoMaker style strength");
+    opt(out, g, "pm-id-images-dir", OptType::Path, kGenerate)
+        .help(
+            "PhotoMaker: a folder of images of the person (.png, .jpg, .jpeg, .webp, .bmp, in "
+            "name order); needs --photo-maker")
+        .bind(to_text(GGDIFF_FIELD(pm_id_images_dir)));
+    opt(out, g, "pm-id-embed-path", OptType::Path, kGenerate)
+        .help(
+            "PhotoMaker v2: the InsightFace embeddings of the ID images (id_embeds.bin, as "
+            "stable-diffusion.cpp's face_detect.py writes it)")
+        .bind(to_text(GGDIFF_FIELD(gen.pm_id_embed_path)));
+    opt(out, g, "pm-style-strength", OptType::Float, kGenerate)
+        .range(0, 100)
+        .def("20")
+        .help(
+            "PhotoMaker: percentage of the steps sampled with the plain prompt before the ID "
+            "takes over (lower follows the ID more faithfully)")
+        .bind(to_float(GGDIFF_FIELD(gen.pm_style_strength)));
     opt(out, g, "pulid-id-embedding", OptType::Path, kGenerate)
         .help(
             "PuLID-FLUX: the identity of a person (.pulidembd: a GGUF with tensor pulid_id of 32 "

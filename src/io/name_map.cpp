@@ -17,6 +17,7 @@ constexpr const char* kVaePrefix = "first_stage_model.";
 constexpr const char* kControlPrefix = "control_model.";
 constexpr const char* kUpscalerPrefix = "upscaler.";
 constexpr const char* kClipVisionPrefix = "clip_vision.";
+constexpr const char* kPhotoMakerPrefix = "photo_maker.";
 
 enum class RoleKind { Full, Diffusion, Vae, TextEncoder, Control, Upscaler, ClipVision, Other };
 
@@ -220,6 +221,13 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
         case RoleKind::ClipVision:
             wrappers.emplace_back("model.", true);  // open_clip's whole model, as saved by some
             break;
+        case RoleKind::Other:
+            // PhotoMaker: stable-diffusion.cpp's "pmid." names, or the original "id_encoder.".
+            if (prefix == kPhotoMakerPrefix) {
+                wrappers.emplace_back("pmid.", false);
+                wrappers.emplace_back("id_encoder.", false);
+            }
+            break;
         default:
             break;
     }
@@ -280,11 +288,13 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
     } else if (kind == RoleKind::ClipVision && is_openclip_vision_layout(w.names)) {
         split = openclip_vision_to_hf;
         if (notes) notes->push_back("open_clip vision tower renamed to HF CLIP vision layout");
-    } else if (kind == RoleKind::ClipVision) {
-        // HF's own spelling is "pre_layrnorm"; some converted files fix it.
+    } else if (kind == RoleKind::ClipVision || prefix == kPhotoMakerPrefix) {
+        // HF's own spelling is "pre_layrnorm"; some converted files fix it. A PhotoMaker file
+        // may keep its projection inside the tower.
         convert_all(&w, [](const std::string& n, std::string* o) {
             *o = n;
-            return replace_prefix(o, "vision_model.pre_layernorm.", "vision_model.pre_layrnorm.");
+            return replace_prefix(o, "vision_model.pre_layernorm.", "vision_model.pre_layrnorm.") ||
+                   replace_prefix(o, "vision_model.visual_projection.", "visual_projection.");
         });
     }
     std::vector<NameMapping> out;

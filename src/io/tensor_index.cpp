@@ -75,6 +75,7 @@ std::string prefix_for_role(const std::string& role) {
         {"qwen2vl_vision", "text_encoders.llm.visual."},
         {"clip_vision", "clip_vision."},
         {"control_net", "control_model."},
+        {"photo_maker", "photo_maker."},
         {"upscale_model", "upscaler."},
     };
     for (const auto& [name, prefix] : kRoles) {

@@ -87,7 +87,7 @@ void Engine::share_devices(const std::vector<EnginePlacement>& placements, bool 
     // connection), so the replicas take turns on them.
     std::map<std::string, std::vector<size_t>> users;
     auto modules = [control](const EnginePlacement& p) {
-        std::vector<const ModuleDevices*> m = {&p.te, &p.diffusion, &p.vae};
+        std::vector<const ModuleDevices*> m = {&p.te, &p.diffusion, &p.vae, &p.photomaker};
         if (control) m.push_back(&p.control);
         return m;
     };
@@ -142,6 +142,7 @@ Result<std::map<std::string, uint64_t>> Engine::measure_compute(const ModelOptio
     cpu.te.module = placement::module_name(placement::Module::TextEncoder);
     cpu.diffusion.module = placement::module_name(placement::Module::Diffusion);
     cpu.vae.module = placement::module_name(placement::Module::Vae);
+    cpu.photomaker.module = placement::module_name(placement::Module::PhotoMaker);
     cpu.control.module = placement::module_name(placement::Module::ControlNet);
     const EnginePlacement where = with_family_blocks(cpu, *recipe);
     const FamilyContext ctx{options,
@@ -260,6 +261,10 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options,
         if (!options.control_net.empty() && !family->takes_control) {
             return Status::Error("--control-net: " + std::string(recipe->display) +
                                  " models do not take a ControlNet here");
+        }
+        if (!options.photo_maker.empty() && !family->id_conditions) {
+            return Status::Error("--photo-maker: PhotoMaker works with SDXL models only; this is "
+                                 "a " + std::string(recipe->display) + " model");
         }
         family->circular_x = options.circular_x();
         family->circular_y = options.circular_y();

@@ -26,6 +26,7 @@
 #include "io/model_layout.h"
 #include "io/tensor_index.h"
 #include "pipeline/latent_rgb.h"
+#include "pipeline/lora_tags.h"
 #include "pipeline/options.h"
 #include "pipeline/placement_setup.h"
 #include "sampling/parameterization.h"
@@ -83,6 +84,16 @@ struct ControlHint {
 // One denoiser evaluation over a batch of n latents.
 struct DenoiseBatch {
     HostTensor x;                                   // [w, h, c, n]: noisy latents times c_in
+// Conditioning from identity images (PhotoMaker): a second positive conditioning that takes
+// over from a step on, and the prompt the ordinary one is then made from.
+struct IdConditions {
+    std::string prompt;  // for the ordinary conditioning (the trigger word taken out)
+    Conditioning cond;   // the prompt with the identity stacked into its class-word tokens
+    // `cond` replaces the ordinary conditioning on the (1-based) steps after this one, on
+    // every evaluation but a step's predictor (stable-diffusion.cpp's start_merge_step).
+    int after_step = 0;
+};
+
     std::vector<float> timesteps;                   // n model timesteps
     std::vector<const Conditioning*> cond;          // n conditionings (batchable with each other)
     float guidance = 3.5f;                          // distilled guidance (guidance-embedded DiTs)
@@ -260,6 +271,11 @@ struct Family {
     // A video model: the frames its latent decodes to for a request (Wan: 1 + 4 (T - 1) from
     // T latent frames); the latent's planes are then the frames of one video, which the VAE
     // decodes together. nullptr: an image model, one image per latent frame, and
+    // Identity conditioning (SDXL with --photo-maker) for a request and its text request
+    // (the prompt without LoRA tags): nullopt when the request gives no ID images. Null: the
+    // family takes none (--photo-maker is refused).
+    std::function<Result<std::optional<IdConditions>>(const GenerateOptions&, const TextRequest&)>
+        id_conditions;
     // --video-frames above 1 is an error.
     int (*output_frames)(const GenerateOptions&) = nullptr;
     // A video model's conditions from the request's images, for an output of width x height x
@@ -300,6 +316,9 @@ struct FamilyRecipe;
 struct FamilyContext {
     const ModelOptions& options;
     const TensorIndex& index;  // outlives the family
+    // LoRAs the model always carries besides the prompt's (PhotoMaker's UNet LoRA, with
+    // LoraRequest::path set).
+    std::vector<LoraRequest> own_loras;
     const EnginePlacement& placement;
     int weight_type = -1;  // --type as a ggml_type, -1 = keep stored types
     int threads = 1;

@@ -215,7 +215,9 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
     prepare_lock.emplace(replica.prepare_locks);
 
     auto tl = Clock::now();
-    GGDIFF_TRY(replica.lora->apply(f, job.loras));
+    std::vector<LoraRequest> loras = job.loras;
+    loras.insert(loras.end(), f.own_loras.begin(), f.own_loras.end());
+    GGDIFF_TRY(replica.lora->apply(f, loras));
     t.lora = seconds_since(tl);
     if (!job.loras.empty() && !run.phase("lora", 1, 1, t.lora)) {
         return Status::Error("cancelled");

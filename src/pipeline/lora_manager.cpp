@@ -151,8 +151,9 @@ LoraManager::LoraManager(std::string dir, LoraApplyMode mode, int threads)
 
 LoraManager::~LoraManager() = default;
 
-Result<LoraFile*> LoraManager::file_for(const std::string& name) {
-    auto path = find_lora_file(dir_, name);
+Result<LoraFile*> LoraManager::file_for(const LoraRequest& r) {
+    const std::string& name = r.name;
+    auto path = r.path.empty() ? find_lora_file(dir_, name) : Result<std::string>(r.path);
     if (!path.ok()) return path.status();
     auto it = files_.find(*path);
     if (it != files_.end()) return it->second.get();
@@ -217,6 +218,7 @@ Status LoraManager::prepare_targets(Family& family) {
 }
 
 Status LoraManager::apply(Family& family, const std::vector<LoraRequest>& loras) {
+    static const std::vector<std::string> kNoNames;
     if (loras == current_) return Status::Ok();
     if (!loras.empty() && family.lora_targets.empty()) {
         return Status::Error("LoRA tags are not supported for " + family.name + " models yet");
@@ -236,10 +238,10 @@ Status LoraManager::apply(Family& family, const std::vector<LoraRequest>& loras)
                                  ">: this model has no high-noise expert "
                                  "(--high-noise-diffusion-model, Wan 2.2) to patch");
         }
-        auto file = file_for(r.name);
+        auto file = file_for(r);
         if (!file.ok()) return file.status();
         const LoraFile& f = **file;
-        for (const std::string& n : f.unrecognized()) {
+        for (const std::string& n : r.path.empty() ? f.unrecognized() : kNoNames) {
             GGDIFF_LOG_WARN("LoRA %s: tensor %s is no LoRA tensor; ignored", r.name.c_str(),
                             n.c_str());
         }
@@ -318,6 +320,7 @@ Status LoraManager::apply(Family& family, const std::vector<LoraRequest>& loras)
             GGDIFF_LOG_WARN("LoRA %s: %zu of its modules match no weight of this %s model: %s",
                             r.name.c_str(), unmatched.size(), family.name.c_str(), list.c_str());
         }
+        if (!r.path.empty()) continue;  // a model's own LoRA: no A1111 hash
         auto h = f.short_hash();
         if (!h.ok()) return h.status();
         hashes.push_back(r.name + ": " + *h);

@@ -43,7 +43,7 @@ class LoraManager {
   private:
     struct TargetState;
     Status prepare_targets(Family& family);
-    Result<LoraFile*> file_for(const std::string& name);
+    Result<LoraFile*> file_for(const LoraRequest& r);
 
     std::string dir_;
     LoraApplyMode mode_;

@@ -15,8 +15,12 @@ struct LoraRequest {
     float unet = 1.0f;  // multiplier for the denoiser
     // <lora:|high_noise|NAME:W> (sd-cli's syntax): for Wan 2.2's high-noise expert only.
     bool high_noise = false;
+    // A file read instead of NAME from --lora-model-dir: a model's own LoRA (PhotoMaker's,
+    // inside its file), whose other tensors are not reported and which gets no A1111 hash.
+    std::string path{};
     bool operator==(const LoraRequest& o) const {
-        return name == o.name && te == o.te && unet == o.unet && high_noise == o.high_noise;
+        return name == o.name && te == o.te && unet == o.unet && high_noise == o.high_noise &&
+               path == o.path;
     }
 };
 

@@ -61,6 +61,7 @@ Result<TensorIndex> open_model_files(const ModelOptions& options) {
         {"taesd", &o.taesd},
         {"control-net", &o.control_net},
         {"pulid-weights", &o.pulid_weights},
+        {"photo-maker", &o.photo_maker},
     };
     bool any = false;
     for (const auto& [role, path] : roles) {

@@ -40,6 +40,7 @@ struct ModelOptions {
     // (and img2img encodes) use the full VAE.
     bool taesd_preview_only = false;
     std::string control_net;      // --control-net: a ControlNet for the model
+    std::string photo_maker;      // --photo-maker: a PhotoMaker (v1 / v2) ID encoder for SDXL
     std::string upscale_model;    // --upscale-model: an ESRGAN run on every output image
     std::string tokenizer;        // --tokenizer: CLIP merges.txt / folder
     std::string llm_tokenizer;    // --llm-tokenizer: Qwen2 BPE vocab folder / tokenizer.json
@@ -184,6 +185,13 @@ struct GenerateOptions {
     std::optional<Image> control_image;
     float control_strength = 0.9f;
     bool canny = false;  // run the Canny edge detector on control_image first
+    // PhotoMaker (with --photo-maker): the identity images (--pm-id-images-dir, in name
+    // order), v2's InsightFace embeddings of them (--pm-id-embed-path, the reference's tensor
+    // file) and the percentage of the steps sampled with the plain prompt first
+    // (--pm-style-strength).
+    std::vector<Image> pm_id_images;
+    std::string pm_id_embed_path;
+    float pm_style_strength = 20.0f;
     int clip_skip = -1;
     sampling::RngKind rng = sampling::RngKind::Cuda;
     std::optional<sampling::RngKind> sampler_rng;  // nullopt: same as rng

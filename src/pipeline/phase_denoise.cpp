@@ -20,11 +20,12 @@ std::vector<float> slice(const std::vector<float>& v, size_t offset, size_t n) {
 }  // namespace
 
 sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
-    const GeneratePlan& p = c.plan;
-    const bool batched = p.use_uncond && c.text.uncond.batchable_with(c.text.cond);
-    return [&c, batched](const std::vector<float>& xin, float sigma, sampling::DenoiseStep at,
-                         bool need_uncond) -> Result<sampling::DenoiseResult> {
+    return [&c](const std::vector<float>& xin, float sigma, sampling::DenoiseStep at,
+                bool need_uncond) -> Result<sampling::DenoiseResult> {
         const GeneratePlan& p = c.plan;
+        // The positive prompt's conditioning (PhotoMaker's identity one from its step on).
+        const Conditioning& cond = c.text.positive(at);
+        const bool batched = p.use_uncond && c.text.uncond.batchable_with(cond);
         const DenoiseInputs& in = c.inputs;
         sampling::StepCache* cache = c.cache;
         const size_t n = p.latent_numel();
@@ -82,23 +83,23 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
         };
         // Step caching: a condition whose output the cache can give is not run.
         if (cache) cache->begin_step(at, sigma);
-        auto reuse = [&](const Conditioning& cond, std::vector<float>& out) {
-            return cache && cache->reuse(&cond, x_in, out);
+        auto reuse = [&](const Conditioning& which, std::vector<float>& out) {
+            return cache && cache->reuse(&which, x_in, out);
         };
-        auto store = [&](const Conditioning& cond, const std::vector<float>& out) {
-            if (cache) cache->store(&cond, x_in, out);
+        auto store = [&](const Conditioning& which, const std::vector<float>& out) {
+            if (cache) cache->store(&which, x_in, out);
         };
         std::vector<float> out_c, out_u;
-        const bool have_c = reuse(c.text.cond, out_c);
+        const bool have_c = reuse(cond, out_c);
         const bool have_u = p.use_uncond && reuse(c.text.uncond, out_u);
         if (!have_c && !have_u && batched) {
-            auto r = run({&c.text.cond, &c.text.uncond}, nullptr);
+            auto r = run({&cond, &c.text.uncond}, nullptr);
             if (!r.ok()) return r.status();
             out_c = std::move((*r)[0]);
             out_u = std::move((*r)[1]);
         } else {
             if (!have_c) {
-                auto r = run({&c.text.cond}, nullptr);
+                auto r = run({&cond}, nullptr);
                 if (!r.ok()) return r.status();
                 out_c = std::move((*r)[0]);
             }
@@ -108,7 +109,7 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
                 out_u = std::move((*r)[0]);
             }
         }
-        if (!have_c) store(c.text.cond, out_c);
+        if (!have_c) store(cond, out_c);
         if (p.use_uncond && !have_u) store(c.text.uncond, out_u);
         std::vector<float> guided;
         if (p.use_img_uncond) {
@@ -134,13 +135,13 @@ sampling::DenoiseFn guided_denoiser(const DenoiseContext& c) {
         // positive prompt's, as in sd.cpp.
         if (p.slg.applies(at, in.init.sigmas.size()) && !(cache && cache->step_skipped())) {
             std::vector<float> out_s;
-            if (!reuse(c.text.cond, out_s)) {
+            if (!reuse(cond, out_s)) {
                 batch.skip_layers = &p.slg.layers;
-                auto r = run({&c.text.cond}, "skip-layer guidance pass");
+                auto r = run({&cond}, "skip-layer guidance pass");
                 if (!r.ok()) return r.status();
                 out_s = std::move((*r)[0]);
                 batch.skip_layers = nullptr;
-                store(c.text.cond, out_s);
+                store(cond, out_s);
             }
             sampling::apply_slg(out_c, out_s, p.slg.scale, guided);
         }

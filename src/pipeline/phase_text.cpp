@@ -13,6 +13,15 @@ Result<TextConditions> encode_text(Family& f, const GeneratePlan& plan, const Ge
     tr.height = plan.height;
     tr.ref_images = &o.ref_images;
     TextConditions out;
+    if (f.id_conditions) {
+        auto id = f.id_conditions(o, tr);
+        if (!id.ok()) return id.status();
+        if (*id) {
+            out.id_cond = std::move((*id)->cond);
+            out.id_after_step = (*id)->after_step;
+            tr.prompt = (*id)->prompt;
+        }
+    }
     auto cond = f.text->encode(tr);
     if (!cond.ok()) return cond.status();
     out.cond = std::move(*cond);

@@ -9,6 +9,7 @@
 #include "pipeline/family.h"
 #include "pipeline/generate_plan.h"
 #include "pipeline/options.h"
+#include "sampling/samplers.h"
 
 namespace ggdiff {
 
@@ -18,6 +19,15 @@ struct TextConditions {
     Conditioning uncond;  // the negative prompt's; empty when the plan uses no CFG
     // The negative prompt's without the reference images (plan.use_img_uncond only).
     Conditioning img_uncond;
+    // Identity conditioning (Family::id_conditions) and the step after which it replaces
+    // `cond` (IdConditions::after_step); -1: none.
+    Conditioning id_cond;
+    int id_after_step = -1;
+    // The positive conditioning of an evaluation.
+    const Conditioning& positive(const sampling::DenoiseStep& at) const {
+        return id_after_step >= 0 && !at.predictor && at.index + 1 > id_after_step ? id_cond
+                                                                                   : cond;
+    }
 };
 
 // Encodes `prompt` (the request's prompt without its <lora:...> tags) and, with

@@ -186,16 +186,20 @@ Result<std::vector<EnginePlacement>> resolve_placement(const ModelOptions& o,
             module_devices(effective, placement::Module::ControlNet, k, devices, o.stream_layers);
         ep.upscaler =
             module_devices(effective, placement::Module::Upscaler, k, devices, o.stream_layers);
-        const placement::Module cv = placement::Module::ClipVision;
-        if (effective.backend.modules.count(cv) || effective.params.modules.count(cv) ||
-            effective.split_mode.modules.count(cv)) {
-            ep.clip_vision = module_devices(effective, cv, k, devices, o.stream_layers);
-        } else {
-            ep.clip_vision = ep.te.first_device_only();
-            ep.clip_vision.module = placement::module_name(cv);
-            ep.clip_vision.cut_budget = 0;
-            ep.clip_vision.block_segments.clear();
-        }
+        // Small encoders beside the text encoders: on their first device unless placed.
+        auto beside_te = [&](placement::Module m) {
+            if (effective.backend.modules.count(m) || effective.params.modules.count(m) ||
+                effective.split_mode.modules.count(m)) {
+                return module_devices(effective, m, k, devices, o.stream_layers);
+            }
+            ModuleDevices d = ep.te.first_device_only();
+            d.module = placement::module_name(m);
+            d.cut_budget = 0;
+            d.block_segments.clear();
+            return d;
+        };
+        ep.clip_vision = beside_te(placement::Module::ClipVision);
+        ep.photomaker = beside_te(placement::Module::PhotoMaker);
         if (measured) {
             // Layer-split shares keep the measured compute buffer (with its margin) per device.
             for (ModuleDevices* md : {&ep.te, &ep.diffusion}) {

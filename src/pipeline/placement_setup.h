@@ -21,6 +21,9 @@ struct EnginePlacement {
     // --clip_vision: its own entry when the flags name the clip_vision module, else the text
     // encoders' first device (with their params location).
     ModuleDevices clip_vision;
+    // --photo-maker's ID encoder: its own entry when the flags name the photomaker module,
+    // else like clip_vision.
+    ModuleDevices photomaker;
     bool auto_fit = false;
     // Data parallel: the devices of the replica's '|' entries and its name ("RPC1", or
     // "CUDA1+RPC1"); empty without '|'.

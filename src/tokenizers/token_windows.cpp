@@ -39,11 +39,11 @@ TokenWindows make_token_windows(const std::vector<int>& tokens, const std::vecto
     return out;
 }
 
-TokenWindows tokenize_weighted(const ClipTokenizer& tokenizer, const std::string& prompt,
-                               int pad_token, bool allow_multiple_windows,
-                               const ClipSpecialWords* special) {
-    std::vector<int> tokens;
-    std::vector<float> weights;
+void weighted_prompt_tokens(const ClipTokenizer& tokenizer, const std::string& prompt,
+                            std::vector<int>& tokens, std::vector<float>& weights,
+                            const ClipSpecialWords* special) {
+    tokens.clear();
+    weights.clear();
     for (const auto& item : parse_prompt_attention(prompt)) {
         if (is_break_marker(item)) {
             const size_t fill =
@@ -56,6 +56,14 @@ TokenWindows tokenize_weighted(const ClipTokenizer& tokenizer, const std::string
         tokens.insert(tokens.end(), ids.begin(), ids.end());
         weights.insert(weights.end(), ids.size(), item.second);
     }
+}
+
+TokenWindows tokenize_weighted(const ClipTokenizer& tokenizer, const std::string& prompt,
+                               int pad_token, bool allow_multiple_windows,
+                               const ClipSpecialWords* special) {
+    std::vector<int> tokens;
+    std::vector<float> weights;
+    weighted_prompt_tokens(tokenizer, prompt, tokens, weights, special);
     return make_token_windows(tokens, weights, tokenizer.bos(), tokenizer.eos(), pad_token,
                               allow_multiple_windows);
 }

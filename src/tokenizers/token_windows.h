@@ -32,6 +32,12 @@ TokenWindows tokenize_weighted(const ClipTokenizer& tokenizer, const std::string
                                int pad_token, bool allow_multiple_windows = true,
                                const ClipSpecialWords* special = nullptr);
 
+// The weighted tokens of `prompt` before the window layout (no BOS/EOS; a BREAK already
+// filled with EOS), as tokenize_weighted lays them out.
+void weighted_prompt_tokens(const ClipTokenizer& tokenizer, const std::string& prompt,
+                            std::vector<int>& tokens, std::vector<float>& weights,
+                            const ClipSpecialWords* special = nullptr);
+
 // The window layout alone, for already weighted tokens (no BOS/EOS in `tokens`).
 TokenWindows make_token_windows(const std::vector<int>& tokens, const std::vector<float>& weights,
                                 int bos, int eos, int pad_token,

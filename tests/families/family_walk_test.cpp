@@ -46,6 +46,8 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"sd1_inpaint", "sd1"},
     {"sd1_control", "sd1"},
     {"sdxl_tiny", "sdxl"},
+    {"photomaker_tiny/v1", "sdxl"},  // tests/golden: SDXL with a PhotoMaker v1 (--photo-maker)
+    {"photomaker_tiny/v2", "sdxl"},  // and a v2
     {"flux_tiny", "flux"},
     {"kontext_tiny", "flux"},  // Kontext is a FLUX.1 checkpoint: nothing in the file differs
     {"qwen_tiny/Q", "qwen_image"},

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "families/sdxl/photomaker.h"
 #include "io/name_util.h"
 #include "pipeline/family.h"
 #include "pipeline/parts/dual_clip_conditioner.h"
@@ -103,9 +104,25 @@ Result<Family> load(const FamilyContext& ctx) {
     if (!enc_g.ok()) return enc_g.status();
     f.lora_targets.push_back(clip_lora_target(**enc_l, "CLIP-L", {"te1", "text_encoder"}));
     f.lora_targets.push_back(clip_lora_target(**enc_g, "OpenCLIP bigG", {"te2", "text_encoder_2"}));
-    f.text = std::make_unique<DualClipConditioner>(std::move(*enc_l), std::move(*enc_g), *tokenizer,
-                                                   f.defaults.clip_skip, label_width,
-                                                   std::move(*embeddings));
+    auto text = std::make_unique<DualClipConditioner>(std::move(*enc_l), std::move(*enc_g),
+                                                      *tokenizer, f.defaults.clip_skip, label_width,
+                                                      std::move(*embeddings));
+    DualClipConditioner& dual = *text;
+    f.text = std::move(text);
+    // PhotoMaker (--photo-maker): the identity stacked into the prompt's class word.
+    if (!ctx.options.photo_maker.empty()) {
+        auto pm = PhotoMaker::load(ctx, dual, unet->context_dim);
+        if (!pm.ok()) return pm.status();
+        f.id_conditions = [pm = *pm](const GenerateOptions& o, const TextRequest& r) {
+            return pm->conditions(o, r);
+        };
+        // Its UNet LoRA (in the same file) is always applied, at full weight.
+        LoraRequest lora;
+        lora.name = "photomaker";
+        lora.te = 0.0f;
+        lora.path = ctx.options.photo_maker;
+        f.own_loras.push_back(lora);
+    }
 
     auto denoiser = UNetDenoiser::create(ctx, ctx.placement.diffusion, *unet);
     if (!denoiser.ok()) return denoiser.status();

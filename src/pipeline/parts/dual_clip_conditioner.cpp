@@ -25,9 +25,6 @@ void append_size_embedding(const std::vector<float>& values, int dim, std::vecto
 }
 
 Result<Conditioning> DualClipConditioner::encode(const TextRequest& request) {
-    const int skip = request.clip_skip > 0 ? request.clip_skip : default_clip_skip_;
-    const int64_t wl = clip_l_->config().width, wg = clip_g_->config().width;
-    const int64_t width = wl + wg, win = kClipWindowLength;
     const int eos = tokenizer_->eos();
     // Both encoders see EOS padding, bigG with everything after the first EOS set to 0
     // (OpenCLIP's padding).
@@ -44,6 +41,18 @@ Result<Conditioning> DualClipConditioner::encode(const TextRequest& request) {
         GGDIFF_TRY(check_prompt_windows(tw.n_windows, tw.tokens.size(),
                                         request.negative ? "the negative prompt" : "the prompt"));
     }
+    return encode_windows(tw, request, emb.empty() ? nullptr : &emb);
+}
+
+Result<Conditioning> DualClipConditioner::encode_windows(const TokenWindows& tw,
+                                                         const TextRequest& request,
+                                                         const PromptEmbeddings* embp) {
+    const int skip = request.clip_skip > 0 ? request.clip_skip : default_clip_skip_;
+    const int64_t wl = clip_l_->config().width, wg = clip_g_->config().width;
+    const int64_t width = wl + wg, win = kClipWindowLength;
+    const int eos = tokenizer_->eos();
+    static const PromptEmbeddings kNone;
+    const PromptEmbeddings& emb = embp ? *embp : kNone;
     const bool zero = request.negative && request.prompt.empty();
 
     Conditioning c;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pipeline/parts/clip_encoder.h"
+#include "tokenizers/token_windows.h"
 
 namespace ggdiff {
 
@@ -29,6 +30,11 @@ class DualClipConditioner : public TextConditioner {
     // An empty negative prompt gives a zero context (its pooled vector stays), as the
     // reference engines do for SDXL.
     Result<Conditioning> encode(const TextRequest& request) override;
+    // The conditioning of already laid out token windows (PhotoMaker's prompt with its class
+    // word repeated); `emb`: the prompt's textual inversions, or null.
+    Result<Conditioning> encode_windows(const TokenWindows& tw, const TextRequest& request,
+                                        const PromptEmbeddings* emb = nullptr);
+    const ClipTokenizer& tokenizer() const { return *tokenizer_; }
     // The prompt limits (size, CLIP windows) before any compute; both encoders share the
     // tokenizer, so one check covers them.
     Status check(const TextRequest& request) const override {
