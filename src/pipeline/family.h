@@ -75,15 +75,6 @@ class TextConditioner {
     virtual std::string embedding_hashes() { return std::string(); }
 };
 
-// A ControlNet condition, the same for every item of a batch.
-struct ControlHint {
-    HostTensor image;  // [W, H, 3, 1] in [0, 1]: the control image at the output size
-    float strength = 0.9f;
-};
-
-// One denoiser evaluation over a batch of n latents.
-struct DenoiseBatch {
-    HostTensor x;                                   // [w, h, c, n]: noisy latents times c_in
 // Conditioning from identity images (PhotoMaker): a second positive conditioning that takes
 // over from a step on, and the prompt the ordinary one is then made from.
 struct IdConditions {
@@ -94,6 +85,15 @@ struct IdConditions {
     int after_step = 0;
 };
 
+// A ControlNet condition, the same for every item of a batch.
+struct ControlHint {
+    HostTensor image;  // [W, H, 3, 1] in [0, 1]: the control image at the output size
+    float strength = 0.9f;
+};
+
+// One denoiser evaluation over a batch of n latents.
+struct DenoiseBatch {
+    HostTensor x;                                   // [w, h, c, n]: noisy latents times c_in
     std::vector<float> timesteps;                   // n model timesteps
     std::vector<const Conditioning*> cond;          // n conditionings (batchable with each other)
     float guidance = 3.5f;                          // distilled guidance (guidance-embedded DiTs)
