@@ -200,6 +200,15 @@ void A1111Settings::apply_overrides(const nlohmann::json& overrides, GenRequest&
         } else if (key == "show_progress_every_n_steps") {
             every = checked_every(v, path);
             live_set = true;
+        } else if (key == "pulid_id_weight") {
+            // The strength of the server's PuLID-FLUX identity (--pulid-id-embedding).
+            if (host_.default_value("pulid-id-embedding").empty()) {
+                throw bad_field(path,
+                                "this server has no PuLID-FLUX identity (start it with "
+                                "--pulid-weights FILE --pulid-id-embedding FILE)");
+            }
+            if (!v.is_number()) throw bad_field(path, "expected a number");
+            r.set_number("pulid-id-weight", v.get<double>(), path);
         } else if (key == "sd_model_checkpoint" || key == "sd_vae") {
             // The request's model: choose_model read them.
         } else if (key == "eta_noise_seed_delta" || key == "sd_checkpoints_limit") {

@@ -136,6 +136,12 @@ bool control_net_loaded(const ServerContext& ctx) {
     return option_supported("control-image") && !ctx.host.default_value("control-net").empty();
 }
 
+// PuLID-FLUX acts only with the weights and the identity given on the server's command line.
+bool pulid_loaded(const ServerContext& ctx) {
+    return !ctx.host.default_value("pulid-weights").empty() &&
+           !ctx.host.default_value("pulid-id-embedding").empty();
+}
+
 // What `model` ("" = the current one) does, and what its requests start from.
 nlohmann::json capabilities(ServerContext& ctx, const std::string& model) {
     const nlohmann::json info = ctx.host.model_info(model);
@@ -149,6 +155,7 @@ nlohmann::json capabilities(ServerContext& ctx, const std::string& model) {
         {"init_image", true},
         {"mask_image", option_supported("mask")},
         {"control_image", control_net_loaded(ctx)},
+        {"pulid", pulid_loaded(ctx)},
         {"ip_adapter_image", false},
         {"ref_images", info.value("ref_images", false) && option_supported("ref-image")},
         {"lora", ctx.host.lora_supported()},
@@ -364,6 +371,15 @@ GenRequest parse_img_gen(const nlohmann::json& body, ServerContext& ctx) {
     if (f.has("control_image"))
         r.set_number("control-strength", f.number("control_strength", -100, 100),
                      "control_strength");
+    // sd_img_gen_params' pulid_id_weight: the strength of the server's PuLID identity.
+    if (f.has("pulid_id_weight")) {
+        if (!pulid_loaded(ctx)) {
+            throw bad_field("pulid_id_weight",
+                            "this server has no PuLID-FLUX identity (start it with "
+                            "--pulid-weights FILE --pulid-id-embedding FILE)");
+        }
+        r.set_number("pulid-id-weight", f.number("pulid_id_weight", -100, 100), "pulid_id_weight");
+    }
     read_common_tail(f, body, r, ctx);
     if (auto hires = f.object("hires")) read_hires(*hires, r);
     if (auto of = f.string("output_format", 16)) {

@@ -206,6 +206,12 @@ const ServerUse* server_use(const std::string& name) {
     return nullptr;
 }
 
+// Identity files no request can carry and every request uses, given when the server starts:
+// PhotoMaker's (--pm-id-images-dir, --pm-id-embed-path) and PuLID-FLUX's (--pulid-id-embedding).
+bool identity_file(const std::string& name) {
+    return name.rfind("pm-", 0) == 0 || name.rfind("pulid-", 0) == 0;
+}
+
 constexpr const char* kServerGroup = "Server";
 
 constexpr const char* kDescription =
@@ -266,7 +272,7 @@ void declare_flags(CLI::App& app, ServerConfig& c, std::string& error) {
                 },
                 "", "");
         } else if ((d.flags & GGDIFF_OPTION_GENERATE) && d.type == GGDIFF_OPTION_PATH &&
-                   d.support != GGDIFF_SUPPORT_NOT_YET && name.rfind("pm-", 0) != 0) {
+                   d.support != GGDIFF_SUPPORT_NOT_YET && !identity_file(name)) {
             // Input images come with each request, never from the server's files; PhotoMaker's
             // identity (--pm-id-images-dir, --pm-id-embed-path), which no API has a field for,
             // is a server start option that every request uses.
@@ -321,7 +327,8 @@ std::string server_help_text() {
 
 bool server_takes(const ggdiff_option_desc& d) {
     return apps::is_engine_option(d) && d.support != GGDIFF_SUPPORT_NOT_YET &&
-           !((d.flags & GGDIFF_OPTION_GENERATE) && d.type == GGDIFF_OPTION_PATH) &&
+           !((d.flags & GGDIFF_OPTION_GENERATE) && d.type == GGDIFF_OPTION_PATH &&
+             !identity_file(d.name)) &&
            !server_use(d.name);
 }
 

@@ -123,12 +123,15 @@ Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& o, const Te
     uint64_t bytes[4] = {0, 0, 0, 0};
     const std::string control_prefix = prefix_for_role("control-net");
     const std::string clip_vision_prefix = prefix_for_role("clip_vision");
+    // PuLID-FLUX's modules run inside the DiT (the file's ID encoder is never loaded).
+    const std::string pulid_prefix = prefix_for_role("pulid-weights") + "pulid_ca.";
     for (const TensorInfo& t : index.tensors()) {
         Component c = component_of(t.name);
         // A ControlNet runs beside the denoiser, on its first device (resolve_placement), so
         // its weights are planned as part of the diffusion component; a CLIP vision encoder
         // runs where the text encoders run.
-        if (c == Component::Other && t.name.rfind(control_prefix, 0) == 0) {
+        if (c == Component::Other &&
+            (t.name.rfind(control_prefix, 0) == 0 || t.name.rfind(pulid_prefix, 0) == 0)) {
             c = Component::Diffusion;
         } else if (c == Component::Other && t.name.rfind(clip_vision_prefix, 0) == 0) {
             c = Component::TextEncoder;
