@@ -304,6 +304,9 @@ struct Family {
     bool ref_images_as_given = false;
     // The modules <lora:...> prompt tags can patch (none: LoRA tags are an error).
     std::vector<LoraTarget> lora_targets;
+    // LoRAs the model always carries besides the prompt's (PhotoMaker's UNet LoRA, with
+    // LoraRequest::path set).
+    std::vector<LoraRequest> own_loras;
     // Seamless tiling on these axes (set by the engine from --circular*, for recipes with
     // FamilyRecipe::circular): the denoiser and VAE convolutions wrap around; VAE tiles then
     // span the image on a wrapping axis.
@@ -316,9 +319,6 @@ struct FamilyRecipe;
 struct FamilyContext {
     const ModelOptions& options;
     const TensorIndex& index;  // outlives the family
-    // LoRAs the model always carries besides the prompt's (PhotoMaker's UNet LoRA, with
-    // LoraRequest::path set).
-    std::vector<LoraRequest> own_loras;
     const EnginePlacement& placement;
     int weight_type = -1;  // --type as a ggml_type, -1 = keep stored types
     int threads = 1;
