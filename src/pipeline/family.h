@@ -262,6 +262,11 @@ struct Family {
     std::function<Result<HostTensor>(const GenerateOptions&)> identity;
     // Checks family-specific request fields before any compute.
     Status (*check_request)(const GenerateOptions&) = nullptr;
+    // Identity conditioning (SDXL with --photo-maker) for a request and its text request
+    // (the prompt without LoRA tags): nullopt when the request gives no ID images. Null: the
+    // family takes none (--photo-maker is refused).
+    std::function<Result<std::optional<IdConditions>>(const GenerateOptions&, const TextRequest&)>
+        id_conditions;
     // Init/reference image -> the tensor the VAE encodes (default: RGB in [-1, 1]).
     HostTensor (*image_input)(const Image&) = nullptr;
     // Frames per latent for a request (Qwen Image Layered: one per layer); nullptr = 1. A
@@ -271,11 +276,6 @@ struct Family {
     // A video model: the frames its latent decodes to for a request (Wan: 1 + 4 (T - 1) from
     // T latent frames); the latent's planes are then the frames of one video, which the VAE
     // decodes together. nullptr: an image model, one image per latent frame, and
-    // Identity conditioning (SDXL with --photo-maker) for a request and its text request
-    // (the prompt without LoRA tags): nullopt when the request gives no ID images. Null: the
-    // family takes none (--photo-maker is refused).
-    std::function<Result<std::optional<IdConditions>>(const GenerateOptions&, const TextRequest&)>
-        id_conditions;
     // --video-frames above 1 is an error.
     int (*output_frames)(const GenerateOptions&) = nullptr;
     // A video model's conditions from the request's images, for an output of width x height x
