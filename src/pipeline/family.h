@@ -44,8 +44,17 @@ struct Conditioning {
     // [tokens] or empty: an additive mask over the context tokens for the denoiser's
     // attention (0 attended, -inf hidden: Chroma's T5 padding).
     HostTensor key_mask;
+    // What a family's conditioner prepares for its own denoiser beside the tokens (HiDream-O1's
+    // edit mode: the reference images' pixels joined to the patches, and the RoPE positions of
+    // the whole sequence); empty elsewhere.
+    std::vector<HostTensor> images;
+    std::vector<int32_t> positions;
     // Two conditionings can share one batched denoiser call when their shapes agree.
     bool batchable_with(const Conditioning& o) const {
+        if (images.size() != o.images.size() || positions != o.positions) return false;
+        for (size_t i = 0; i < images.size(); ++i) {
+            if (images[i].ne != o.images[i].ne) return false;
+        }
         return context.ne == o.context.ne && pooled.ne == o.pooled.ne &&
                key_mask.ne == o.key_mask.ne;
     }
@@ -296,6 +305,9 @@ struct Family {
     // pixel count (at most 1024x1024) in multiples of this, then encoded by the VAE (through
     // image_input). 0: the family takes none.
     int ref_image_multiple = 0;
+    // Whether --img-cfg-scale guides by the reference images (a pass without them); false: it
+    // has no effect (HiDream-O1, as in stable-diffusion.cpp).
+    bool ref_image_guidance = true;
     // With ref_image_multiple 0: why -r is refused when the family's model has a use for it
     // that ggdiff does not run yet (the message); empty: the family takes no references.
     std::string ref_images_not_yet;

@@ -265,7 +265,8 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
         if (!std::isfinite(o.img_cfg_scale)) {
             return Status::Error("--img-cfg-scale must be a finite number");
         }
-        if (o.ref_images.empty() || f.ref_image_multiple <= 0 || !f.uses_cfg) {
+        if (o.ref_images.empty() || f.ref_image_multiple <= 0 || !f.uses_cfg ||
+            !f.ref_image_guidance) {
             if (o.img_cfg_scale != 1.0f) {
                 GGDIFF_LOG_WARN(
                     "--img-cfg-scale has no effect here: it guides by the reference images (-r) "

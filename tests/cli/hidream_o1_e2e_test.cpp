@@ -97,8 +97,8 @@ TEST_F(HiDreamO1Files, GgufAndTypeConversion) {
     EXPECT_LE(diff(f16, typed), 6.0);
 }
 
-// What a newcomer gets wrong: a size that is not whole 32-pixel patches, reference images (the
-// edit mode is not supported yet), no tokenizer.
+// What a newcomer gets wrong: a size that is not whole 32-pixel patches, reference images with
+// a file that has no vision tower (the edit mode reads them with it), no tokenizer.
 TEST_F(HiDreamO1Files, ClearErrors) {
     RunResult size = generate(model(), {"-W", "80"}, dir_ + "/size.png");
     EXPECT_FALSE(size.succeeded());
@@ -108,7 +108,10 @@ TEST_F(HiDreamO1Files, ClearErrors) {
     const std::string ref = e2e::repo_suite_dir("hidream_o1") + "/ref_stripes.png";
     RunResult edit = generate(model(), {"-r", ref}, dir_ + "/edit.png");
     EXPECT_FALSE(edit.succeeded());
-    EXPECT_TRUE(contains(edit.err, "not supported yet")) << edit.describe();
+    EXPECT_TRUE(contains(edit.err,
+                         "vision tower of the model file (model.visual.*), and this "
+                         "file has none"))
+        << edit.describe();
     EXPECT_FALSE(fs::exists(dir_ + "/edit.png"));
 
     RunResult none = e2e::run_ggdiff(

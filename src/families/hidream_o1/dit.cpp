@@ -75,7 +75,7 @@ std::vector<int32_t> hidream_o1_positions(int64_t text, int64_t grid_h, int64_t 
 
 ggml_tensor* build_hidream_o1(nn::Ctx& c, const HiDreamO1Config& cfg, ggml_tensor* x,
                               ggml_tensor* t, ggml_tensor* text, ggml_tensor* positions,
-                              ggml_tensor* inv_sigma) {
+                              ggml_tensor* inv_sigma, const std::vector<ggml_tensor*>& refs) {
     ggml_context* ctx = c.ctx;
     const std::string& p = cfg.prefix;
     const int64_t h = cfg.llm.hidden, n = x->ne[3], tokens = text->ne[1];
@@ -92,6 +92,13 @@ ggml_tensor* build_hidream_o1(nn::Ctx& c, const HiDreamO1Config& cfg, ggml_tenso
 
     // The patches.
     ggml_tensor* v = nn::patchify(ctx, x, cfg.patch);  // [3072, gw*gh, N]
+    for (ggml_tensor* r : refs) {
+        ggml_tensor* rp = nn::patchify(ctx, r, cfg.patch);  // [3072, tokens, 1]
+        if (n > 1) {
+            rp = ggml_repeat(ctx, rp, ggml_new_tensor_3d(ctx, rp->type, rp->ne[0], rp->ne[1], n));
+        }
+        v = ggml_concat(ctx, v, rp, 1);
+    }
     v = nn::linear(c, v, p + "x_embedder.proj1", cfg.patch_width(), cfg.bottleneck, false);
     v = nn::linear(c, v, p + "x_embedder.proj2", cfg.bottleneck, h);
     seq = ggml_concat(ctx, seq, v, 1);
@@ -137,12 +144,13 @@ Result<HostTensor> HiDreamO1Denoiser::run(const DenoiseBatch& b) {
             "HiDream-O1: image [%lld, %lld, %lld], the DiT takes RGB in multiples of %d",
             (long long)w, (long long)h, (long long)c, cfg_.patch));
     }
-    if (b.refs && !b.refs->empty()) {
-        return Status::Error("HiDream-O1: reference images (-r) are not supported yet");
-    }
     if (b.concat) return Status::Error("HiDream-O1: extra input channels are not supported");
     std::vector<const HostTensor*> texts;
+    const Conditioning& first = *b.cond[0];
     for (const Conditioning* cond : b.cond) {
+        if (!cond->batchable_with(first)) {
+            return Status::Error("HiDream-O1: a batch of prompts with different reference images");
+        }
         if (cond->context.dim(0) != cfg_.llm.hidden) {
             return Status::Error(string_format(
                 "HiDream-O1: prompt embeddings %lld wide, the language model is %lld wide",
@@ -158,12 +166,28 @@ Result<HostTensor> HiDreamO1Denoiser::run(const DenoiseBatch& b) {
         t.data[i] = 1.0f - b.timesteps[i] / 1000.0f;
         inv.data[i] = 1.0f / std::max(1e-6f, 1.0f - t.data[i]);
     }
+    // The edit mode's conditioner gives the sequence's positions (prompt with its vision
+    // tokens, the image, the references); text to image: the prompt then the image.
+    int64_t seq = tokens + (w / cfg_.patch) * (h / cfg_.patch);
+    for (const HostTensor& ref : first.images) {
+        seq += (ref.dim(0) / cfg_.patch) * (ref.dim(1) / cfg_.patch);
+    }
     const std::vector<int32_t> pos =
-        models::hidream_o1_positions(tokens, h / cfg_.patch, w / cfg_.patch);
+        first.positions.empty()
+            ? models::hidream_o1_positions(tokens, h / cfg_.patch, w / cfg_.patch)
+            : first.positions;
+    if (static_cast<int64_t>(pos.size()) != 4 * seq) {
+        return Status::Error(string_format(
+            "HiDream-O1: %zu positions for a sequence of %lld tokens: the conditioning was made "
+            "for another image size",
+            pos.size() / 4, (long long)seq));
+    }
     auto r = runner_->run([&](GraphBuilder& gb) {
+        std::vector<ggml_tensor*> refs;
+        for (const HostTensor& ref : first.images) refs.push_back(gb.input(ref));
         return std::vector<ggml_tensor*>{models::build_hidream_o1(
             gb.nn(), cfg_, gb.input(b.x), gb.input(t), gb.input(text),
-            gb.input_i32(pos, {static_cast<int64_t>(pos.size())}), gb.input(inv))};
+            gb.input_i32(pos, {static_cast<int64_t>(pos.size())}), gb.input(inv), refs)};
     });
     if (!r.ok()) return r.status();
     return std::move((*r)[0]);

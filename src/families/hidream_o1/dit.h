@@ -49,11 +49,13 @@ std::vector<int32_t> hidream_o1_positions(int64_t text, int64_t grid_h, int64_t 
 
 // x [W, H, 3, N] (W, H multiples of the patch), t [N] the model times (1 - sigma),
 // text [hidden, T, N] the prompts' token embeddings (the last row is replaced by the timestep
-// embedding), positions from hidream_o1_positions, inv_sigma [1, 1, 1, N] -> the flow velocity
-// [W, H, 3, N].
+// embedding), positions from hidream_o1_positions (or, with reference images, from
+// hidream_o1_sequence_positions), inv_sigma [1, 1, 1, N], refs the edit mode's reference
+// images [w, h, 3, 1] in [-1, 1] (their patches follow the image's, the same for every item)
+// -> the flow velocity [W, H, 3, N].
 ggml_tensor* build_hidream_o1(nn::Ctx& c, const HiDreamO1Config& cfg, ggml_tensor* x,
                               ggml_tensor* t, ggml_tensor* text, ggml_tensor* positions,
-                              ggml_tensor* inv_sigma);
+                              ggml_tensor* inv_sigma, const std::vector<ggml_tensor*>& refs = {});
 
 }  // namespace ggdiff::models
 
@@ -66,7 +68,9 @@ class HiDreamO1Denoiser : public Denoiser {
                                                              const models::HiDreamO1Config& cfg);
 
     // batch.x [w, h, 3, n] pixels; each conditioning's context is its prompt's token
-    // embeddings [hidden, T, 1] (same T across the batch).
+    // embeddings [hidden, T, 1] (same T across the batch); in the edit mode its images are the
+    // reference pixels and its positions the whole sequence's (batch.refs, the pipeline's
+    // copies of the references, are not read).
     Result<HostTensor> run(const DenoiseBatch& batch) override;
     void end_phase() override { runner_->end_phase(); }
     ModuleRunner& runner() { return *runner_; }

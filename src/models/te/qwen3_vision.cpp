@@ -56,12 +56,16 @@ Result<Qwen3VisionConfig> detect_qwen3_vision(const TensorIndex& index, const st
                                                   (long long)cfg.width, (long long)cfg.heads));
     }
     const int64_t w = cfg.width, tp = cfg.temporal_patch;
-    if (probe.has("patch_embed.proj.weight")) {
-        auto pe = probe.shape("patch_embed.proj.weight", 5);
+    if (const TensorInfo* t = index.find(cfg.prefix + "patch_embed.proj.weight")) {
+        // [width, 3, 2, p, p]; GGUF files hold it as [width * 3, 2, p, p] (ggml's 4 dimensions).
+        const bool gguf = t->shape.size() == 4;
+        auto pe = probe.shape("patch_embed.proj.weight", gguf ? 4 : 5);
         if (!pe.ok()) return pe.status();
-        cfg.patch = static_cast<int>((*pe)[4]);
+        cfg.patch = static_cast<int>(pe->back());
         const int64_t p = cfg.patch;
-        GGDIFF_TRY(probe.expect("patch_embed.proj.weight", {w, 3, tp, p, p}));
+        GGDIFF_TRY(
+            probe.expect("patch_embed.proj.weight", gguf ? std::vector<int64_t>{w * 3, tp, p, p}
+                                                         : std::vector<int64_t>{w, 3, tp, p, p}));
         GGDIFF_TRY(probe.expect("patch_embed.proj.bias", {w}));
     } else {
         cfg.split_patch_embed = true;
