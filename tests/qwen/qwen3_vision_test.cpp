@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "../io/io_test_util.h"
 #include "models/te/qwen3_vision.h"
@@ -64,11 +65,13 @@ class Qwen3Vision : public ::testing::Test {
     // A tower file (patterned values: only shapes matter here), `drop` left out, `reshape` given
     // another shape.
     TensorIndex tower(const std::string& tag, bool split_patch = false,
-                      const std::string& drop = "", const std::string& reshape = "") {
+                      const std::string& drop = "", const std::string& reshape = "",
+                      const std::map<std::string, std::vector<int64_t>>& shapes = {}) {
         std::vector<FakeTensor> out;
         for (auto [name, shape] : tower_shapes(split_patch)) {
             if (name == drop) continue;
             if (name == reshape) shape[0] += 1;
+            if (auto it = shapes.find(name); it != shapes.end()) shape = it->second;
             out.push_back(testing::f32_tensor("visual." + name, shape));
         }
         const std::string path = dir_ + "/" + tag + ".safetensors";
@@ -85,6 +88,16 @@ class Qwen3Vision : public ::testing::Test {
     }
     std::string dir_;
 };
+
+TEST_F(Qwen3Vision, GgufHoldsTheConv3dInFourDimensions) {
+    // GGUF files merge the Conv3d's [width, 3, 2, p, p] into ggml's four dimensions.
+    const TensorIndex index =
+        tower("gguf", false, "", "", {{"patch_embed.proj.weight", {kWidth * 3, 2, 16, 16}}});
+    auto cfg = detect_qwen3_vision(index, kRole);
+    ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+    EXPECT_EQ(cfg->patch, 16);
+    EXPECT_FALSE(cfg->split_patch_embed);
+}
 
 TEST_F(Qwen3Vision, SizesFromTheWeightsInBothPatchLayouts) {
     for (bool split : {false, true}) {
