@@ -77,3 +77,27 @@ T5
   [ -f "$t5" ] || "$shared/tools/make_fixture.py" "$t5_list" "$t5" --seed 22 >&2
   echo "$t5"
 }
+
+# A 1-block T5 of width 4096 with 64 heads of 64 as the real one (the reference engine refuses
+# flux_wide_t5's single head), FFN 128 and a 512-token vocabulary; its cost is not part of a step.
+# Echoes its path (build/fixtures/kontext_bench_t5.safetensors), generated once.
+flux_wide_t5_heads() {
+  local t5_list="$build_dir/fixtures/kontext_bench_t5.tensors"
+  local t5="$build_dir/fixtures/kontext_bench_t5.safetensors"
+  mkdir -p "$build_dir/fixtures"
+  if [ ! -f "$t5_list" ]; then
+    python3 - "$t5_list" <<'PY'
+import sys
+p = "encoder.block.0.layer."
+lines = ["# T5 stand-in of width 4096, 64 heads of 64 (bench/kontext_bench.sh)"]
+lines += [p + "0.SelfAttention.%s.weight 4096,4096" % w for w in "qkvo"]
+lines += [p + "0.SelfAttention.relative_attention_bias.weight 32,64", p + "0.layer_norm.weight 4096"]
+lines += [p + "1.DenseReluDense.wi_0.weight 128,4096", p + "1.DenseReluDense.wi_1.weight 128,4096"]
+lines += [p + "1.DenseReluDense.wo.weight 4096,128", p + "1.layer_norm.weight 4096"]
+lines += ["encoder.final_layer_norm.weight 4096", "shared.weight 512,4096"]
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+PY
+  fi
+  [ -f "$t5" ] || "$shared/tools/make_fixture.py" "$t5_list" "$t5" --seed 22 >&2
+  echo "$t5"
+}
