@@ -8,6 +8,7 @@ namespace ggdiff {
     X(kSd1Recipe)              /* families/sd: SD1.x and models of its layout */  \
     X(kSd2Recipe)              /* families/sd: SD2.x (eps and v) */               \
     X(kSdxlRecipe)             /* families/sdxl */                                \
+    X(kLensRecipe)             /* families/lens (before Qwen Image) */            \
     X(kQwenImageLayeredRecipe) /* families/qwen_image (before Qwen Image) */      \
     X(kQwenImageRecipe)        /* families/qwen_image */                          \
     X(kOvisImageRecipe)        /* families/ovis (before FLUX.1: its layout) */    \

@@ -1,7 +1,7 @@
 // llama.cpp's GGUF names for a Qwen-family language model (the GGUF files users download for
 // Qwen3-4B, e.g. "Qwen3-4B-Q8_0.gguf") -> the HF causal-LM names the text encoders read.
 // llama.cpp stores Qwen2/Qwen3 q/k weights unpermuted (their RoPE is the NeoX kind), so a
-// rename is all it takes.
+// rename is all it takes. GPT-OSS's extra tensors (sinks, router, experts) are renamed too.
 #include "io/name_map.h"
 #include "io/name_util.h"
 
@@ -35,6 +35,14 @@ bool llama_gguf_to_hf(const std::string& name, std::string* out) {
         {"attn_output.", "self_attn.o_proj."}, {"ffn_norm.", "post_attention_layernorm."},
         {"ffn_gate.", "mlp.gate_proj."},       {"ffn_up.", "mlp.up_proj."},
         {"ffn_down.", "mlp.down_proj."},
+        // GPT-OSS (llama.cpp's openai-moe): attention sinks, the norm before the MoE, its
+        // router and experts (kept in llama.cpp's split [in, out, experts] layout).
+        {"attn_sinks.weight", "self_attn.sinks"},
+        {"post_attention_norm.", "post_attention_layernorm."},
+        {"ffn_gate_inp.", "mlp.router."},
+        {"ffn_gate_exps.", "mlp.experts.gate_proj."},
+        {"ffn_up_exps.", "mlp.experts.up_proj."},
+        {"ffn_down_exps.", "mlp.experts.down_proj."},
     };
     int layer = 0;
     std::string rest;

@@ -88,6 +88,7 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"boogu_tiny", "boogu_image"},  // tests/golden: double/single-stream DiT on Qwen3-VL states
     {"ideogram4_tiny/D", "ideogram4"},  // tests/golden: 4608-wide DiT on 13 Qwen3-VL states
     {"ideogram4_tiny/U", "ideogram4"},  // with its unconditional DiT
+    {"lens_tiny", "lens"},  // tests/golden: MMDiT on four stacked GPT-OSS states (GGUF)
 };
 
 // The part flags -M info and -M convert read (others, e.g. --upscale-model, are left out).

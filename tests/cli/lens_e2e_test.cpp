@@ -1,0 +1,146 @@
+// Lens through the CLI, files as users have them (the lens_tiny golden set of tests/golden: the
+// DiT as safetensors, GPT-OSS as a llama.cpp GGUF, FLUX.2's VAE): -M info names the family for
+// the DiT alone (with and without its model.diffusion_model. prefix) and for its parts; the
+// DiT as a q8_0 GGUF (and --type q8_0 on load) stays near the golden image and the A1111
+// parameters name it; a missing or wrong text encoder, tokenizer or VAE gets an error that
+// says what to pass.
+#include <gtest/gtest.h>
+
+#include "../golden/e2e_support.h"
+#include "image/image_metadata.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace e2e = ggdiff::e2e;
+using e2e::contains;
+using e2e::RunResult;
+
+constexpr const char* kCase = "lens_cfg1_tall";
+
+class LensFiles : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        for (const std::string& f : {e2e::binary_path(), dit(), llm(), vae(), golden()}) {
+            ASSERT_TRUE(fs::is_regular_file(f))
+                << "missing " << f << " (run through ctest: its fixture tests make the files)";
+        }
+        dir_ = e2e::fresh_dir();
+    }
+
+    static std::string suite_dir() { return e2e::repo_suite_dir("lens_tiny"); }
+    static std::string dit() { return e2e::built_fixture("lens_tiny_dit"); }
+    static std::string llm() {
+        return std::string(GGDIFF_BINARY_DIR) + "/fixtures/lens_tiny_llm.gguf";
+    }
+    static std::string vae() { return e2e::built_fixture("flux2_vae"); }
+    static std::string golden() { return suite_dir() + "/" + kCase + ".png"; }
+    static std::vector<std::string> split_args() {
+        return {"--diffusion-model", dit(), "--llm", llm(), "--vae", vae()};
+    }
+
+    // The golden case (whose arguments pass --llm-tokenizer) with `model` into `out`; with
+    // `own_tokenizer` the case's --llm-tokenizer is left out.
+    RunResult generate(const std::vector<std::string>& model, const std::string& out,
+                       const std::vector<std::string>& extra = {},
+                       bool own_tokenizer = false) const {
+        std::vector<std::string> args = model;
+        const std::vector<std::string> c = e2e::suite_case_args(suite_dir(), kCase);
+        for (size_t i = 0; i < c.size(); ++i) {
+            if (own_tokenizer && c[i] == "--llm-tokenizer") {
+                ++i;
+                continue;
+            }
+            args.push_back(c[i]);
+        }
+        args.insert(args.end(), extra.begin(), extra.end());
+        args.insert(args.end(), {"-o", out});
+        return e2e::run_ggdiff(args, dir_, 600);
+    }
+
+    static void expect_close(const std::string& out, double limit, const char* what) {
+        const e2e::ImageDiff d = e2e::compare_images(out, golden());
+        ASSERT_TRUE(d.ok) << what << ": " << d.error;
+        std::printf("%s: mean_abs_diff %.3f max_abs_diff %d\n", what, d.mean_abs, d.max_abs);
+        EXPECT_LE(d.mean_abs, limit) << what << ", max " << d.max_abs;
+    }
+
+    RunResult info(const std::vector<std::string>& files) const {
+        std::vector<std::string> args = {"-M", "info"};
+        args.insert(args.end(), files.begin(), files.end());
+        return e2e::run_ggdiff(args, dir_, 60);
+    }
+
+    std::string dir_;
+};
+
+constexpr const char* kFamily = "family:      lens (Lens)";
+
+TEST_F(LensFiles, InfoNamesLens) {
+    RunResult alone = info({"--diffusion-model", dit()});
+    ASSERT_TRUE(alone.succeeded()) << alone.describe();
+    EXPECT_TRUE(contains(alone.out, kFamily)) << alone.describe();
+    // The bare DiT given as the model (-m) is filed under model.diffusion_model.
+    RunResult bare = info({"-m", dit()});
+    ASSERT_TRUE(bare.succeeded()) << bare.describe();
+    EXPECT_TRUE(contains(bare.out, kFamily)) << bare.describe();
+    RunResult parts = info(split_args());
+    ASSERT_TRUE(parts.succeeded()) << parts.describe();
+    EXPECT_TRUE(contains(parts.out, kFamily)) << parts.describe();
+    EXPECT_TRUE(contains(parts.out + parts.err, "llama.cpp language model names renamed"))
+        << parts.describe();
+}
+
+// The DiT converted to a q8_0 GGUF, and every part converted on load with --type q8_0, stay
+// near the golden image; the A1111 parameters of the PNG name the DiT file as the model.
+TEST_F(LensFiles, GgufDitTypeAndMetadata) {
+    const std::string gguf = dir_ + "/lens_tiny_dit_q8_0.gguf";
+    RunResult c = e2e::run_ggdiff(
+        {"-M", "convert", "--diffusion-model", dit(), "--type", "q8_0", "-o", gguf}, dir_, 300);
+    ASSERT_TRUE(c.succeeded()) << c.describe();
+    RunResult i = info({"--diffusion-model", gguf});
+    ASSERT_TRUE(i.succeeded()) << i.describe();
+    EXPECT_TRUE(contains(i.out, kFamily)) << i.describe();
+    EXPECT_TRUE(contains(i.out, "q8_0=")) << i.describe();
+    const std::string out = dir_ + "/gguf.png";
+    RunResult r = generate(e2e::with_flag_value(split_args(), "--diffusion-model", gguf), out);
+    ASSERT_TRUE(r.succeeded()) << r.describe();
+    expect_close(out, 6.0, "q8_0 GGUF DiT against the f16 golden");
+    auto params = ggdiff::read_image_parameters(out);
+    ASSERT_TRUE(params.ok());
+    EXPECT_TRUE(contains(*params, "Model: lens_tiny_dit_q8_0")) << *params;
+
+    const std::string out2 = dir_ + "/type.png";
+    RunResult t = generate(split_args(), out2, {"--type", "q8_0"});
+    ASSERT_TRUE(t.succeeded()) << t.describe();
+    expect_close(out2, 6.0, "--type q8_0 against the f16 golden");
+}
+
+// What a newcomer gets wrong: no --llm, a Qwen LLM as --llm, no tokenizer, no or the wrong VAE.
+TEST_F(LensFiles, ClearErrorsForMissingOrWrongParts) {
+    auto fails = [&](std::vector<std::string> model, const char* name,
+                     const std::vector<std::string>& needles, bool own_tokenizer = false) {
+        const std::string out = dir_ + "/" + name + ".png";
+        RunResult r = generate(model, out, {}, own_tokenizer);
+        EXPECT_FALSE(r.succeeded()) << name;
+        for (const std::string& n : needles) {
+            EXPECT_TRUE(contains(r.err, n)) << name << ": " << r.describe();
+        }
+        EXPECT_FALSE(fs::exists(out)) << name;
+    };
+    fails(e2e::with_flag_value(split_args(), "--llm", ""), "no_llm",
+          {"Lens needs its text encoder", "--llm"});
+    ASSERT_TRUE(fs::is_regular_file(e2e::built_fixture("flux2_tiny_llm")));
+    fails(e2e::with_flag_value(split_args(), "--llm", e2e::built_fixture("flux2_tiny_llm")),
+          "qwen_llm", {"--llm: not GPT-OSS"});
+    fails(split_args(), "no_tokenizer",
+          {"Lens needs GPT-OSS's tokenizer", "--llm-tokenizer", "looked in"},
+          /*own_tokenizer=*/true);
+    fails(e2e::with_flag_value(split_args(), "--vae", ""), "no_vae",
+          {"Lens needs the FLUX.2 VAE", "--vae"});
+    ASSERT_TRUE(fs::is_regular_file(e2e::built_fixture("flux_ae")));
+    fails(e2e::with_flag_value(split_args(), "--vae", e2e::built_fixture("flux_ae")), "flux1_vae",
+          {"the VAE has 16 latent channels but the Lens DiT takes 128"});
+}
+
+}  // namespace
