@@ -38,7 +38,7 @@ void add_model_options(std::vector<OptionSpec>& out) {
             "Latent format of the --vae for PiD, whose checkpoint does not say which VAE it "
             "decodes: flux (FLUX.1 / Z-Image PiD), sd3 or flux2; auto: a 32-channel VAE is "
             "FLUX.2's, a 16-channel one is read unscaled as stable-diffusion.cpp does. Other "
-            "families know their VAE and ignore it (with a warning)")
+            "families know their VAE and ignore it")
         .bind(to_text(GGDIFF_FIELD(model.vae_format)));
     file("taesd", "Tiny AutoEncoder for fast, lower quality decoding (and encoding)",
          GGDIFF_FIELD(model.taesd))

@@ -97,6 +97,10 @@ Result<std::unique_ptr<Autoencoder>> make_vae(const FamilyContext& ctx, int64_t 
     auto vae = models::detect_vae(ctx.index, kVae);
     if (!vae.ok()) return vae.status().with_context("--vae");
     std::string format = ctx.options.vae_format.empty() ? "auto" : ctx.options.vae_format;
+    if (format != "auto" && format != "flux" && format != "sd3" && format != "flux2") {
+        return Status::Error("--vae-format " + format +
+                             ": not a VAE format (auto, flux, sd3, flux2)");
+    }
     if (format == "auto") {
         if (vae->z_channels == 32) {
             format = "flux2";

@@ -2,6 +2,7 @@
 
 #include "core/log.h"
 #include "pipeline/parts/module_setup.h"
+#include "pipeline/parts/token_weights.h"
 #include "tokenizers/prompt_attention.h"
 
 namespace ggdiff {
@@ -31,22 +32,6 @@ std::vector<int32_t> positions(int64_t n) {
     std::vector<int32_t> p(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = static_cast<int32_t>(i);
     return p;
-}
-
-// Scales each token's states by its weight, then restores the mean of the whole tensor.
-void apply_weights(HostTensor& h, int64_t width, const std::vector<float>& weights) {
-    bool all_one = true;
-    for (float w : weights) all_one &= w == 1.0f;
-    if (all_one) return;
-    double before = 0.0, after = 0.0;
-    for (float v : h.data) before += v;
-    for (size_t t = 0; t < weights.size(); ++t) {
-        for (int64_t i = 0; i < width; ++i) h.data[t * width + i] *= weights[t];
-    }
-    for (float v : h.data) after += v;
-    if (after == 0.0) return;
-    const float s = static_cast<float>(before / after);
-    for (float& v : h.data) v *= s;
 }
 
 }  // namespace
@@ -104,7 +89,7 @@ Result<Conditioning> PidText::encode(const TextRequest& r) {
     });
     if (!out.ok()) return out.status();
     HostTensor& h = (*out)[0];
-    apply_weights(h, cfg_.hidden, weights);
+    apply_token_weights(h.data.data(), cfg_.hidden, length_, weights.data());
     Conditioning c;
     if (length_ <= text_max_) {
         c.context = std::move(h);

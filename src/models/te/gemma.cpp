@@ -6,7 +6,7 @@
 
 #include "core/log.h"
 #include "io/name_util.h"
-#include "io/tensor_convert.h"
+#include "models/te/qwen_llm.h"
 #include "nn/dit.h"
 #include "nn/layers.h"
 
@@ -109,30 +109,15 @@ Result<GemmaConfig> detect_gemma2(const TensorIndex& index, const std::string& r
 
 Result<HostTensor> gemma_embed(const TensorIndex& index, const GemmaConfig& cfg,
                                const std::vector<int>& ids) {
-    const std::string name = cfg.base + "embed_tokens.weight";
-    const TensorInfo* t = index.find(name);
-    if (!t) return Status::Error("missing tensor " + name);
-    uint64_t row_bytes = 0;
-    if (!stored_nbytes(t->dtype, t->ggml_type, {cfg.hidden}, &row_bytes)) {
-        return Status::Error(name + ": rows of this type cannot be read one by one");
-    }
-    TensorInfo row = *t;
-    row.shape = {cfg.hidden};
-    row.nbytes = row_bytes;
-    HostTensor out({cfg.hidden, static_cast<int64_t>(ids.size()), 1});
-    const uint8_t* base = index.raw(*t);
-    for (size_t i = 0; i < ids.size(); ++i) {
-        if (ids[i] < 0 || ids[i] >= cfg.vocab) {
-            return Status::Error("token id " + std::to_string(ids[i]) +
-                                 " is outside the text encoder's vocabulary of " +
-                                 std::to_string(cfg.vocab) +
-                                 " (the tokenizer does not belong to this Gemma model)");
-        }
-        GGDIFF_TRY(convert_tensor(row, base + row_bytes * static_cast<uint64_t>(ids[i]),
-                                  GGML_TYPE_F32, out.data.data() + i * cfg.hidden));
-    }
+    // The rows are read as the Qwen encoders read theirs; only the names and sizes matter.
+    QwenLlmConfig rows;
+    rows.base = cfg.base;
+    rows.vocab = cfg.vocab;
+    rows.hidden = cfg.hidden;
+    auto out = qwen_llm_embed(index, rows, ids);
+    if (!out.ok()) return out.status();
     const float s = std::sqrt(static_cast<float>(cfg.hidden));
-    for (float& v : out.data) v *= s;
+    for (float& v : out->data) v *= s;
     return out;
 }
 
