@@ -85,11 +85,12 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"minit2i_tiny", "minit2i"},    // tests/golden: a pixel-space DiT on T5 states
     {"krea2_tiny", "krea2"},        // tests/golden: single-stream DiT on stacked LLM states
     {"sefi_tiny", "sefi_image"},    // tests/golden: FLUX.2 DiT with a dual timestep embedding
-    {"boogu_tiny", "boogu_image"},  // tests/golden: double/single-stream DiT on Qwen3-VL states
+    {"boogu_tiny/T", "boogu_image"},  // tests/golden: double/single-stream DiT on Qwen3-VL states
+    {"boogu_tiny/V", "boogu_image"},  // with an LLM that has a Qwen3-VL vision tower
     {"pid_tiny", "pid"},  // tests/golden: pixel-space DiT on Gemma 2 states and a FLUX VAE latent
     {"ideogram4_tiny/D", "ideogram4"},  // tests/golden: 4608-wide DiT on 13 Qwen3-VL states
     {"ideogram4_tiny/U", "ideogram4"},  // with its unconditional DiT
-    {"lens_tiny", "lens"},  // tests/golden: MMDiT on four stacked GPT-OSS states (GGUF)
+    {"lens_tiny", "lens"},              // tests/golden: MMDiT on four stacked GPT-OSS states (GGUF)
 };
 
 // The part flags -M info and -M convert read (others, e.g. --upscale-model, are left out).
