@@ -210,6 +210,36 @@ inline Image decode_b64_image(const std::string& b64, std::string* parameters = 
     return *img;
 }
 
+// Posts the A1111 request `body` to `path` (e.g. /sdapi/v1/txt2img): it must give one image,
+// within the suite's tolerance of `golden` (a PNG of a tests/golden suite). Returns the
+// image's infotext parameters ("" after a failure, recorded as such).
+inline std::string expect_a1111_golden(httplib::Client& c, const std::string& path,
+                                       const json& body, const std::string& golden,
+                                       const ServerProcess& server) {
+    auto r = post_json(c, path, body);
+    if (!r || r->status != 200) {
+        ADD_FAILURE() << (r ? r->body.substr(0, 1000) : httplib::to_string(r.error())) << "\n"
+                      << server.log();
+        return "";
+    }
+    const json j = body_json(r);
+    if (j["images"].size() != 1u) {
+        ADD_FAILURE() << "expected one image: " << r->body.substr(0, 500);
+        return "";
+    }
+    std::string parameters;
+    const Image img = decode_b64_image(j["images"][0], &parameters);
+    const std::string out = e2e::fresh_dir() + "/a1111.png";
+    if (img.empty() || !write_image(out, img).ok()) {
+        ADD_FAILURE() << "the response image could not be written to " << out;
+        return "";
+    }
+    const std::filesystem::path g(golden);
+    e2e::expect_images_near(out, golden, e2e::suite_tolerance(g.parent_path().string()),
+                            (path + " vs " + g.stem().string()).c_str());
+    return parameters;
+}
+
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
     const std::string s = e2e::read_text(path);
     return {s.begin(), s.end()};
