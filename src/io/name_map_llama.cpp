@@ -29,11 +29,16 @@ bool llama_gguf_to_hf(const std::string& name, std::string* out) {
         }
     }
     static const std::pair<const char*, const char*> kLayer[] = {
-        {"attn_norm.", "input_layernorm."},    {"attn_q_norm.", "self_attn.q_norm."},
-        {"attn_k_norm.", "self_attn.k_norm."}, {"attn_q.", "self_attn.q_proj."},
-        {"attn_k.", "self_attn.k_proj."},      {"attn_v.", "self_attn.v_proj."},
-        {"attn_output.", "self_attn.o_proj."}, {"ffn_norm.", "post_attention_layernorm."},
-        {"ffn_gate.", "mlp.gate_proj."},       {"ffn_up.", "mlp.up_proj."},
+        {"attn_norm.", "input_layernorm."},
+        {"attn_q_norm.", "self_attn.q_norm."},
+        {"attn_k_norm.", "self_attn.k_norm."},
+        {"attn_q.", "self_attn.q_proj."},
+        {"attn_k.", "self_attn.k_proj."},
+        {"attn_v.", "self_attn.v_proj."},
+        {"attn_output.", "self_attn.o_proj."},
+        {"ffn_norm.", "post_attention_layernorm."},
+        {"ffn_gate.", "mlp.gate_proj."},
+        {"ffn_up.", "mlp.up_proj."},
         {"ffn_down.", "mlp.down_proj."},
         // GPT-OSS (llama.cpp's openai-moe): attention sinks, the norm before the MoE, its
         // router and experts (kept in llama.cpp's split [in, out, experts] layout).

@@ -263,8 +263,10 @@ Result<std::unique_ptr<Engine>> Engine::load(const ModelOptions& options,
                                  " models do not take a ControlNet here");
         }
         if (!options.photo_maker.empty() && !family->id_conditions) {
-            return Status::Error("--photo-maker: PhotoMaker works with SDXL models only; this is "
-                                 "a " + std::string(recipe->display) + " model");
+            return Status::Error(
+                "--photo-maker: PhotoMaker works with SDXL models only; this is "
+                "a " +
+                std::string(recipe->display) + " model");
         }
         family->circular_x = options.circular_x();
         family->circular_y = options.circular_y();

@@ -25,8 +25,7 @@ struct TextConditions {
     int id_after_step = -1;
     // The positive conditioning of an evaluation.
     const Conditioning& positive(const sampling::DenoiseStep& at) const {
-        return id_after_step >= 0 && !at.predictor && at.index + 1 > id_after_step ? id_cond
-                                                                                   : cond;
+        return id_after_step >= 0 && !at.predictor && at.index + 1 > id_after_step ? id_cond : cond;
     }
 };
 

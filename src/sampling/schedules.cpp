@@ -161,8 +161,8 @@ double ndtri(double p) {
     static const double c[6] = {-7.784894002430293e-03, -3.223964580411365e-01,
                                 -2.400758277161838e+00, -2.549732539343734e+00,
                                 4.374664141464968e+00,  2.938163982698783e+00};
-    static const double d[5] = {7.784695709041462e-03, 3.224671290700398e-01,
-                                2.445134137142996e+00, 3.754408661907416e+00, 1.0};
+    static const double d[5] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                                3.754408661907416e+00, 1.0};
     constexpr double kLow = 0.02425, kHigh = 1.0 - kLow;
     auto tail = [&](double q) {
         double num = c[0], den = d[0];
@@ -189,8 +189,8 @@ std::vector<float> logit_normal_sigmas(int steps, const ScheduleOptions& o) {
     constexpr int kKnownSeqLen = (512 * 512) / (16 * 16);
     float mean = o.logit_mean;
     if (o.image_seq_len > 0 && o.logit_resolution_aware) {
-        mean += 0.5f * std::log(static_cast<float>(o.image_seq_len) /
-                                static_cast<float>(kKnownSeqLen));
+        mean +=
+            0.5f * std::log(static_cast<float>(o.image_seq_len) / static_cast<float>(kKnownSeqLen));
     }
     const float hi = sigmoid(0.5f * o.logsnr_max), lo = sigmoid(0.5f * o.logsnr_min);
     std::vector<float> out;

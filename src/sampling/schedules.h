@@ -24,7 +24,7 @@ enum class ScheduleKind {
     Simple,
     Smoothstep,
     Lcm,
-    Flux,  // FLUX.1's resolution-dependent exponential shift of evenly spaced levels
+    Flux,   // FLUX.1's resolution-dependent exponential shift of evenly spaced levels
     Flux2,  // FLUX.2's: the same shift with an empirical mu from the size and step count
     // Ideogram 4's: sigma = sigmoid(mu + std * z) at the normal quantiles z of 1 - i/steps,
     // mu shifted by the size (resolution aware), clamped to its log-SNR range
