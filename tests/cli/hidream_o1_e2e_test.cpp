@@ -6,6 +6,10 @@
 // a message that says why. The real-size golden set is tests/golden/hidream_o1.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
 #include "../golden/e2e_support.h"
 #include "image/image_metadata.h"
 
@@ -98,15 +102,30 @@ TEST_F(HiDreamO1Files, GgufAndTypeConversion) {
 }
 
 // What a newcomer gets wrong: a size that is not whole 32-pixel patches, reference images with
-// a file that has no vision tower (the edit mode reads them with it), no tokenizer.
+// a file that has no vision tower (the tiny file's tower renamed away) (the edit mode reads them
+// with it), no tokenizer.
 TEST_F(HiDreamO1Files, ClearErrors) {
     RunResult size = generate(model(), {"-W", "80"}, dir_ + "/size.png");
     EXPECT_FALSE(size.succeeded());
     EXPECT_TRUE(contains(size.err, "32")) << size.describe();
     EXPECT_FALSE(fs::exists(dir_ + "/size.png"));
 
+    // The tiny file with its tower's names changed in place (same header length): no tower.
+    const std::string no_tower = dir_ + "/no_tower.safetensors";
+    {
+        std::ifstream in(model(), std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        ASSERT_GT(bytes.size(), 8u);
+        uint64_t header = 0;
+        std::memcpy(&header, bytes.data(), 8);
+        for (size_t at = bytes.find("model.visual."); at != std::string::npos && at < 8 + header;
+             at = bytes.find("model.visual.", at)) {
+            bytes.replace(at, 13, "model.visuaX.");
+        }
+        std::ofstream(no_tower, std::ios::binary) << bytes;
+    }
     const std::string ref = e2e::repo_suite_dir("hidream_o1") + "/ref_stripes.png";
-    RunResult edit = generate(model(), {"-r", ref}, dir_ + "/edit.png");
+    RunResult edit = generate(no_tower, {"-r", ref}, dir_ + "/edit.png");
     EXPECT_FALSE(edit.succeeded());
     EXPECT_TRUE(contains(edit.err,
                          "vision tower of the model file (model.visual.*), and this "

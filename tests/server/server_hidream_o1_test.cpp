@@ -26,7 +26,7 @@ TEST(ServerHiDreamO1, CapabilitiesNameTheFamilyAndItsDefaults) {
     EXPECT_EQ(model["flow_shift"], 3.0);
     EXPECT_EQ(model["eta"], 8.0);
     EXPECT_EQ(model["width"], 512);
-    EXPECT_EQ(caps["features"]["ref_images"], false);
+    EXPECT_EQ(caps["features"]["ref_images"], true);  // the tiny file has a vision tower
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // fixture (tests/fixtures/hidream_o1_tiny.tensors): its language model, which is the DiT, split
 // by layers over RPC0 and RPC1, and streamed in segments under a --max-vram budget, gives the
 // one-device image. (The prompt's token embeddings are read on the host: nothing else runs
-// before the DiT, and there is no VAE.)
+// before the DiT, and there is no VAE.) In the edit mode (-r) the file's Qwen3-VL vision tower
+// reads the reference: on another device than the DiT (te=...), the image is the same.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -70,6 +71,29 @@ TEST_F(HiDreamO1Twin, MaxVramStreamsTheDitInSegments) {
                        "--max-vram --stream-layers");
     const std::string log = log_of(r);
     EXPECT_TRUE(contains(log, "segments, streamed (")) << log;
+}
+
+// The edit mode: the vision tower (placed with the text part, te=) on RPC1 while the DiT runs
+// on RPC0 gives the image of both on RPC0.
+class HiDreamO1EditTwin : public HiDreamO1Twin {
+  protected:
+    std::vector<std::string> case_args() const override {
+        return {"-p",          "make the stripes red",
+                "-r",          e2e::repo_suite_dir("hidream_o1") + "/ref_stripes.png",
+                "-W",          "64",
+                "-H",          "64",
+                "--steps",     "2",
+                "--cfg-scale", "1",
+                "-s",          "1"};
+    }
+    std::string cache_name() const override { return "hidream_o1_edit_references"; }
+};
+
+TEST_F(HiDreamO1EditTwin, VisionTowerOnAnotherDevice) {
+    RunResult r = twin({"--backend", "all=RPC0,te=RPC1"}, "vision tower on RPC1");
+    const std::string log = log_of(r);
+    EXPECT_TRUE(contains(log, "vision: computes on RPC1")) << log;
+    EXPECT_TRUE(contains(log, "HiDream-O1 DiT: computes on RPC0")) << log;
 }
 
 }  // namespace
