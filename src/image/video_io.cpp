@@ -120,6 +120,10 @@ Result<std::vector<uint8_t>> encode_avi(const std::vector<Image>& frames,
         total += jpeg->size() + 8 + 16 + 1;
         jpegs.push_back(std::move(*jpeg));
     }
+    const AudioTrack* audio = options.audio && !options.audio->empty() ? options.audio : nullptr;
+    const size_t audio_frames = audio ? audio->sample_count() : 0;
+    const uint32_t block_align = audio ? static_cast<uint32_t>(audio->channels) * 2 : 0;
+    if (audio) total += audio_frames * block_align + n * 25;
     // AVI 1.0 keeps every size and offset in 32 bits.
     if (total + options.parameters.size() + 4096 > 0xffffffffull) {
         return Status::Error("AVI: the video exceeds the format's 4 GiB limit");
@@ -133,9 +137,9 @@ Result<std::vector<uint8_t>> encode_avi(const std::vector<Image>& frames,
     r.u32(static_cast<uint32_t>(std::min<size_t>(largest * options.fps, 0xffffffffu)));
     r.u32(0);  // padding granularity
     r.u32(kAvifHasIndex | kAvifIsInterleaved);
-    r.u32(n);  // total frames
-    r.u32(0);  // initial frames
-    r.u32(1);  // streams
+    r.u32(n);              // total frames
+    r.u32(0);              // initial frames
+    r.u32(audio ? 2 : 1);  // streams
     r.u32(static_cast<uint32_t>(largest));
     r.u32(w);
     r.u32(h);
@@ -172,6 +176,36 @@ Result<std::vector<uint8_t>> encode_avi(const std::vector<Image>& frames,
     for (int i = 0; i < 4; ++i) r.u32(0);  // resolution and palette
     r.close(strf);
     r.close(strl);
+    if (audio) {
+        const uint32_t rate = static_cast<uint32_t>(audio->sample_rate);
+        const size_t astrl = r.open("LIST", "strl");
+        const size_t astrh = r.open("strh");
+        r.fourcc("auds");
+        r.u32(0);                   // handler: none for PCM
+        r.u32(0);                   // flags
+        r.u16(0);                   // priority
+        r.u16(0);                   // language
+        r.u32(0);                   // initial frames
+        r.u32(block_align);         // scale: rate / scale = sample frames per second
+        r.u32(rate * block_align);  // rate: bytes per second
+        r.u32(0);                   // start
+        r.u32(static_cast<uint32_t>(audio_frames));  // length in sample frames
+        r.u32(static_cast<uint32_t>(
+            std::min<size_t>(audio_frames * block_align / n + block_align, 0xffffffffu)));
+        r.u32(0xffffffffu);  // quality: the default
+        r.u32(block_align);  // sample size
+        for (int i = 0; i < 4; ++i) r.u16(0);
+        r.close(astrh);
+        const size_t astrf = r.open("strf");  // WAVEFORMAT
+        r.u16(1);                             // PCM
+        r.u16(static_cast<uint32_t>(audio->channels));
+        r.u32(rate);
+        r.u32(rate * block_align);
+        r.u16(block_align);
+        r.u16(16);  // bits per sample
+        r.close(astrf);
+        r.close(astrl);
+    }
     r.close(hdrl);
 
     const size_t info = r.open("LIST", "INFO");
@@ -186,20 +220,36 @@ Result<std::vector<uint8_t>> encode_avi(const std::vector<Image>& frames,
 
     const size_t movi = r.open("LIST", "movi");
     const size_t movi_start = movi + 4;  // idx1 offsets count from the 'movi' type
-    std::vector<uint32_t> offsets;
-    offsets.reserve(n);
-    for (const std::vector<uint8_t>& jpeg : jpegs) {
-        offsets.push_back(static_cast<uint32_t>(r.bytes.size() - movi_start));
+    struct IndexEntry {
+        const char* id;
+        uint32_t flags, offset, size;
+    };
+    std::vector<IndexEntry> index;
+    index.reserve(audio ? 2 * n : n);
+    for (uint32_t i = 0; i < n; ++i) {
+        const std::vector<uint8_t>& jpeg = jpegs[i];
+        index.push_back({"00dc", kAviifKeyframe, static_cast<uint32_t>(r.bytes.size() - movi_start),
+                         static_cast<uint32_t>(jpeg.size())});
         r.chunk("00dc", jpeg.data(), jpeg.size());
+        if (!audio) continue;
+        // Interleaved: the samples that play during frame i follow it.
+        const size_t begin = audio_frames * i / n;
+        const size_t end = i + 1 == n ? audio_frames : audio_frames * (i + 1) / n;
+        if (end <= begin) continue;
+        const std::vector<uint8_t> pcm = audio_to_pcm16(*audio, begin, end - begin);
+        index.push_back({"01wb", begin == 0 ? kAviifKeyframe : 0,
+                         static_cast<uint32_t>(r.bytes.size() - movi_start),
+                         static_cast<uint32_t>(pcm.size())});
+        r.chunk("01wb", pcm.data(), pcm.size());
     }
     r.close(movi);
 
     const size_t idx1 = r.open("idx1");
-    for (size_t i = 0; i < jpegs.size(); ++i) {
-        r.fourcc("00dc");
-        r.u32(kAviifKeyframe);
-        r.u32(offsets[i]);
-        r.u32(static_cast<uint32_t>(jpegs[i].size()));
+    for (const IndexEntry& e : index) {
+        r.fourcc(e.id);
+        r.u32(e.flags);
+        r.u32(e.offset);
+        r.u32(e.size);
     }
     r.close(idx1);
     r.close(riff);
@@ -217,6 +267,10 @@ bool is_id(const uint8_t* p, const char* id) {
 struct AviScan {
     bool have_avih = false;
     bool have_strh = false;
+    std::string last_stream;  // the type of the strh the next strf describes
+    bool have_audio = false;
+    uint32_t audio_format = 0, audio_channels = 0, audio_rate = 0, audio_bits = 0;
+    std::vector<std::pair<size_t, size_t>> audio_chunks;  // offset, size of each PCM chunk
     uint32_t width = 0, height = 0, frames = 0;
     uint32_t micro_per_frame = 0, rate = 0, scale = 0;
     std::string comment;
@@ -246,11 +300,21 @@ Status scan_avi(const uint8_t* data, size_t begin, size_t end, AviScan& s, int d
             s.height = le32(data + body + 36);
         } else if (is_id(c, "strh")) {
             if (size < 36) return Status::Error("AVI: strh too short");
+            s.last_stream.assign(reinterpret_cast<const char*>(data + body), 4);
             if (!s.have_strh && is_id(data + body, "vids")) {
                 s.have_strh = true;
                 s.scale = le32(data + body + 20);
                 s.rate = le32(data + body + 24);
             }
+        } else if (is_id(c, "strf") && s.last_stream == "auds" && !s.have_audio) {
+            if (size < 16) return Status::Error("AVI: audio strf too short");
+            s.have_audio = true;
+            s.audio_format = le32(data + body) & 0xffff;
+            s.audio_channels = le32(data + body) >> 16;
+            s.audio_rate = le32(data + body + 4);
+            s.audio_bits = le32(data + body + 12) >> 16;
+        } else if (is_id(c, "01wb")) {
+            s.audio_chunks.emplace_back(body, size);
         } else if (is_id(c, "ICMT")) {
             const char* text = reinterpret_cast<const char*>(data + body);
             s.comment.assign(text, strnlen(text, size));
@@ -278,6 +342,27 @@ Result<DecodedVideo> decode_avi(const uint8_t* data, size_t size) {
     if (s.frames != s.frame_chunks.size()) {
         return Status::Error(string_format("AVI: the header says %u frames, the file holds %zu",
                                            s.frames, s.frame_chunks.size()));
+    }
+    if (s.have_audio) {
+        if (s.audio_format != 1 || s.audio_bits != 16) {
+            return Status::Error(
+                string_format("AVI: audio format %u with %u bits is not read (16-bit PCM is)",
+                              s.audio_format, s.audio_bits));
+        }
+        if (s.audio_channels < 1 || s.audio_channels > kMaxAudioChannels) {
+            return Status::Error(string_format("AVI: audio with %u channels", s.audio_channels));
+        }
+        v.audio.channels = static_cast<int>(s.audio_channels);
+        v.audio.sample_rate = static_cast<int>(s.audio_rate);
+        for (const auto& [at, bytes] : s.audio_chunks) {
+            for (size_t i = 0; i + 1 < bytes; i += 2) {
+                const auto pcm = static_cast<int16_t>(data[at + i] | data[at + i + 1] << 8);
+                v.audio.samples.push_back(pcm / 32767.0f);
+            }
+        }
+        if (v.audio.samples.size() % s.audio_channels != 0) {
+            return Status::Error("AVI: the audio stream ends inside a sample frame");
+        }
     }
     const int duration = v.fps > 0 ? static_cast<int>(std::lround(1000.0 / v.fps)) : 0;
     for (size_t i = 0; i < s.frame_chunks.size(); ++i) {
@@ -483,6 +568,9 @@ Result<VideoFormat> parse_video_format(const std::string& name) {
 Result<std::vector<uint8_t>> encode_video(const std::vector<Image>& frames, VideoFormat format,
                                           const VideoWriteOptions& options) {
     GGDIFF_TRY(check_frames(frames, options).with_context("cannot encode video"));
+    if (options.audio) {
+        GGDIFF_TRY(validate_audio(*options.audio).with_context("cannot encode video"));
+    }
     Result<std::vector<uint8_t>> out = format == VideoFormat::Avi
                                            ? encode_avi(frames, options)
                                            : encode_animated_webp(frames, options);
@@ -497,7 +585,15 @@ Status write_video(const std::string& path, const std::vector<Image>& frames,
     const std::string context = "cannot write video " + quote_name(path);
     Result<std::vector<uint8_t>> bytes = encode_video(frames, *format, options);
     if (!bytes.ok()) return bytes.status().with_context(context);
-    return write_file_atomic(path, bytes->data(), bytes->size()).with_context(context);
+    GGDIFF_TRY(write_file_atomic(path, bytes->data(), bytes->size()).with_context(context));
+    if (options.audio && *format != VideoFormat::Avi) {
+        // The container has no audio stream: the sound goes next to it, as the reference's.
+        const std::string wav = audio_sidecar_path(path);
+        GGDIFF_TRY(write_wav(wav, *options.audio));
+        GGDIFF_LOG_INFO("%s cannot carry audio: the sound track is in %s",
+                        video_format_name(*format), quote_name(wav).c_str());
+    }
+    return Status::Ok();
 }
 
 Status check_video_output_path(const std::string& path) {

@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "image/image.h"
+#include "image/wav.h"
 
 namespace ggdiff {
 
@@ -37,18 +38,26 @@ struct VideoWriteOptions {
     int fps = 16;            // kMinVideoFps..kMaxVideoFps
     int quality = 90;        // 1..100: JPEG quality of AVI frames; WebP quality, 100 = lossless
     std::string parameters;  // generation parameters to embed; empty = none
+    // A sound track to go with the frames (not owned; null = none). AVI carries it as a
+    // second stream; WebP cannot: encode_video leaves it out and write_video writes it next
+    // to the video as audio_sidecar_path(path) (a .wav file), as the reference engine does.
+    const AudioTrack* audio = nullptr;
 };
 
 // Encodes `frames` (at least one, all of one size) as a video:
 //  AVI: RIFF 'AVI ' with hdrl (avih, one 'vids' stream, strh + strf BITMAPINFOHEADER 'MJPG'),
 //       LIST INFO (ISFT "ggdiff", and ICMT = the parameters text when given), LIST movi with
-//       one '00dc' JPEG chunk per frame, and an idx1 index (every frame a key frame);
+//       one '00dc' JPEG chunk per frame, and an idx1 index (every frame a key frame); with
+//       options.audio a second stream ('auds', strf WAVEFORMAT PCM 16-bit) whose samples
+//       follow each frame in '01wb' chunks (frame i gets samples [i*N/F, (i+1)*N/F) of N),
+//       the first audio chunk flagged as a key frame in idx1;
 //  WebP: animated, looping forever, each frame shown round(1000 / fps) ms, the parameters as
 //       an EXIF UserComment chunk (as still WebP files carry them).
 Result<std::vector<uint8_t>> encode_video(const std::vector<Image>& frames, VideoFormat format,
                                           const VideoWriteOptions& options = {});
 
-// Writes `path` atomically with the format its extension names (.avi, .webp).
+// Writes `path` atomically with the format its extension names (.avi, .webp); a WebP with
+// options.audio also writes the audio to audio_sidecar_path(path).
 Status write_video(const std::string& path, const std::vector<Image>& frames,
                    const VideoWriteOptions& options = {});
 
@@ -68,6 +77,7 @@ struct DecodedVideo {
     std::vector<Image> frames;
     std::vector<int> durations_ms;
     std::string parameters;
+    AudioTrack audio;  // AVI: the PCM stream when there is one (empty otherwise)
 };
 
 // The parameters text (ICMT) of an MJPEG AVI without decoding its frames: nullopt when it has
