@@ -1,0 +1,320 @@
+// The LTX-2 video VAE decoder on a tiny random-weight VAE in the real block layout (a residual
+// group, then x2 time+space, x2 time and x2 space depth-to-space upsamplers with residual
+// groups between, 4x4 output patches): block detection from the weights, frame counts, the
+// temporal tiling windows, and the whole-sequence and tiled decodes against an independent
+// float64 numpy forward (tests/tools/ltx_vae_reference.py), with and without timestep
+// conditioning.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "../io/io_test_util.h"
+#include "../vae/vae_test_support.h"
+#include "families/ltx/video_vae.h"
+#include "io/tensor_index.h"
+
+namespace ggdiff {
+namespace {
+
+using ltx::LtxTemporalTiling;
+using ltx::LtxVideoVaeConfig;
+
+// The tiny decoder's tensors (torch shapes) under `prefix`: 8 latent channels, conv_in to 32,
+// up_blocks 0 res x1 (32), 1 compress_all (32 -> 16), 2 res x1 (16), 3 compress_time
+// (16 -> 8), 4 res x2 (8), 5 compress_space (8 -> 4), conv_out 4 -> 3*4*4.
+vae_test::Shapes tiny_shapes(const std::string& prefix, bool timestep) {
+    vae_test::Shapes s;
+    auto conv = [&](const std::string& p, int64_t in, int64_t out) {
+        s.push_back({prefix + p + "conv.weight", {out, in, 3, 3, 3}});
+        s.push_back({prefix + p + "conv.bias", {out}});
+    };
+    auto embedder = [&](const std::string& p, int64_t dim) {
+        s.push_back({prefix + p + "linear_1.weight", {dim, 256}});
+        s.push_back({prefix + p + "linear_1.bias", {dim}});
+        s.push_back({prefix + p + "linear_2.weight", {dim, dim}});
+        s.push_back({prefix + p + "linear_2.bias", {dim}});
+    };
+    auto group = [&](int i, int layers, int64_t ch) {
+        const std::string p = "decoder.up_blocks." + std::to_string(i) + ".";
+        for (int m = 0; m < layers; ++m) {
+            const std::string r = p + "res_blocks." + std::to_string(m) + ".";
+            conv(r + "conv1.", ch, ch);
+            conv(r + "conv2.", ch, ch);
+            if (timestep) s.push_back({prefix + r + "scale_shift_table", {4, ch}});
+        }
+        if (timestep) embedder(p + "time_embedder.timestep_embedder.", 4 * ch);
+    };
+    s.push_back({prefix + "per_channel_statistics.mean-of-means", {8}});
+    s.push_back({prefix + "per_channel_statistics.std-of-means", {8}});
+    conv("decoder.conv_in.", 8, 32);
+    group(0, 1, 32);
+    conv("decoder.up_blocks.1.conv.", 32, 8 * 16);
+    group(2, 1, 16);
+    conv("decoder.up_blocks.3.conv.", 16, 2 * 8);
+    group(4, 2, 8);
+    conv("decoder.up_blocks.5.conv.", 8, 4 * 4);
+    conv("decoder.conv_out.", 4, 48);
+    if (timestep) {
+        s.push_back({prefix + "decoder.timestep_scale_multiplier", {1}});
+        s.push_back({prefix + "decoder.last_scale_shift_table", {2, 4}});
+        embedder("decoder.last_time_embedder.timestep_embedder.", 8);
+    }
+    return s;
+}
+
+struct TinyLtx {
+    std::map<std::string, vae_test::HostWeight> weights;
+    LtxVideoVaeConfig cfg;
+    std::string prefix;
+    std::string error;
+};
+
+const TinyLtx& tiny(bool timestep) {
+    static std::map<bool, TinyLtx> made;
+    auto it = made.find(timestep);
+    if (it != made.end()) return it->second;
+    TinyLtx& m = made[timestep];
+    const vae_test::Shapes shapes = tiny_shapes("vae.", timestep);
+    m.weights = vae_test::random_weights(shapes, timestep ? 71 : 70);
+    vae_test::Rng rng(5);
+    for (float& v : m.weights.at("vae.per_channel_statistics.std-of-means").data) {
+        v = 0.5f + static_cast<float>(rng.uniform());
+    }
+    for (float& v : m.weights.at("vae.decoder.conv_out.conv.weight").data) v *= 4.0f;
+    if (timestep) m.weights.at("vae.decoder.timestep_scale_multiplier").data = {1000.0f};
+    std::vector<testing::FakeTensor> fake;
+    for (const auto& [name, w] : m.weights) {
+        fake.push_back({name, "F32", w.shape, testing::to_bytes(w.data)});
+    }
+    const std::string path =
+        testing::test_dir(std::string("ltx_vae_") + (timestep ? "ts" : "plain")) +
+        "/vae.safetensors";
+    testing::write_safetensors(path, fake);
+    TensorIndex index;
+    Status st = index.add(path);
+    if (!st.ok()) {
+        m.error = st.message();
+        return m;
+    }
+    if (!ltx::find_ltx_video_vae(index, &m.prefix)) {
+        m.error = "no LTX VAE found";
+        return m;
+    }
+    auto cfg = ltx::detect_ltx_video_vae(index, m.prefix);
+    if (!cfg.ok()) {
+        m.error = cfg.status().message();
+        return m;
+    }
+    m.cfg = *cfg;
+    // The index may have renamed the tensors (vae. -> first_stage_model.): follow it.
+    if (m.prefix != "vae.") {
+        std::map<std::string, vae_test::HostWeight> renamed;
+        for (auto& [name, w] : m.weights) renamed[m.prefix + name.substr(4)] = std::move(w);
+        m.weights = std::move(renamed);
+    }
+    return m;
+}
+
+// Runs window graphs on the CPU backend; counts the graphs.
+models::WanGraphRun runner(const TinyLtx& m, int* runs) {
+    const auto* weights = &m.weights;
+    return [weights, runs](const models::WanGraphBuild& build) {
+        ++*runs;
+        std::vector<const HostTensor*> hosts;
+        auto make = [&](ggml_context* ctx, nn::Weights* w, const std::vector<ggml_tensor*>& ins) {
+            nn::Ctx c{ctx, w};
+            size_t next = 0;
+            return build(c, [&](const HostTensor& t) -> ggml_tensor* {
+                if (!ins.empty()) return ins[next++];
+                hosts.push_back(&t);  // the dry build: learn the inputs
+                int64_t d[4] = {t.dim(0), t.dim(1), t.dim(2), t.dim(3)};
+                return ggml_new_tensor(ctx, GGML_TYPE_F32, 4, d);
+            });
+        };
+        ggml_init_params p = {ggml_tensor_overhead() * 20000, nullptr, true};
+        ggml_context* dry = ggml_init(p);
+        vae_test::HostWeights w(*weights);
+        make(dry, &w, {});
+        ggml_free(dry);
+        return vae_test::run_graph_multi(*weights, hosts, make, true);
+    };
+}
+
+Result<std::vector<float>> numpy_decode(const TinyLtx& m, const std::string& name,
+                                        const HostTensor& z, int tile_frames, int tile_overlap,
+                                        size_t count) {
+    const std::string config =
+        "{\"prefix\": \"" + m.prefix +
+        "\", \"decode_timestep\": 0.05, \"tile_frames\": " + std::to_string(tile_frames) +
+        ", \"tile_overlap\": " + std::to_string(tile_overlap) + "}";
+    return vae_test::run_reference_script(std::filesystem::path(GGDIFF_TEST_TMP) / name, m.weights,
+                                          z, config, count, "ltx_vae_reference.py");
+}
+
+#define REQUIRE_PYTHON()                                                                   \
+    do {                                                                                   \
+        if (!vae_test::python_numpy_available()) GTEST_SKIP() << "python3 + numpy needed"; \
+    } while (0)
+
+// f32 CPU kernels: close to float64; plain ggml convolutions round their input to F16.
+double tolerance() {
+    return cpu::kernels_available() ? 1e-4 : 5e-3;
+}
+
+TEST(LtxVideoVae, BlocksAndScalesComeFromTheWeights) {
+    const TinyLtx& m = tiny(false);
+    ASSERT_EQ(m.error, "");
+    const LtxVideoVaeConfig& c = m.cfg;
+    EXPECT_EQ(c.latent_channels, 8);
+    EXPECT_EQ(c.conv_in_width, 32);
+    EXPECT_EQ(c.out_width, 4);
+    EXPECT_EQ(c.patch, 4);
+    EXPECT_FALSE(c.timestep_conditioning);
+    EXPECT_FALSE(c.has_encoder);
+    ASSERT_EQ(c.up.size(), 6u);
+    EXPECT_TRUE(c.up[0].residual_group);
+    EXPECT_EQ(c.up[0].layers, 1);
+    EXPECT_EQ(c.up[4].layers, 2);
+    EXPECT_FALSE(c.up[1].residual_group);
+    EXPECT_EQ(c.up[1].factor_t, 2);
+    EXPECT_EQ(c.up[1].factor_s, 2);
+    EXPECT_EQ(c.up[1].out, 16);
+    EXPECT_EQ(c.up[3].factor_t, 2);
+    EXPECT_EQ(c.up[3].factor_s, 1);
+    EXPECT_EQ(c.up[5].factor_t, 1);
+    EXPECT_EQ(c.up[5].factor_s, 2);
+    EXPECT_EQ(c.up[5].out, 4);
+    EXPECT_EQ(c.time_scale(), 4);
+    EXPECT_EQ(c.space_scale(), 16);
+    EXPECT_EQ(ltx::ltx_video_frames(c, 1), 1);
+    EXPECT_EQ(ltx::ltx_video_frames(c, 3), 9);
+    EXPECT_EQ(ltx::ltx_latent_frames(c, 9), 3);
+    EXPECT_EQ(ltx::ltx_latent_frames(c, 8), 0);
+    EXPECT_TRUE(tiny(true).cfg.timestep_conditioning) << tiny(true).error;
+}
+
+TEST(LtxVideoVae, MissingOrMisShapedTensorsAreNamed) {
+    const TinyLtx& m = tiny(false);
+    ASSERT_EQ(m.error, "");
+    std::vector<testing::FakeTensor> fake;
+    for (const auto& [name, w] : m.weights) {
+        if (name.find("conv_out.conv.weight") != std::string::npos) continue;
+        std::vector<int64_t> shape = w.shape;
+        fake.push_back({name, "F32", shape, testing::to_bytes(w.data)});
+    }
+    const std::string path = testing::test_dir("ltx_vae_broken") + "/vae.safetensors";
+    testing::write_safetensors(path, fake);
+    TensorIndex index;
+    ASSERT_TRUE(index.add(path).ok());
+    auto cfg = ltx::detect_ltx_video_vae(index, m.prefix);
+    ASSERT_FALSE(cfg.ok());
+    EXPECT_NE(cfg.status().message().find("decoder.conv_out.conv.weight"), std::string::npos)
+        << cfg.status().message();
+    std::string prefix = "?";
+    EXPECT_FALSE(ltx::find_ltx_video_vae(TensorIndex(), &prefix));
+    EXPECT_EQ(prefix, "");
+}
+
+TEST(LtxVideoVae, TemporalWindowsFollowTheReference) {
+    auto w = ltx::ltx_temporal_windows(5, {true, 4, 1});
+    ASSERT_EQ(w.size(), 2u);
+    EXPECT_EQ(w[0].first, 0);
+    EXPECT_EQ(w[0].count, 4);
+    EXPECT_EQ(w[0].overlap, 1);
+    EXPECT_EQ(w[1].first, 3);
+    EXPECT_EQ(w[1].count, 2);
+    EXPECT_EQ(w[1].overlap, 0);
+    w = ltx::ltx_temporal_windows(7, {true, 4, 1});
+    ASSERT_EQ(w.size(), 2u);
+    EXPECT_EQ(w[1].first, 3);
+    EXPECT_EQ(w[1].count, 4);
+    w = ltx::ltx_temporal_windows(2, {true, 4, 1});  // one window: overlap dropped
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(w[0].count, 2);
+    EXPECT_EQ(w[0].overlap, 0);
+    w = ltx::ltx_temporal_windows(4, {true, 2, 5});  // overlap >= frames: frames - 1
+    ASSERT_EQ(w.size(), 3u);
+    EXPECT_EQ(w[1].first, 1);
+    EXPECT_EQ(w[2].first, 2);
+    EXPECT_EQ(w[2].overlap, 0);
+    w = ltx::ltx_temporal_windows(3, {true, 1, 0});
+    ASSERT_EQ(w.size(), 3u);
+}
+
+struct DecodeCase {
+    bool timestep;
+    int frames;
+    int tile_frames, tile_overlap;  // 0: whole sequence
+};
+
+class LtxVideoVaeDecode : public ::testing::TestWithParam<DecodeCase> {};
+
+TEST_P(LtxVideoVaeDecode, MatchesNumpyForward) {
+    REQUIRE_PYTHON();
+    const DecodeCase p = GetParam();
+    const TinyLtx& m = tiny(p.timestep);
+    ASSERT_EQ(m.error, "");
+    const HostTensor z = vae_test::random_tensor({3, 2, 8, p.frames}, 90 + p.frames);
+    LtxTemporalTiling tiling;
+    tiling.enabled = p.tile_frames > 0;
+    tiling.frames = p.tile_frames;
+    tiling.overlap = p.tile_overlap;
+    int runs = 0;
+    auto got = ltx::ltx_decode_video(m.cfg, z, runner(m, &runs), tiling);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    const int want_frames = ltx::ltx_video_frames(m.cfg, p.frames);
+    EXPECT_EQ(got->ne, (std::vector<int64_t>{48, 32, 3, want_frames}));
+    const size_t windows =
+        tiling.enabled && p.frames > 1 ? ltx::ltx_temporal_windows(p.frames, tiling).size() : 1;
+    EXPECT_EQ(runs, static_cast<int>(windows));
+    const std::string name = std::string("ltx_ref_") + (p.timestep ? "ts_" : "") +
+                             std::to_string(p.frames) + "_" + std::to_string(p.tile_frames) + "_" +
+                             std::to_string(p.tile_overlap);
+    auto ref = numpy_decode(m, name, z, p.tile_frames, p.tile_overlap, got->data.size());
+    ASSERT_TRUE(ref.ok()) << ref.status().message();
+    const vae_test::Diff d = vae_test::compare(got->data, *ref);
+    EXPECT_LT(d.rel(), tolerance());
+    EXPECT_GT(d.max_ref, 0.1);  // a real signal, not near zero
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, LtxVideoVaeDecode,
+                         ::testing::Values(DecodeCase{false, 1, 0, 0}, DecodeCase{false, 3, 0, 0},
+                                           DecodeCase{true, 2, 0, 0}, DecodeCase{false, 5, 3, 1},
+                                           DecodeCase{true, 4, 2, 1}, DecodeCase{false, 3, 1, 0}));
+
+TEST(LtxVideoVae, TiledDecodeIsCloseToTheWholeDecode) {
+    const TinyLtx& m = tiny(false);
+    ASSERT_EQ(m.error, "");
+    const HostTensor z = vae_test::random_tensor({3, 2, 8, 5}, 7);
+    int runs = 0;
+    auto whole = ltx::ltx_decode_video(m.cfg, z, runner(m, &runs));
+    ASSERT_TRUE(whole.ok()) << whole.status().message();
+    auto tiled = ltx::ltx_decode_video(m.cfg, z, runner(m, &runs), {true, 3, 1});
+    ASSERT_TRUE(tiled.ok()) << tiled.status().message();
+    ASSERT_EQ(whole->ne, tiled->ne);
+    double sum = 0, sum_ref = 0;
+    for (size_t i = 0; i < whole->data.size(); ++i) {
+        sum += std::fabs(whole->data[i] - tiled->data[i]);
+        sum_ref += std::fabs(whole->data[i]);
+    }
+    // The first window's frames before its overlap see the same inputs except at the edge.
+    std::printf("[   diff   ] tiled vs whole: mean abs %.4g of mean %.4g\n",
+                sum / whole->data.size(), sum_ref / whole->data.size());
+    EXPECT_GT(sum, 0.0);
+    EXPECT_LT(sum, 0.5 * sum_ref);
+}
+
+TEST(LtxVideoVae, WrongLatentWidthIsRefused) {
+    const TinyLtx& m = tiny(false);
+    ASSERT_EQ(m.error, "");
+    int runs = 0;
+    auto r = ltx::ltx_decode_video(m.cfg, HostTensor({3, 2, 16, 1}), runner(m, &runs));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("8 channels"), std::string::npos);
+    EXPECT_EQ(runs, 0);
+}
+
+}  // namespace
+}  // namespace ggdiff
