@@ -4,6 +4,7 @@
 // length (stable-diffusion.cpp's convert writes SD names in full, past ggml's 63 bytes).
 #include <ggml.h>
 
+#include <cstdint>
 #include <cstring>
 #include <set>
 
@@ -122,9 +123,36 @@ std::string scalar_string(Cursor& c, uint32_t type) {
     }
 }
 
-}  // namespace
+// An integer (or bool) scalar widened to int64; u64 values past int64 saturate.
+int64_t scalar_int(Cursor& c, uint32_t type) {
+    switch (type) {
+        case kU8:
+        case kBool:
+            return c.get<uint8_t>();
+        case kI8:
+            return c.get<int8_t>();
+        case kU16:
+            return c.get<uint16_t>();
+        case kI16:
+            return c.get<int16_t>();
+        case kU32:
+            return c.get<uint32_t>();
+        case kI32:
+            return c.get<int32_t>();
+        case kU64: {
+            const uint64_t v = c.get<uint64_t>();
+            return v > uint64_t(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v);
+        }
+        case kI64:
+            return c.get<int64_t>();
+        default:
+            return 0;
+    }
+}
 
-Result<CheckpointHeader> read_gguf_header_direct(const uint8_t* data, uint64_t size) {
+// The header; with `arrays`, the arrays under `prefix` are kept there as well.
+Result<CheckpointHeader> read_direct(const uint8_t* data, uint64_t size, const std::string& prefix,
+                                     GgufArrays* arrays) {
     Cursor c(data, size);
     auto bad = [](const std::string& why) { return Status::Error("corrupt GGUF header: " + why); };
     if (size < 24 || std::memcmp(data, "GGUF", 4) != 0) return bad("bad magic");
@@ -160,14 +188,16 @@ Result<CheckpointHeader> read_gguf_header_direct(const uint8_t* data, uint64_t s
             const uint32_t elem = c.get<uint32_t>();
             const uint64_t n = c.get<uint64_t>();
             if (!c.ok()) break;
+            const bool wanted = arrays && key.rfind(prefix, 0) == 0;
             if (elem == kString) {
                 if (n > c.remaining() / 8) return bad("array " + quote_name(key) + " length");
                 const bool keep = key.rfind("ggdiff.", 0) == 0;
                 std::vector<std::string> values;
                 for (uint64_t j = 0; j < n && c.ok(); ++j) {
                     std::string v = c.str();
-                    if (keep) values.push_back(std::move(v));
+                    if (keep || wanted) values.push_back(std::move(v));
                 }
+                if (wanted) arrays->strings[key] = values;
                 if (keep) out.tables[key] = std::move(values);
             } else if (elem == kArray) {
                 return bad("array " + quote_name(key) + " holds arrays");
@@ -178,7 +208,13 @@ Result<CheckpointHeader> read_gguf_header_direct(const uint8_t* data, uint64_t s
                                std::to_string(elem));
                 }
                 if (n > c.remaining() / sz) return bad("array " + quote_name(key) + " length");
-                c.skip(n * sz);
+                if (wanted && elem != kF32 && elem != kF64) {
+                    std::vector<int64_t>& values = arrays->ints[key];
+                    values.reserve(n);
+                    for (uint64_t j = 0; j < n; ++j) values.push_back(scalar_int(c, elem));
+                } else {
+                    c.skip(n * sz);
+                }
             }
         } else if (scalar_size(type) != 0) {
             out.metadata[key] = scalar_string(c, type);
@@ -259,6 +295,20 @@ Result<CheckpointHeader> read_gguf_header_direct(const uint8_t* data, uint64_t s
         t.offset = data_start + rel_offsets[i];
     }
     return out;
+}
+
+}  // namespace
+
+Result<CheckpointHeader> read_gguf_header_direct(const uint8_t* data, uint64_t size) {
+    return read_direct(data, size, std::string(), nullptr);
+}
+
+Result<GgufArrays> read_gguf_arrays(const uint8_t* data, uint64_t size, const std::string& prefix) {
+    GgufArrays arrays;
+    auto header = read_direct(data, size, prefix, &arrays);
+    if (!header.ok()) return header.status();
+    arrays.values = std::move(header->metadata);
+    return arrays;
 }
 
 }  // namespace ggdiff

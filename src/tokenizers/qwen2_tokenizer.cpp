@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/log.h"
 #include "core/safe_text.h"
 #include "tokenizers/byte_level_bpe.h"
 #include "tokenizers/tokenizer_files.h"
@@ -255,6 +256,44 @@ Result<Qwen2Tokenizer> Qwen2Tokenizer::from_tokenizer_json(const std::string& pa
     if (tok.encoder_.empty() || rank == 0) return Status::Error(path + ": empty vocabulary");
     Status st = tok.finish();
     if (!st.ok()) return st.with_context(path);
+    return tok;
+}
+
+Result<Qwen2Tokenizer> Qwen2Tokenizer::from_token_list(const std::vector<std::string>& tokens,
+                                                       const std::vector<std::string>& merges,
+                                                       const std::vector<int64_t>& token_types,
+                                                       const std::string& origin) {
+    enum : int64_t { kControl = 3, kUserDefined = 4, kUnused = 5 };
+    if (tokens.empty() || merges.empty()) return Status::Error(origin + ": empty vocabulary");
+    if (tokens.size() > static_cast<size_t>(INT_MAX)) {
+        return Status::Error(origin + ": too many tokens");
+    }
+    if (!token_types.empty() && token_types.size() != tokens.size()) {
+        return Status::Error(origin + string_format(": %zu token types for %zu tokens",
+                                                    token_types.size(), tokens.size()));
+    }
+    Qwen2Tokenizer tok;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        const int64_t type = token_types.empty() ? 1 : token_types[i];
+        const int id = static_cast<int>(i);
+        if (type == kUnused || tokens[i].empty()) continue;
+        if (type == kControl || type == kUserDefined) {
+            GGDIFF_TRY(tok.add_special(tokens[i], id));
+        } else {
+            tok.encoder_.emplace(tokens[i], id);
+        }
+    }
+    int rank = 0;
+    for (const std::string& m : merges) {
+        const size_t space = m.find(' ');
+        if (space == std::string::npos || space == 0 || space + 1 == m.size()) {
+            return Status::Error(origin + ": merge " + std::to_string(rank + 1) + " (" +
+                                 quote_name(m) + ") is not \"a b\"");
+        }
+        tok.ranks_.emplace(m, rank++);
+    }
+    Status st = tok.finish();
+    if (!st.ok()) return st.with_context(origin);
     return tok;
 }
 

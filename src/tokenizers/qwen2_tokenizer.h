@@ -13,6 +13,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -31,6 +32,13 @@ class Qwen2Tokenizer : public LlmTokenizer {
     static Result<Qwen2Tokenizer> from_vocab_and_merges(const std::string& vocab_json_path,
                                                         const std::string& merges_path);
     static Result<Qwen2Tokenizer> from_tokenizer_json(const std::string& path);
+    // The vocabulary as a llama.cpp GGUF holds it (tokenizer.ggml.tokens / merges /
+    // token_type): token i has id i; type 3 (control) and 4 (user-defined) are special tokens,
+    // type 5 (unused padding) is skipped. `origin` names the source in errors.
+    static Result<Qwen2Tokenizer> from_token_list(const std::vector<std::string>& tokens,
+                                                  const std::vector<std::string>& merges,
+                                                  const std::vector<int64_t>& token_types,
+                                                  const std::string& origin);
 
     // Token ids of `text` (special tokens recognised), no BOS/EOS.
     std::vector<int> encode(const std::string& text) const override;

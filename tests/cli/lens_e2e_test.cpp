@@ -3,11 +3,15 @@
 // the DiT alone (with and without its model.diffusion_model. prefix) and for its parts; the
 // DiT as a q8_0 GGUF (and --type q8_0 on load) stays near the golden image and the A1111
 // parameters name it; a missing or wrong text encoder, tokenizer or VAE gets an error that
-// says what to pass.
+// says what to pass. GPT-OSS's tokenizer read from the GGUF's own tokenizer.ggml.* arrays (as
+// unsloth/gpt-oss-20b-GGUF holds it) gives the image of the tokenizer.json route.
 #include <gtest/gtest.h>
 
 #include "../golden/e2e_support.h"
 #include "image/image_metadata.h"
+#include "io/checkpoint_file.h"
+#include "io/mapped_file.h"
+#include "models/te/gpt_oss_tokenizer.h"
 
 namespace {
 
@@ -17,6 +21,128 @@ using e2e::contains;
 using e2e::RunResult;
 
 constexpr const char* kCase = "lens_cfg1_tall";
+
+// A GGUF vocabulary as llama.cpp's convert writes it from a tokenizer.json: token i at index i
+// (type 1), the added tokens at their ids (type 3, control), "[PADn]" rows (type 5, unused)
+// up to `rows`.
+struct Vocab {
+    std::vector<std::string> tokens, merges;
+    std::vector<int32_t> types;
+};
+
+Vocab vocab_of(const std::string& tokenizer_json, size_t rows) {
+    std::ifstream in(tokenizer_json);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    Vocab v;
+    auto put = [&](size_t id, const std::string& t, int32_t type) {
+        if (v.tokens.size() <= id) {
+            for (size_t i = v.tokens.size(); i <= id; ++i) {
+                v.tokens.push_back("[PAD" + std::to_string(i) + "]");
+                v.types.push_back(5);
+            }
+        }
+        v.tokens[id] = t;
+        v.types[id] = type;
+    };
+    for (auto it = j["model"]["vocab"].begin(); it != j["model"]["vocab"].end(); ++it)
+        put(it.value().get<size_t>(), it.key(), 1);
+    for (const auto& a : j["added_tokens"]) put(a["id"].get<size_t>(), a["content"], 3);
+    if (rows > v.tokens.size()) put(rows - 1, "[PAD" + std::to_string(rows - 1) + "]", 5);
+    for (const auto& m : j["model"]["merges"]) {
+        v.merges.push_back(m.is_string() ? m.get<std::string>()
+                                         : m[0].get<std::string>() + " " + m[1].get<std::string>());
+    }
+    return v;
+}
+
+void put_u32(std::string& b, uint32_t v) {
+    b.append(reinterpret_cast<const char*>(&v), 4);
+}
+void put_u64(std::string& b, uint64_t v) {
+    b.append(reinterpret_cast<const char*>(&v), 8);
+}
+void put_str(std::string& b, const std::string& s) {
+    put_u64(b, s.size());
+    b += s;
+}
+void put_kv(std::string& b, const std::string& key, const std::string& value) {
+    put_str(b, key);
+    put_u32(b, 8);  // string
+    put_str(b, value);
+}
+
+// The tokenizer.ggml.* keys of `v` with tokenizer.ggml.model `model`, as GGUF KV bytes; the
+// count of keys in `n`. Padded (by one more string key) to a multiple of 32 bytes.
+std::string vocab_kvs(const Vocab& v, const std::string& model, uint64_t* n) {
+    std::string b;
+    put_kv(b, "tokenizer.ggml.model", model);
+    put_kv(b, "tokenizer.ggml.pre", "gpt-4o");
+    for (const auto* list : {&v.tokens, &v.merges}) {
+        put_str(b, list == &v.tokens ? "tokenizer.ggml.tokens" : "tokenizer.ggml.merges");
+        put_u32(b, 9);  // array
+        put_u32(b, 8);  // of strings
+        put_u64(b, list->size());
+        for (const std::string& s : *list) put_str(b, s);
+    }
+    put_str(b, "tokenizer.ggml.token_type");
+    put_u32(b, 9);
+    put_u32(b, 5);  // of i32
+    put_u64(b, v.types.size());
+    for (int32_t t : v.types) b.append(reinterpret_cast<const char*>(&t), 4);
+    const std::string pad = "ggdiff.test.pad";
+    const size_t fixed = 8 + pad.size() + 4 + 8;  // key length and key, type, value length
+    put_kv(b, pad, std::string((32 - (b.size() + fixed) % 32) % 32, ' '));
+    *n = 6;
+    return b;
+}
+
+// A GGUF with no tensors holding only `kvs` (n keys).
+void write_header_only_gguf(const std::string& path, const std::string& kvs, uint64_t n) {
+    std::string b = "GGUF";
+    put_u32(b, 3);
+    put_u64(b, 0);
+    put_u64(b, n);
+    b += kvs;
+    std::ofstream(path, std::ios::binary) << b;
+}
+
+// GGUF file `src` with `kvs` (n keys) added before its own keys, into `out`; its tensor data
+// is copied with all-zero runs left as holes, so the sparse fixture stays small on disk. `kvs`
+// is a multiple of 32 bytes long, so the data (and every tensor's offset in it) moves by as
+// much and stays aligned.
+void add_kvs(const std::string& src, const std::string& kvs, uint64_t n, const std::string& out) {
+    ASSERT_EQ(kvs.size() % 32, 0u);
+    auto file = ggdiff::MappedFile::open(src);
+    ASSERT_TRUE(file.ok()) << file.status().message();
+    const uint8_t* p = (*file)->data();
+    const uint64_t size = (*file)->size();
+    auto header = ggdiff::read_gguf_header_direct(p, size);
+    ASSERT_TRUE(header.ok()) << header.status().message();
+    uint64_t data_start = size;  // the first tensor sits at the start of the data
+    for (const auto& t : header->tensors) data_start = std::min(data_start, t.offset);
+    uint64_t n_kv = 0;
+    std::memcpy(&n_kv, p + 16, 8);
+    n_kv += n;
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0) << out;
+    std::string head(reinterpret_cast<const char*>(p), 16);
+    put_u64(head, n_kv);
+    head += kvs;
+    head.append(reinterpret_cast<const char*>(p + 24), data_start - 24);
+    ASSERT_EQ(::write(fd, head.data(), head.size()), static_cast<ssize_t>(head.size()));
+    const uint64_t chunk = 1 << 20;
+    std::vector<uint8_t> zero(chunk, 0);
+    for (uint64_t at = data_start; at < size; at += chunk) {
+        const uint64_t len = std::min(chunk, size - at);
+        if (std::memcmp(p + at, zero.data(), len) == 0) {
+            ASSERT_GE(::lseek(fd, static_cast<off_t>(len), SEEK_CUR), 0);
+        } else {
+            ASSERT_EQ(::write(fd, p + at, len), static_cast<ssize_t>(len));
+        }
+    }
+    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(head.size() + size - data_start)), 0);
+    ::close(fd);
+}
 
 class LensFiles : public ::testing::Test {
   protected:
@@ -116,6 +242,73 @@ TEST_F(LensFiles, GgufDitTypeAndMetadata) {
     expect_close(out2, 6.0, "--type q8_0 against the f16 golden");
 }
 
+// The vocabulary read from tokenizer.ggml.* gives the tokens of the tokenizer.json it was
+// written from (the specials included, the unused [PAD] rows left out); a SentencePiece GGUF
+// vocabulary and a GGUF without one are refused saying so.
+TEST_F(LensFiles, GgufVocabularyTokenizesAsTheTokenizerJson) {
+    const std::string json = suite_dir() + "/gpt_oss_tokenizer.json";
+    const Vocab v = vocab_of(json, 640);
+    ASSERT_EQ(v.tokens.size(), 640u);
+    uint64_t n = 0;
+    const std::string gguf = dir_ + "/vocab.gguf";
+    const std::string gpt2_kvs = vocab_kvs(v, "gpt2", &n);
+    write_header_only_gguf(gguf, gpt2_kvs, n);
+    auto from_gguf = ggdiff::models::read_gguf_vocab(gguf);
+    ASSERT_TRUE(from_gguf.ok()) << from_gguf.status().message();
+    EXPECT_EQ(from_gguf->pre, "gpt-4o");
+    auto from_json = ggdiff::Qwen2Tokenizer::from_tokenizer_json(json);
+    ASSERT_TRUE(from_json.ok()) << from_json.status().message();
+    EXPECT_EQ(from_gguf->tokenizer.vocab_size(), from_json->vocab_size());
+    EXPECT_EQ(from_gguf->tokenizer.added_count(), from_json->added_count());
+    for (const char* text :
+         {"<|start|>user<|message|>a red fox in the snow, (detailed:1.2)<|end|>",
+          "<|start|>assistant<|channel|>final<|message|>", "Need to generate one image 42 !?"}) {
+        EXPECT_EQ(from_gguf->tokenizer.encode(text), from_json->encode(text)) << text;
+    }
+    EXPECT_EQ(from_gguf->tokenizer.token_to_id("[PAD630]"), -1);
+
+    const std::string spm = dir_ + "/spm.gguf";
+    const std::string llama_kvs = vocab_kvs(v, "llama", &n);
+    write_header_only_gguf(spm, llama_kvs, n);
+    auto refused = ggdiff::models::read_gguf_vocab(spm);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_TRUE(contains(refused.status().message(), "tokenizer.ggml.model is 'llama'"))
+        << refused.status().message();
+    auto none = ggdiff::models::read_gguf_vocab(llm());
+    ASSERT_FALSE(none.ok());
+    EXPECT_TRUE(contains(none.status().message(), "holds no tokenizer.ggml.tokens"))
+        << none.status().message();
+}
+
+// A GPT-OSS GGUF that carries its vocabulary (as unsloth/gpt-oss-20b-GGUF does) needs no
+// --llm-tokenizer: the image is the one the tokenizer.json gives.
+TEST_F(LensFiles, TokenizerFromTheGgufGivesTheSameImage) {
+    const std::string json = suite_dir() + "/gpt_oss_tokenizer.json";
+    uint64_t n = 0;
+    const std::string kvs = vocab_kvs(vocab_of(json, 640), "gpt2", &n);
+    const std::string gguf = dir_ + "/gpt_oss_with_vocab.gguf";
+    add_kvs(llm(), kvs, n, gguf);
+    struct stat st {};
+    ASSERT_EQ(::stat(gguf.c_str(), &st), 0);
+    EXPECT_LT(static_cast<uint64_t>(st.st_blocks) * 512, 100ull << 20) << "holes kept";
+
+    const std::string own = dir_ + "/own.png";
+    RunResult r = generate(e2e::with_flag_value(split_args(), "--llm", gguf), own, {"-v"},
+                           /*own_tokenizer=*/true);
+    ASSERT_TRUE(r.succeeded()) << r.describe();
+    EXPECT_TRUE(contains(r.out + r.err, "GPT-OSS tokenizer: the vocabulary in " + gguf))
+        << r.describe();
+    const std::string by_json = dir_ + "/json.png";
+    RunResult j = generate(e2e::with_flag_value(split_args(), "--llm", gguf), by_json);
+    ASSERT_TRUE(j.succeeded()) << j.describe();
+    const e2e::ImageDiff d = e2e::compare_images(own, by_json);
+    ASSERT_TRUE(d.ok) << d.error;
+    std::printf("GGUF vocabulary against tokenizer.json: mean_abs_diff %.3f max %d\n", d.mean_abs,
+                d.max_abs);
+    EXPECT_EQ(d.max_abs, 0);
+    expect_close(own, 1.5, "the GGUF's own vocabulary against the golden");
+}
+
 // What a newcomer gets wrong: no --llm, a Qwen LLM as --llm, no tokenizer, no or the wrong VAE.
 TEST_F(LensFiles, ClearErrorsForMissingOrWrongParts) {
     auto fails = [&](std::vector<std::string> model, const char* name,
@@ -133,8 +326,11 @@ TEST_F(LensFiles, ClearErrorsForMissingOrWrongParts) {
     ASSERT_TRUE(fs::is_regular_file(e2e::built_fixture("flux2_tiny_llm")));
     fails(e2e::with_flag_value(split_args(), "--llm", e2e::built_fixture("flux2_tiny_llm")),
           "qwen_llm", {"--llm: not GPT-OSS"});
+    // Every place looked: beside the --llm file, and the GGUF's own vocabulary.
     fails(split_args(), "no_tokenizer",
-          {"Lens needs GPT-OSS's tokenizer", "--llm-tokenizer", "looked in"},
+          {"Lens needs GPT-OSS's tokenizer", "--llm-tokenizer", "looked in",
+           "looked in " + fs::path(llm()).parent_path().string(),
+           llm() + ": the GGUF holds no tokenizer.ggml.tokens vocabulary"},
           /*own_tokenizer=*/true);
     fails(e2e::with_flag_value(split_args(), "--vae", ""), "no_vae",
           {"Lens needs the FLUX.2 VAE", "--vae"});

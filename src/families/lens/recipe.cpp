@@ -18,6 +18,7 @@
 #include "families/lens/names.h"
 #include "families/lens/text.h"
 #include "models/te/gpt_oss.h"
+#include "models/te/gpt_oss_tokenizer.h"
 #include "models/vae/vae.h"
 #include "pipeline/family.h"
 #include "pipeline/parts/llm_encoder.h"
@@ -34,13 +35,24 @@ bool detect(const TensorIndex& index) {
     return models::is_lens(index, kDit);
 }
 
+// --llm-tokenizer, else a tokenizer.json beside the LLM, else the vocabulary inside the GGUF.
 Result<std::shared_ptr<const Qwen2Tokenizer>> lens_tokenizer(const FamilyContext& ctx) {
     auto tok = load_llm_tokenizer(ctx);
     if (tok.ok() || !ctx.options.llm_tokenizer.empty()) return tok;
+    const std::string& file = ctx.options.llm.empty() ? ctx.main_file : ctx.options.llm;
+    auto vocab = models::read_gguf_vocab(file);
+    if (vocab.ok()) {
+        GGDIFF_LOG_INFO(
+            "GPT-OSS tokenizer: the vocabulary in %s (%zu tokens, %zu merges; split with "
+            "Qwen2's pattern as stable-diffusion.cpp splits it, the file names \"%s\")",
+            file.c_str(), vocab->tokens, vocab->merges, vocab->pre.c_str());
+        return std::make_shared<const Qwen2Tokenizer>(std::move(vocab->tokenizer));
+    }
     return Status::Error(
         "Lens needs GPT-OSS's tokenizer (o200k_harmony): pass --llm-tokenizer with the "
-        "tokenizer.json of openai/gpt-oss-20b, or put it beside the --llm file (" +
-        tok.status().message() + ")");
+        "tokenizer.json of openai/gpt-oss-20b, put it beside the --llm file, or use a GGUF that "
+        "holds its vocabulary (" +
+        tok.status().message() + "; " + vocab.status().message() + ")");
 }
 
 Result<Family> load(const FamilyContext& ctx) {
