@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -24,7 +26,10 @@ using ltx::LtxVideoVaeConfig;
 // The tiny decoder's tensors (torch shapes) under `prefix`: 8 latent channels, conv_in to 32,
 // up_blocks 0 res x1 (32), 1 compress_all (32 -> 16), 2 res x1 (16), 3 compress_time
 // (16 -> 8), 4 res x2 (8), 5 compress_space (8 -> 4), conv_out 4 -> 3*4*4.
-vae_test::Shapes tiny_shapes(const std::string& prefix, bool timestep) {
+// With timestep conditioning and 128 latent channels: conv_in 128 -> 128, one residual group
+// and conv_out, no upsamplers (the reference engine sizes the last scale/shift table for 128
+// channels whatever the decoder's last width is; real decoders end at 128).
+vae_test::Shapes tiny_shapes(const std::string& prefix, bool timestep, int64_t latent = 8) {
     vae_test::Shapes s;
     auto conv = [&](const std::string& p, int64_t in, int64_t out) {
         s.push_back({prefix + p + "conv.weight", {out, in, 3, 3, 3}});
@@ -46,20 +51,27 @@ vae_test::Shapes tiny_shapes(const std::string& prefix, bool timestep) {
         }
         if (timestep) embedder(p + "time_embedder.timestep_embedder.", 4 * ch);
     };
-    s.push_back({prefix + "per_channel_statistics.mean-of-means", {8}});
-    s.push_back({prefix + "per_channel_statistics.std-of-means", {8}});
-    conv("decoder.conv_in.", 8, 32);
-    group(0, 1, 32);
-    conv("decoder.up_blocks.1.conv.", 32, 8 * 16);
-    group(2, 1, 16);
-    conv("decoder.up_blocks.3.conv.", 16, 2 * 8);
-    group(4, 2, 8);
-    conv("decoder.up_blocks.5.conv.", 8, 4 * 4);
-    conv("decoder.conv_out.", 4, 48);
+    s.push_back({prefix + "per_channel_statistics.mean-of-means", {latent}});
+    s.push_back({prefix + "per_channel_statistics.std-of-means", {latent}});
+    const bool flat = timestep && latent == 128;
+    const int64_t last = flat ? 128 : 4;
+    if (flat) {
+        conv("decoder.conv_in.", latent, last);
+        group(0, 1, last);
+    } else {
+        conv("decoder.conv_in.", latent, 32);
+        group(0, 1, 32);
+        conv("decoder.up_blocks.1.conv.", 32, 8 * 16);
+        group(2, 1, 16);
+        conv("decoder.up_blocks.3.conv.", 16, 2 * 8);
+        group(4, 2, 8);
+        conv("decoder.up_blocks.5.conv.", 8, 4 * 4);
+    }
+    conv("decoder.conv_out.", last, 48);
     if (timestep) {
         s.push_back({prefix + "decoder.timestep_scale_multiplier", {1}});
-        s.push_back({prefix + "decoder.last_scale_shift_table", {2, 4}});
-        embedder("decoder.last_time_embedder.timestep_embedder.", 8);
+        s.push_back({prefix + "decoder.last_scale_shift_table", {2, last}});
+        embedder("decoder.last_time_embedder.timestep_embedder.", 2 * last);
     }
     return s;
 }
@@ -68,16 +80,19 @@ struct TinyLtx {
     std::map<std::string, vae_test::HostWeight> weights;
     LtxVideoVaeConfig cfg;
     std::string prefix;
+    std::string file;
     std::string error;
 };
 
-const TinyLtx& tiny(bool timestep) {
-    static std::map<bool, TinyLtx> made;
-    auto it = made.find(timestep);
+// The tiny VAE (8 latent channels; 128: the reference engine's fixed width) with its weights
+// in a safetensors file.
+const TinyLtx& tiny(bool timestep, int64_t latent = 8) {
+    static std::map<std::pair<bool, int64_t>, TinyLtx> made;
+    auto it = made.find({timestep, latent});
     if (it != made.end()) return it->second;
-    TinyLtx& m = made[timestep];
-    const vae_test::Shapes shapes = tiny_shapes("vae.", timestep);
-    m.weights = vae_test::random_weights(shapes, timestep ? 71 : 70);
+    TinyLtx& m = made[{timestep, latent}];
+    const vae_test::Shapes shapes = tiny_shapes("vae.", timestep, latent);
+    m.weights = vae_test::random_weights(shapes, (timestep ? 71 : 70) + latent);
     vae_test::Rng rng(5);
     for (float& v : m.weights.at("vae.per_channel_statistics.std-of-means").data) {
         v = 0.5f + static_cast<float>(rng.uniform());
@@ -89,9 +104,11 @@ const TinyLtx& tiny(bool timestep) {
         fake.push_back({name, "F32", w.shape, testing::to_bytes(w.data)});
     }
     const std::string path =
-        testing::test_dir(std::string("ltx_vae_") + (timestep ? "ts" : "plain")) +
+        testing::test_dir(std::string("ltx_vae_") + (timestep ? "ts" : "plain") +
+                          std::to_string(latent)) +
         "/vae.safetensors";
     testing::write_safetensors(path, fake);
+    m.file = path;
     TensorIndex index;
     Status st = index.add(path);
     if (!st.ok()) {
@@ -305,6 +322,70 @@ TEST(LtxVideoVae, TiledDecodeIsCloseToTheWholeDecode) {
     EXPECT_GT(sum, 0.0);
     EXPECT_LT(sum, 0.5 * sum_ref);
 }
+
+// Known answers of the reference engine: stable-diffusion.cpp 38a51f81's LTXVideoVAE run by a
+// harness outside the repo (tests/families/ltx_vae_ref/README.md) on the same weights (128
+// latent channels, the reference's fixed width) and latent. With LTX_VAE_REF_DUMP=DIR the test
+// writes the harness's inputs there: <case>.latent.f32 ([W, H, T, C]) and the weights' path.
+struct RefCase {
+    const char* name;
+    bool timestep;
+    int frames;
+    int tile_frames, tile_overlap;
+};
+
+class LtxVideoVaeReference : public ::testing::TestWithParam<RefCase> {};
+
+TEST_P(LtxVideoVaeReference, MatchesTheReferenceEngine) {
+    const RefCase p = GetParam();
+    const TinyLtx& m = tiny(p.timestep, 128);
+    ASSERT_EQ(m.error, "");
+    const int64_t W = 2, H = 1, C = 128, T = p.frames;
+    const HostTensor z = vae_test::random_tensor({W, H, C, T}, 300 + T);
+    if (const char* dump = std::getenv("LTX_VAE_REF_DUMP")) {
+        std::vector<float> whtc(z.data.size());
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t c = 0; c < C; ++c)
+                for (int64_t i = 0; i < W * H; ++i)
+                    whtc[((c * T) + t) * W * H + i] = z.data[((t * C) + c) * W * H + i];
+        testing::write_bytes(std::string(dump) + "/" + p.name + ".latent.f32",
+                             testing::to_bytes(whtc));
+        testing::write_bytes(std::string(dump) + "/" + p.name + ".weights", m.file);
+    }
+    LtxTemporalTiling tiling;
+    tiling.enabled = p.tile_frames > 0;
+    tiling.frames = p.tile_frames;
+    tiling.overlap = p.tile_overlap;
+    int runs = 0;
+    auto got = ltx::ltx_decode_video(m.cfg, z, runner(m, &runs), tiling);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    const std::string file =
+        std::string(GGDIFF_SOURCE_DIR) + "/tests/families/ltx_vae_ref/" + p.name + ".f32";
+    if (!std::filesystem::exists(file)) GTEST_SKIP() << "no reference output " << file;
+    const std::string bytes = testing::read_bytes(file);
+    // The reference's [W', H', T', 3] to ours [W', H', 3, T'].
+    const int64_t plane = got->dim(0) * got->dim(1), frames = got->dim(3);
+    ASSERT_EQ(bytes.size(), got->data.size() * sizeof(float));
+    std::vector<float> ref(got->data.size());
+    std::vector<float> r(got->data.size());
+    std::memcpy(r.data(), bytes.data(), bytes.size());
+    for (int64_t c = 0; c < 3; ++c)
+        for (int64_t t = 0; t < frames; ++t)
+            for (int64_t i = 0; i < plane; ++i)
+                ref[((t * 3) + c) * plane + i] = r[((c * frames) + t) * plane + i];
+    const vae_test::Diff d = vae_test::compare(got->data, ref);
+    EXPECT_LT(d.rel(), 1e-2);  // the reference rounds convolution inputs to F16
+    EXPECT_GT(d.max_ref, 0.1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, LtxVideoVaeReference,
+                         ::testing::Values(RefCase{"whole3", false, 3, 0, 0},
+                                           RefCase{"ts_whole2", true, 2, 0, 0},
+                                           RefCase{"tiled5_3_1", false, 5, 3, 1},
+                                           RefCase{"ts_tiled4_2_1", true, 4, 2, 1}),
+                         [](const ::testing::TestParamInfo<RefCase>& i) {
+                             return std::string(i.param.name);
+                         });
 
 TEST(LtxVideoVae, WrongLatentWidthIsRefused) {
     const TinyLtx& m = tiny(false);
