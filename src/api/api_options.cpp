@@ -96,6 +96,16 @@ Status resolve_api_inputs(ApiOptions& options) {
     return Status::Ok();
 }
 
+GenerateOptions measuring_request(const ApiOptions& options) {
+    GenerateOptions request = options.gen;
+    if (!options.pm_id_images_dir.empty() && request.pm_id_images.empty()) {
+        auto ids = read_image_dir(options.pm_id_images_dir, std::numeric_limits<int>::max(),
+                                  "--pm-id-images-dir", "ID");
+        if (ids.ok()) request.pm_id_images = std::move(*ids);
+    }
+    return request;
+}
+
 Status check_option_pairs(const ApiOptions& options) {
     if (options.gen.mask && options.init_image_path.empty() && !options.gen.init_image) {
         return Status::Error(

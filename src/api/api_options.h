@@ -20,6 +20,11 @@ bool is_api_option(const std::string& name);
 // and picks a random seed when the seed is negative.
 Status resolve_api_inputs(ApiOptions& options);
 
+// The request the compute buffers are measured with before loading (--auto-fit,
+// --fit-dry-run): the options' request plus PhotoMaker's ID images (--pm-id-images-dir), whose
+// encoder runs only with them; unreadable ones are left out (generation reports them).
+GenerateOptions measuring_request(const ApiOptions& options);
+
 // Options that only work together, checked before any weight is read: --mask needs an
 // init image (-i), --control-image needs a ControlNet (--control-net).
 Status check_option_pairs(const ApiOptions& options);

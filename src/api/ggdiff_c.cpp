@@ -220,8 +220,9 @@ int ggdiff_model_load(const ggdiff_options* options, ggdiff_model** out_model) {
             ggdiff::Status st = ggdiff::add_rpc_servers(options->opts.rpc_servers);
             if (!st.ok()) return fail(st);
         }
-        auto engine = ggdiff::Engine::load(ggdiff::effective_model_options(options->opts),
-                                           &options->opts.gen);
+        const ggdiff::GenerateOptions request = ggdiff::measuring_request(options->opts);
+        auto engine =
+            ggdiff::Engine::load(ggdiff::effective_model_options(options->opts), &request);
         if (!engine.ok()) return fail(engine.status());
         *out_model = new ggdiff_model{std::move(*engine), options->opts.model};
         return 0;
@@ -358,7 +359,7 @@ int ggdiff_auto_fit_plan(const ggdiff_options* options, char** out_json) {
     if (!index.ok()) return fail(index.status());
     // The reserves are the compute buffers measured at the requested size (graphs built, no
     // weight read); the standard ones if that fails.
-    auto measured = ggdiff::Engine::measure_compute(model, *index, o.gen);
+    auto measured = ggdiff::Engine::measure_compute(model, *index, ggdiff::measuring_request(o));
     if (!measured.ok()) {
         GGDIFF_LOG_WARN("could not measure the compute buffers (%s); using the standard reserves",
                         measured.status().message().c_str());

@@ -75,8 +75,8 @@ ModuleDevices module_devices(const placement::PlacementSpec& spec, placement::Mo
 
 std::map<placement::Module, uint64_t> by_module(const ComputeFigures& measured) {
     std::map<placement::Module, uint64_t> out;
-    for (placement::Module m :
-         {placement::Module::Diffusion, placement::Module::TextEncoder, placement::Module::Vae}) {
+    for (placement::Module m : {placement::Module::Diffusion, placement::Module::TextEncoder,
+                                placement::Module::Vae, placement::Module::PhotoMaker}) {
         auto it = measured.find(placement::module_name(m));
         if (it != measured.end()) out[m] = it->second;
     }
@@ -125,7 +125,16 @@ Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& o, const Te
     const std::string clip_vision_prefix = prefix_for_role("clip_vision");
     // PuLID-FLUX's modules run inside the DiT (the file's ID encoder is never loaded).
     const std::string pulid_prefix = prefix_for_role("pulid-weights") + "pulid_ca.";
+    // PhotoMaker's ID encoder (CLIP vision tower, fuse module, v2's perceiver) is a component
+    // of its own (the photomaker module); its UNet LoRA is merged into the diffusion weights.
+    const std::string pm_prefix = prefix_for_role("photo-maker");
+    uint64_t photomaker_bytes = 0;
     for (const TensorInfo& t : index.tensors()) {
+        if (t.name.rfind(pm_prefix, 0) == 0) {
+            if (t.name.rfind(pm_prefix + "unet.", 0) != 0)
+                photomaker_bytes += converted_bytes(t, weight_type);
+            continue;
+        }
         Component c = component_of(t.name);
         // A ControlNet runs beside the denoiser, on its first device (resolve_placement), so
         // its weights are planned as part of the diffusion component; a CLIP vision encoder
@@ -143,6 +152,11 @@ Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& o, const Te
     in.components = placement::standard_components(bytes[static_cast<int>(Component::Diffusion)],
                                                    bytes[static_cast<int>(Component::TextEncoder)],
                                                    bytes[static_cast<int>(Component::Vae)]);
+    if (photomaker_bytes) {
+        // Not splittable; a 512 MiB reserve until its compute buffer is measured.
+        in.components.push_back(
+            {placement::Module::PhotoMaker, photomaker_bytes, 512ull << 20, false});
+    }
     if (measured) placement::apply_measured_reserves(in.components, by_module(*measured));
     in.max_vram = spec->max_vram;
     in.split_mode = spec->split_mode;

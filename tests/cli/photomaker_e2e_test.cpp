@@ -3,8 +3,11 @@
 // says why (no trigger word, the trigger word first, an empty ID folder, v2 without its ID
 // embeddings or with embeddings for another number of images, ID images without a PhotoMaker
 // model, PhotoMaker on a model that is not SDXL), and a PhotoMaker model with no ID images in
-// the request generates the plain prompt's image (with a warning).
+// the request generates the plain prompt's image (with a warning); the --auto-fit plan counts
+// the ID encoder as its own component (photomaker: weights and measured compute buffer).
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include "../golden/e2e_support.h"
 
@@ -122,6 +125,59 @@ TEST_F(PhotoMakerCli, WithoutIdImagesThePlainPromptIsDrawn) {
     // The PhotoMaker file's UNet LoRA is applied all the same, so the images differ.
     const e2e::ImageDiff d = e2e::compare_images(dir_ + "/out.png", dir_ + "/plain.png");
     EXPECT_GT(d.mean_abs, 0.5) << "the PhotoMaker LoRA changed nothing";
+}
+
+// The --fit-dry-run plan's component `module` (null when absent).
+nlohmann::json planned(const RunResult& r, const std::string& module) {
+    const nlohmann::json plan = nlohmann::json::parse(r.out, nullptr, false);
+    if (plan.is_discarded() || !plan.contains("components")) return nullptr;
+    for (const nlohmann::json& c : plan["components"])
+        if (c.value("module", "") == module) return c;
+    return nullptr;
+}
+
+TEST_F(PhotoMakerCli, AutoFitCountsTheIdEncoder) {
+    auto dry = [&](const std::string& pm, const std::vector<std::string>& extra) {
+        std::vector<std::string> a = {"--auto-fit", "--fit-dry-run"};
+        a.insert(a.end(), extra.begin(), extra.end());
+        return run(pm, "a woman img", a);
+    };
+    // With the ID images the encoder's compute buffer is measured (it runs only with them).
+    RunResult v1 = dry("photomaker_v1_tiny", {"--pm-id-images-dir", inputs("ids")});
+    ASSERT_TRUE(v1.succeeded()) << v1.describe();
+    const nlohmann::json c1 = planned(v1, "photomaker");
+    ASSERT_TRUE(c1.is_object()) << v1.out;
+    // CLIP ViT-L/14's vision tower, both projections and the fuse module (f16; the UNet LoRA
+    // is merged into the diffusion weights and not counted here).
+    EXPECT_GT(c1["params_bytes"].get<uint64_t>(), 600ull << 20) << c1;
+    EXPECT_LT(c1["params_bytes"].get<uint64_t>(), 700ull << 20) << c1;
+    ASSERT_TRUE(c1["compute_measured_bytes"].is_number()) << c1;
+    EXPECT_GT(c1["compute_measured_bytes"].get<uint64_t>(), 0u) << c1;
+    EXPECT_GE(c1["reserve_bytes"].get<uint64_t>(), c1["compute_measured_bytes"].get<uint64_t>());
+    EXPECT_FALSE(c1["splittable"].get<bool>()) << c1;
+    ASSERT_TRUE(planned(v1, "diffusion").is_object()) << v1.out;
+
+    // v2 adds the perceiver resampler (and its id-embedding projection).
+    RunResult v2 = dry("photomaker_v2_tiny", {"--pm-id-images-dir", inputs("ids"),
+                                              "--pm-id-embed-path", inputs("id_embeds.bin")});
+    ASSERT_TRUE(v2.succeeded()) << v2.describe();
+    const nlohmann::json c2 = planned(v2, "photomaker");
+    ASSERT_TRUE(c2.is_object()) << v2.out;
+    EXPECT_GT(c2["params_bytes"].get<uint64_t>(), c1["params_bytes"].get<uint64_t>()) << c2;
+    ASSERT_TRUE(c2["compute_measured_bytes"].is_number()) << c2;
+    EXPECT_GT(c2["compute_measured_bytes"].get<uint64_t>(),
+              c1["compute_measured_bytes"].get<uint64_t>())
+        << c2;
+
+    // Without ID images the encoder is not run: its weights are counted with the standard
+    // reserve (512 MiB).
+    RunResult none = dry("photomaker_v1_tiny", {});
+    ASSERT_TRUE(none.succeeded()) << none.describe();
+    const nlohmann::json c0 = planned(none, "photomaker");
+    ASSERT_TRUE(c0.is_object()) << none.out;
+    EXPECT_EQ(c0["params_bytes"], c1["params_bytes"]);
+    EXPECT_TRUE(c0["compute_measured_bytes"].is_null()) << c0;
+    EXPECT_EQ(c0["reserve_bytes"].get<uint64_t>(), 512ull << 20) << c0;
 }
 
 }  // namespace
