@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -16,6 +17,9 @@
 namespace ggdiff {
 
 namespace {
+
+// Zero runs at least this long are written as holes (AtomicFile::write).
+constexpr size_t kHoleBytes = 64 * 1024;
 
 std::string errno_text(int err) {
     return std::strerror(err);
@@ -139,6 +143,15 @@ AtomicFile::~AtomicFile() {
 Status AtomicFile::write(const void* data, size_t size) {
     if (fd_ < 0) return Status::Error("writing " + quote_name(tmp_) + ": the file is closed");
     const auto* p = static_cast<const uint8_t*>(data);
+    // A long run of zeros (the zero blocks of a sparse checkpoint being converted) is left as a
+    // hole: the file reads the same and takes no disk for it. commit() sets the final length.
+    if (size >= kHoleBytes && std::all_of(p, p + size, [](uint8_t b) { return b == 0; })) {
+        if (::lseek(fd_, static_cast<off_t>(size), SEEK_CUR) < 0) {
+            return Status::Error("writing " + quote_name(tmp_) + ": " + errno_text(errno));
+        }
+        written_ += size;
+        return Status::Ok();
+    }
     size_t done = 0;
     while (done < size) {
         const ssize_t n = ::write(fd_, p + done, size - done);
@@ -154,6 +167,9 @@ Status AtomicFile::write(const void* data, size_t size) {
 
 Status AtomicFile::commit() {
     if (fd_ < 0) return Status::Error("committing " + quote_name(tmp_) + ": the file is closed");
+    if (::ftruncate(fd_, static_cast<off_t>(written_)) != 0) {  // a trailing hole's length
+        return Status::Error("writing " + quote_name(tmp_) + ": " + errno_text(errno));
+    }
     if (::fsync(fd_) != 0) {
         return Status::Error("syncing " + quote_name(tmp_) + ": " + errno_text(errno));
     }

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "core/output_file.h"
 #include "core/safe_text.h"
@@ -120,6 +121,28 @@ TEST(AtomicFile, UncommittedLeavesNothingAndCommittedReplaces) {
     ASSERT_TRUE((*f)->commit().ok());
     EXPECT_EQ(read(dir + "/out.bin"), "new data");
     EXPECT_EQ(entries(dir), std::vector<std::string>{"out.bin"});
+}
+
+// Long zero runs (a sparse checkpoint's zero blocks being converted) become holes: the file
+// reads the same, its length counts them (a trailing one too) and they take no disk.
+TEST(AtomicFile, ZeroRunsAreHoles) {
+    const std::string dir = fresh_dir("holes");
+    const std::vector<char> zeros(4 << 20, 0);
+    auto f = AtomicFile::create(dir + "/sparse.bin");
+    ASSERT_TRUE(f.ok());
+    ASSERT_TRUE((*f)->write("head", 4).ok());
+    ASSERT_TRUE((*f)->write(zeros.data(), zeros.size()).ok());
+    ASSERT_TRUE((*f)->write("mid", 3).ok());
+    ASSERT_TRUE((*f)->write(zeros.data(), zeros.size()).ok());  // trailing hole
+    EXPECT_EQ((*f)->bytes_written(), 7u + 2 * zeros.size());
+    ASSERT_TRUE((*f)->commit().ok());
+    const std::string got = read(dir + "/sparse.bin");
+    const std::string z(zeros.size(), '\0');
+    EXPECT_EQ(got, "head" + z + "mid" + z);
+    struct stat st;
+    ASSERT_EQ(::stat((dir + "/sparse.bin").c_str(), &st), 0);
+    EXPECT_EQ(static_cast<size_t>(st.st_size), got.size());
+    EXPECT_LT(static_cast<size_t>(st.st_blocks) * 512, zeros.size());  // holes, not 8 MiB
 }
 
 TEST(AtomicFile, TargetThatBecomesAFolderIsNotReplaced) {

@@ -95,7 +95,11 @@ Result<std::unique_ptr<Autoencoder>> make_vae(const FamilyContext& ctx, int64_t 
             "--vae-format flux, the SD3 VAE with sd3, flux2-vae.safetensors with flux2)");
     }
     auto vae = models::detect_vae(ctx.index, kVae);
-    if (!vae.ok()) return vae.status().with_context("--vae");
+    if (!vae.ok()) {
+        return vae.status().with_context(
+            "--vae: PiD takes the VAE its checkpoint was trained on (FLUX.1's ae.safetensors, the "
+            "SD3 VAE or flux2-vae.safetensors)");
+    }
     std::string format = ctx.options.vae_format.empty() ? "auto" : ctx.options.vae_format;
     if (format != "auto" && format != "flux" && format != "sd3" && format != "flux2") {
         return Status::Error("--vae-format " + format +
