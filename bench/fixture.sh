@@ -26,3 +26,27 @@ ref_timed() {
   python3 "$bench_root/bench/ref_log.py" "$log" "$start" "$end" "$steps" "$per_step"
   rm -f "$log"
 }
+
+# block_pair_bench TAG NOTE BLOCKS DIT1 DIT2 [flags...]: the one- and two-block runs of a DiT
+# bench and the whole step estimated from them (bench/block_estimate.py over BLOCKS blocks). The
+# caller defines ggdiff_run DIT [flags...] (ggdiff-bench's JSON) and ref_run DIT (ref_timed's),
+# and sets size, steps, threads and ref_cli; the reference runs unless REF=0 or ref_cli is not
+# executable. Extra flags go to ggdiff_run. Prints one JSON object.
+block_pair_bench() {
+  local tag=$1 note=$2 blocks=$3 dit1=$4 dit2=$5 results n dit pair
+  shift 5
+  echo "${tag}_bench: $note" >&2
+  results="{\"family\": \"$tag\", \"size\": $size, \"steps\": $steps, \"threads\": $threads, \"note\": \"$note\""
+  for pair in "1:$dit1" "2:$dit2"; do
+    n=${pair%%:*}
+    dit=${pair#*:}
+    echo "${tag}_bench: $n block(s), ggdiff" >&2
+    results+=", \"ggdiff_${n}_blocks\": $(ggdiff_run "$dit" "$@")"
+    if [ "${REF:-1}" != 0 ] && [ -x "$ref_cli" ]; then
+      echo "${tag}_bench: $n block(s), reference $ref_cli" >&2
+      results+=", \"reference_${n}_blocks\": $(ref_run "$dit")"
+    fi
+  done
+  results+="}"
+  python3 "$bench_root/bench/block_estimate.py" "$results" "$blocks" "blocks"
+}
