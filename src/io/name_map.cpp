@@ -282,6 +282,9 @@ std::vector<NameMapping> map_tensor_names(const std::vector<std::string>& names,
                is_mmproj_layout(w.names)) {
         convert_all(&w, mmproj_to_hf);
         if (notes) notes->push_back("llama.cpp mmproj vision tower renamed to HF layout");
+    } else if (kind == RoleKind::TextEncoder && is_llama_gemma_gguf_layout(w.names)) {
+        convert_all(&w, llama_gemma_gguf_to_hf);
+        if (notes) notes->push_back("llama.cpp Gemma names renamed to HF layout");
     } else if (kind == RoleKind::TextEncoder && is_llama_gguf_layout(w.names)) {
         convert_all(&w, llama_gguf_to_hf);
         if (notes) notes->push_back("llama.cpp language model names renamed to HF layout");

@@ -136,6 +136,11 @@ bool openclip_vision_to_hf(const std::string& name, std::vector<std::string>* ou
 // -> HF names ("model.embed_tokens.weight", "model.layers.N.self_attn.q_proj.weight", ...).
 bool is_llama_gguf_layout(const std::vector<std::string>& names);
 bool llama_gguf_to_hf(const std::string& name, std::string* out);
+// The same for a Gemma 2 / 3 GGUF (its layers have "post_ffw_norm"): "ffn_norm" is the norm
+// before the MLP ("pre_feedforward_layernorm"), "post_attention_norm" and "post_ffw_norm" the
+// norms after attention and the MLP. The norm weights keep llama.cpp's added 1.
+bool is_llama_gemma_gguf_layout(const std::vector<std::string>& names);
+bool llama_gemma_gguf_to_hf(const std::string& name, std::string* out);
 
 // llama.cpp's mmproj GGUF names of a Qwen2.5-VL vision tower ("v.blk.N.attn_q.weight",
 // "v.patch_embd.weight(.1)", "v.post_ln.weight", "mm.0.weight", ...) -> the HF names under

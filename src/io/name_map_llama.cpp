@@ -62,6 +62,36 @@ bool llama_gguf_to_hf(const std::string& name, std::string* out) {
     return false;
 }
 
+bool is_llama_gemma_gguf_layout(const std::vector<std::string>& names) {
+    if (!is_llama_gguf_layout(names)) return false;
+    for (const std::string& n : names) {
+        if (starts_with(n, "blk.") && ends_with(n, ".post_ffw_norm.weight")) return true;
+    }
+    return false;
+}
+
+bool llama_gemma_gguf_to_hf(const std::string& name, std::string* out) {
+    // Gemma's four norms per layer: llama.cpp's ffn_norm is the norm before the MLP here (a
+    // Qwen's post_attention_layernorm), post_attention_norm the one after attention.
+    static const std::pair<const char*, const char*> kNorms[] = {
+        {"ffn_norm.", "pre_feedforward_layernorm."},
+        {"post_attention_norm.", "post_attention_layernorm."},
+        {"post_ffw_norm.", "post_feedforward_layernorm."},
+    };
+    int layer = 0;
+    std::string rest;
+    if (take_indexed(name, "blk.", &layer, &rest)) {
+        for (const auto& [from, to] : kNorms) {
+            std::string r = rest;
+            if (replace_prefix(&r, from, to)) {
+                *out = "model.layers." + std::to_string(layer) + "." + r;
+                return true;
+            }
+        }
+    }
+    return llama_gguf_to_hf(name, out);
+}
+
 bool is_mmproj_layout(const std::vector<std::string>& names) {
     for (const std::string& n : names) {
         if (starts_with(n, "v.blk.")) return true;

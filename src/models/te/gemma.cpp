@@ -19,10 +19,12 @@ const TensorInfo* find2d(const TensorIndex& index, const std::string& name) {
     return t && t->shape.size() == 2 ? t : nullptr;
 }
 
-// Gemma's RMSNorm: x / rms(x) * (1 + weight).
-ggml_tensor* rms1(nn::Ctx& c, ggml_tensor* x, const std::string& name, int64_t dim, float eps) {
-    ggml_tensor* n = ggml_rms_norm(c.ctx, x, eps);
-    return ggml_add(c.ctx, ggml_mul(c.ctx, n, c.W(name, {dim})), n);
+// Gemma's RMSNorm: x / rms(x) * (1 + weight), or * weight where the file holds 1 + weight.
+ggml_tensor* rms1(nn::Ctx& c, const GemmaConfig& cfg, ggml_tensor* x, const std::string& name,
+                  int64_t dim) {
+    ggml_tensor* n = ggml_rms_norm(c.ctx, x, cfg.eps);
+    ggml_tensor* scaled = ggml_mul(c.ctx, n, c.W(name, {dim}));
+    return cfg.norm_adds_one ? ggml_add(c.ctx, scaled, n) : scaled;
 }
 
 // Attention with the logits capped and the keys limited to a window: q, k, v [heads*d, T, N]
@@ -48,9 +50,9 @@ ggml_tensor* capped_attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k,
     return ggml_reshape_3d(ctx, o, d * heads, t, n);
 }
 
-}  // namespace
-
-Result<GemmaConfig> detect_gemma2(const TensorIndex& index, const std::string& role_prefix) {
+// The sizes and names common to Gemma 2 and 3; `gen` names the generation in errors.
+Result<GemmaConfig> detect_gemma(const TensorIndex& index, const std::string& role_prefix,
+                                 const char* gen) {
     GemmaConfig cfg;
     const TensorInfo* emb = nullptr;
     for (const TensorInfo& t : index.tensors()) {
@@ -80,9 +82,10 @@ Result<GemmaConfig> detect_gemma2(const TensorIndex& index, const std::string& r
          {"pre_feedforward_layernorm.weight", "post_feedforward_layernorm.weight",
           "post_attention_layernorm.weight", "input_layernorm.weight"}) {
         if (!index.has(l0 + norm)) {
-            return Status::Error("missing tensor " + l0 + norm +
-                                 " (a Gemma 2 layer has norms before and after attention and "
-                                 "the MLP; this is not a Gemma 2 model)");
+            return Status::Error("missing tensor " + l0 + norm + " (a " + gen +
+                                 " layer has norms before and after attention and the MLP; "
+                                 "this is not a " +
+                                 gen + " model)");
         }
     }
     if (!index.has(cfg.base + "norm.weight")) {
@@ -92,9 +95,9 @@ Result<GemmaConfig> detect_gemma2(const TensorIndex& index, const std::string& r
         k->shape[0] % cfg.head_dim) {
         return Status::Error(string_format(
             "%sself_attn: query width %lld and key width %lld for a model %lld wide are not whole "
-            "heads of %lld (Gemma 2 2B: 8 query and 4 key/value heads of 256)",
+            "heads of %lld (%s: heads of 256)",
             l0.c_str(), (long long)q->shape[0], (long long)k->shape[0], (long long)cfg.hidden,
-            (long long)cfg.head_dim));
+            (long long)cfg.head_dim, gen));
     }
     cfg.heads = q->shape[0] / cfg.head_dim;
     cfg.kv_heads = k->shape[0] / cfg.head_dim;
@@ -104,6 +107,39 @@ Result<GemmaConfig> detect_gemma2(const TensorIndex& index, const std::string& r
                              " key/value heads");
     }
     cfg.intermediate = gate->shape[0];
+    // llama.cpp's conversion adds Gemma's 1 to every norm weight it stores.
+    cfg.norm_adds_one = !starts_with(emb->source_name, "token_embd.");
+    return cfg;
+}
+
+}  // namespace
+
+Result<GemmaConfig> detect_gemma2(const TensorIndex& index, const std::string& role_prefix) {
+    return detect_gemma(index, role_prefix, "Gemma 2");
+}
+
+Result<GemmaConfig> detect_gemma3(const TensorIndex& index, const std::string& role_prefix) {
+    auto cfg = detect_gemma(index, role_prefix, "Gemma 3");
+    if (!cfg.ok()) return cfg;
+    const std::string l0 = cfg->base + "layers.0.";
+    for (const char* norm : {"self_attn.q_norm.weight", "self_attn.k_norm.weight"}) {
+        const TensorInfo* t = index.find(l0 + norm);
+        if (!t) {
+            return Status::Error("missing tensor " + l0 + norm +
+                                 " (Gemma 3 normalizes each query and key head; a model "
+                                 "without it is not Gemma 3)");
+        }
+        if (t->shape.size() != 1 || t->shape[0] != cfg->head_dim) {
+            return Status::Error(l0 + norm + " is not " + std::to_string(cfg->head_dim) +
+                                 " wide (Gemma 3's heads are 256 wide)");
+        }
+    }
+    cfg->qk_norm = true;
+    cfg->rope_theta = 1000000.0f;
+    cfg->rope_scale = 8.0f;
+    cfg->rope_theta_local = 10000.0f;
+    cfg->sliding_window = 1024;
+    cfg->sliding_period = 6;
     return cfg;
 }
 
@@ -135,36 +171,43 @@ HostTensor gemma_attention_mask(int64_t tokens, int64_t padding, int64_t window)
 }
 
 ggml_tensor* build_gemma(nn::Ctx& c, const GemmaConfig& cfg, ggml_tensor* x, ggml_tensor* positions,
-                         int64_t padding, const GemmaMasks& masks) {
+                         int64_t padding, const GemmaMasks& masks,
+                         std::vector<ggml_tensor*>* states) {
     ggml_context* ctx = c.ctx;
     const int64_t h = cfg.hidden, d = cfg.head_dim, t = x->ne[1], n = x->ne[2];
     const int64_t qw = cfg.heads * d, kw = cfg.kv_heads * d;
     const int heads = static_cast<int>(cfg.heads);
-    const bool manual = cfg.needs_masks();
+    const bool manual = cfg.needs_masks(t);
     ggml_tensor* global_mask = manual ? masks.global : nullptr;
     ggml_tensor* window_mask = manual ? masks.window : nullptr;
+    if (states) states->push_back(x);
     for (int64_t i = 0; i < cfg.layers; ++i) {
         const std::string p = cfg.base + "layers." + std::to_string(i) + ".";
-        ggml_tensor* a = rms1(c, x, p + "input_layernorm.weight", h, cfg.eps);
+        if (states && i > 0) states->push_back(x);
+        const bool local = cfg.sliding(i);
+        const float theta =
+            local && cfg.rope_theta_local > 0.0f ? cfg.rope_theta_local : cfg.rope_theta;
+        const float freq_scale = local ? 1.0f : 1.0f / cfg.rope_scale;
+        ggml_tensor* a = rms1(c, cfg, x, p + "input_layernorm.weight", h);
         ggml_tensor* q = nn::linear(c, a, p + "self_attn.q_proj", h, qw, false);
         ggml_tensor* k = nn::linear(c, a, p + "self_attn.k_proj", h, kw, false);
         ggml_tensor* v = nn::linear(c, a, p + "self_attn.v_proj", h, kw, false);
         q = ggml_reshape_4d(ctx, q, d, cfg.heads, t, n);
         k = ggml_reshape_4d(ctx, k, d, cfg.kv_heads, t, n);
         if (cfg.qk_norm) {
-            q = rms1(c, q, p + "self_attn.q_norm.weight", d, cfg.eps);
-            k = rms1(c, k, p + "self_attn.k_norm.weight", d, cfg.eps);
+            q = rms1(c, cfg, q, p + "self_attn.q_norm.weight", d);
+            k = rms1(c, cfg, k, p + "self_attn.k_norm.weight", d);
         }
         q = ggml_rope_ext(ctx, q, positions, nullptr, static_cast<int>(d), GGML_ROPE_TYPE_NEOX, 0,
-                          cfg.rope_theta, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+                          theta, freq_scale, 0.0f, 1.0f, 0.0f, 0.0f);
         k = ggml_rope_ext(ctx, k, positions, nullptr, static_cast<int>(d), GGML_ROPE_TYPE_NEOX, 0,
-                          cfg.rope_theta, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f);
+                          theta, freq_scale, 0.0f, 1.0f, 0.0f, 0.0f);
         q = ggml_reshape_3d(ctx, q, qw, t, n);
         k = nn::expand_kv_heads(ctx, ggml_reshape_3d(ctx, k, kw, t, n), d, cfg.kv_heads, cfg.heads);
         v = nn::expand_kv_heads(ctx, v, d, cfg.kv_heads, cfg.heads);
         if (manual) {
             a = capped_attention(ctx, q, k, v, cfg.heads, d, cfg.attn_soft_cap,
-                                 cfg.sliding(i) ? window_mask : global_mask);
+                                 local ? window_mask : global_mask);
         } else if (padding > 0 && padding < t) {
             // The real tokens attend causally among themselves; the padding queries see
             // every real token and no padding key.
@@ -179,16 +222,18 @@ ggml_tensor* build_gemma(nn::Ctx& c, const GemmaConfig& cfg, ggml_tensor* x, ggm
             a = nn::attention(ctx, q, k, v, heads, /*causal=*/true);
         }
         a = nn::linear(c, a, p + "self_attn.o_proj", qw, h, false);
-        x = ggml_add(ctx, x, rms1(c, a, p + "post_attention_layernorm.weight", h, cfg.eps));
+        x = ggml_add(ctx, x, rms1(c, cfg, a, p + "post_attention_layernorm.weight", h));
 
-        a = rms1(c, x, p + "pre_feedforward_layernorm.weight", h, cfg.eps);
+        a = rms1(c, cfg, x, p + "pre_feedforward_layernorm.weight", h);
         ggml_tensor* g =
             ggml_gelu(ctx, nn::linear(c, a, p + "mlp.gate_proj", h, cfg.intermediate, false));
         ggml_tensor* u = nn::linear(c, a, p + "mlp.up_proj", h, cfg.intermediate, false);
         a = nn::linear(c, ggml_mul(ctx, g, u), p + "mlp.down_proj", cfg.intermediate, h, false);
-        x = ggml_add(ctx, x, rms1(c, a, p + "post_feedforward_layernorm.weight", h, cfg.eps));
+        x = ggml_add(ctx, x, rms1(c, cfg, a, p + "post_feedforward_layernorm.weight", h));
     }
-    return rms1(c, x, cfg.base + "norm.weight", h, cfg.eps);
+    ggml_tensor* out = rms1(c, cfg, x, cfg.base + "norm.weight", h);
+    if (states) states->push_back(out);
+    return out;
 }
 
 }  // namespace ggdiff::models

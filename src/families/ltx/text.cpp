@@ -1,0 +1,115 @@
+#include "families/ltx/text.h"
+
+#include <ggml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/log.h"
+#include "nn/layers.h"
+
+namespace ggdiff::models {
+
+namespace {
+
+const TensorInfo* matrix(const TensorIndex& index, const std::string& name) {
+    const TensorInfo* t = index.find(name);
+    return t && t->shape.size() == 2 ? t : nullptr;
+}
+
+}  // namespace
+
+Result<LtxTextConfig> detect_ltx_text(const TensorIndex& index, const std::string& llm_prefix) {
+    auto llm = detect_gemma3(index, llm_prefix);
+    if (!llm.ok()) return llm.status();
+    LtxTextConfig cfg;
+    cfg.llm = *llm;
+    cfg.states = cfg.llm.layers + 1;
+    const std::string video = cfg.proj + "video_aggregate_embed.weight";
+    const std::string audio = cfg.proj + "audio_aggregate_embed.weight";
+    const std::string single = cfg.proj + "projection.weight";
+    const TensorInfo* v = matrix(index, video);
+    const TensorInfo* a = matrix(index, audio);
+    const TensorInfo* p = matrix(index, single);
+    if (!v && !p) {
+        return Status::Error("missing tensor " + video + " (or " + single +
+                             "): the LTX text projection is in the embeddings-connectors file "
+                             "(--embeddings-connectors)");
+    }
+    cfg.dual = v != nullptr;
+    if (cfg.dual && !a) return Status::Error("missing tensor " + audio);
+    for (const TensorInfo* t : {cfg.dual ? v : p, cfg.dual ? a : nullptr}) {
+        if (t && t->shape[1] != cfg.features()) {
+            return Status::Error(string_format(
+                "%s takes %lld features, but the language model gives %lld states of %lld "
+                "(%lld); LTX-2 needs Gemma 3 12B (48 layers of 3840)",
+                t->name.c_str(), (long long)t->shape[1], (long long)cfg.states,
+                (long long)cfg.llm.hidden, (long long)cfg.features()));
+        }
+    }
+    if (cfg.dual) {
+        cfg.video_width = v->shape[0];
+        cfg.audio_width = a->shape[0];
+        for (const std::string& b :
+             {cfg.proj + "video_aggregate_embed.bias", cfg.proj + "audio_aggregate_embed.bias"}) {
+            if (!index.has(b)) return Status::Error("missing tensor " + b);
+        }
+    } else {
+        cfg.video_width = p->shape[0];
+        cfg.audio_width = 0;
+    }
+    return cfg;
+}
+
+HostTensor ltx_text_features(const LtxTextConfig& cfg, const std::vector<HostTensor>& states) {
+    const int64_t h = cfg.llm.hidden, s = static_cast<int64_t>(states.size());
+    const int64_t t = states.empty() ? 0 : states[0].dim(1);
+    HostTensor out({h * s, t});
+    for (int64_t k = 0; k < s; ++k) {
+        const float* x = states[static_cast<size_t>(k)].data.data();
+        float shift = 0.0f, scale = 1.0f;
+        if (!cfg.dual) {
+            // One mean and range per state over all its tokens and features.
+            double sum = 0.0;
+            float lo = std::numeric_limits<float>::infinity();
+            float hi = -std::numeric_limits<float>::infinity();
+            for (int64_t i = 0; i < h * t; ++i) {
+                sum += x[i];
+                lo = std::min(lo, x[i]);
+                hi = std::max(hi, x[i]);
+            }
+            shift = static_cast<float>(sum / static_cast<double>(h * t));
+            scale = 8.0f / (hi - lo + 1e-6f);
+        }
+        for (int64_t j = 0; j < t; ++j) {
+            const float* row = x + j * h;
+            float token_scale = scale;
+            if (cfg.dual) {
+                double sq = 0.0;
+                for (int64_t i = 0; i < h; ++i) sq += static_cast<double>(row[i]) * row[i];
+                token_scale =
+                    1.0f / std::sqrt(static_cast<float>(sq / static_cast<double>(h)) + 1e-6f);
+            }
+            float* dst = out.data.data() + j * h * s;
+            for (int64_t i = 0; i < h; ++i) dst[i * s + k] = (row[i] - shift) * token_scale;
+        }
+    }
+    return out;
+}
+
+ggml_tensor* build_ltx_text_projection(nn::Ctx& c, const LtxTextConfig& cfg,
+                                       ggml_tensor* features) {
+    const int64_t f = cfg.features();
+    if (!cfg.dual)
+        return nn::linear(c, features, cfg.proj + "projection", f, cfg.video_width, false);
+    const float hidden = static_cast<float>(cfg.llm.hidden);
+    auto branch = [&](const char* name, int64_t width) {
+        ggml_tensor* x = ggml_scale(c.ctx, features, std::sqrt(static_cast<float>(width) / hidden));
+        return nn::linear(c, x, cfg.proj + name, f, width, true);
+    };
+    return ggml_concat(c.ctx, branch("video_aggregate_embed", cfg.video_width),
+                       branch("audio_aggregate_embed", cfg.audio_width), 0);
+}
+
+}  // namespace ggdiff::models
