@@ -30,9 +30,11 @@ std::vector<std::string> ideogram4_lora_keys(const std::string& weight) {
     return unique;
 }
 
-LoraTarget ideogram4_lora_target(ModuleRunner& runner) {
-    return dit_lora::dit_lora_target(runner, "Ideogram 4 DiT", "model.diffusion_model.",
-                                     ideogram4_lora_keys, nullptr);
+LoraTarget ideogram4_lora_target(ModuleRunner& runner, const char* label) {
+    // The unconditional DiT's weights are model.diffusion_model.uncond.*: its keys name
+    // "uncond." after the prefix ("diffusion_model.uncond.layers.0.attention.qkv").
+    return dit_lora::dit_lora_target(runner, label, "model.diffusion_model.", ideogram4_lora_keys,
+                                     nullptr);
 }
 
 }  // namespace ggdiff

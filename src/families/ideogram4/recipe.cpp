@@ -155,6 +155,8 @@ Result<Family> load(const FamilyContext& ctx) {
         Ideogram4Denoiser::create(ctx, ctx.placement.diffusion, *dit, uncond ? &*uncond : nullptr);
     if (!denoiser.ok()) return denoiser.status();
     f.lora_targets.push_back(ideogram4_lora_target((*denoiser)->runner()));
+    if (ModuleRunner* u = (*denoiser)->uncond_runner())
+        f.lora_targets.push_back(ideogram4_lora_target(*u, "Ideogram 4 uncond DiT"));
     f.denoiser = std::move(*denoiser);
 
     auto ae = Flux2Autoencoder::create(ctx, ctx.placement.vae, *vae);
