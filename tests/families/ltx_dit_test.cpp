@@ -3,10 +3,13 @@
 // registers): sizes read from the weights and the errors that name a missing tensor; the
 // positions as the reference builds them (video cell centres in seconds / pixels, causal audio
 // steps, the frequency grid and its per-head split); output shapes of video and audio; a block
-// whose weights are all zero passes both streams through; the text reaches the output.
+// whose weights are all zero passes both streams through; the text reaches the output; the
+// whole DiT against an independent float64 numpy forward (tests/tools/ltx_dit_reference.py).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 
 #include "../io/io_test_util.h"
@@ -339,6 +342,67 @@ TEST_F(LtxDit, ShapesAndTheTextReachTheOutput) {
         EXPECT_EQ(d.video.data.size(), a.video.data.size());
         EXPECT_TRUE(d.audio.data.empty());
         EXPECT_GT(max_abs_diff(a.video, d.video), 1e-4) << "the audio does not reach the video";
+    }
+}
+
+void write_f32(const std::string& path, const HostTensor& t) {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(t.data.data()),
+            static_cast<std::streamsize>(t.data.size() * sizeof(float)));
+}
+
+TEST_F(LtxDit, MatchesTheNumpyForward) {
+    for (bool cross : {true, false}) {
+        Spec s;
+        s.cross_adaln = cross;
+        const std::string weights = write_dit(dir_, s, cross ? "cross" : "plain");
+        TensorIndex index;
+        ASSERT_TRUE(index.add(weights, kDit).ok());
+        auto cfg = detect_ltx_dit(index);
+        ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+        const HostTensor x = wave({3, 2, 2, kIn}, 0.37f);
+        const HostTensor audio = wave({16, 5, 8, 1}, 0.21f);
+        const HostTensor text = wave({kCtx + kACtx, 7, 1}, 0.11f);
+        write_f32(dir_ + "/x.f32", x);
+        write_f32(dir_ + "/audio.f32", audio);
+        write_f32(dir_ + "/text.f32", text);
+        {
+            std::ofstream f(dir_ + "/inputs.json");
+            f << "{\"video\": \"" << dir_ << "/x.f32\", \"video_shape\": [" << kIn
+              << ", 2, 2, 3], \"audio\": \"" << dir_
+              << "/audio.f32\", \"audio_shape\": [8, 5, 16], "
+              << "\"context\": \"" << dir_ << "/text.f32\", \"context_shape\": [7, " << kCtx + kACtx
+              << "], \"sigma\": 0.7, \"fps\": 24}";
+        }
+        const std::string out_path = dir_ + "/reference.f32";
+        const std::string cmd = "/usr/bin/python3 " GGDIFF_SOURCE_DIR
+                                "/tests/tools/ltx_dit_reference.py " +
+                                weights + " " + dir_ + "/inputs.json " + out_path;
+        ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+        const DitRun r = run_dit(index, *cfg, x, &audio, text, 0.7f);
+        std::vector<float> ref(r.video.data.size() + r.audio.data.size());
+        {
+            std::ifstream f(out_path, std::ios::binary);
+            f.read(reinterpret_cast<char*>(ref.data()),
+                   static_cast<std::streamsize>(ref.size() * 4));
+            ASSERT_TRUE(f.good());
+        }
+        double vmax = 0.0, vscale = 0.0, amax = 0.0, ascale = 0.0;
+        for (size_t i = 0; i < r.video.data.size(); ++i) {
+            vmax = std::max(vmax, static_cast<double>(std::fabs(r.video.data[i] - ref[i])));
+            vscale = std::max(vscale, static_cast<double>(std::fabs(ref[i])));
+        }
+        const size_t off = r.video.data.size();
+        for (size_t i = 0; i < r.audio.data.size(); ++i) {
+            amax = std::max(amax, static_cast<double>(std::fabs(r.audio.data[i] - ref[off + i])));
+            ascale = std::max(ascale, static_cast<double>(std::fabs(ref[off + i])));
+        }
+        std::printf(
+            "video within %.2e (largest %.3f), audio within %.2e (largest %.3f); video[0] "
+            "%.6f vs numpy %.6f\n",
+            vmax, vscale, amax, ascale, r.video.data[0], ref[0]);
+        EXPECT_LT(vmax, 2e-3 * vscale) << "cross-attention AdaLN " << cross;
+        EXPECT_LT(amax, 2e-3 * ascale) << "cross-attention AdaLN " << cross;
     }
 }
 
