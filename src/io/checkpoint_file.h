@@ -48,12 +48,13 @@ Result<CheckpointHeader> read_gguf_header(const uint8_t* data, uint64_t size);
 Result<CheckpointHeader> read_gguf_header_direct(const uint8_t* data, uint64_t size);
 // The metadata arrays of a GGUF file whose keys begin with `prefix` (e.g. "tokenizer.ggml."
 // for the vocabulary a llama.cpp GGUF carries): string arrays as stored, integer arrays widened
-// to int64 (other arrays are left out); `values` holds the file's scalar and string keys. The
-// whole header is checked as read_gguf_header_direct checks it.
+// to int64, float arrays as float (SentencePiece scores); `values` holds the file's scalar and
+// string keys. The whole header is checked as read_gguf_header_direct checks it.
 struct GgufArrays {
     std::map<std::string, std::string> values;
     std::map<std::string, std::vector<std::string>> strings;
     std::map<std::string, std::vector<int64_t>> ints;
+    std::map<std::string, std::vector<float>> floats;
 };
 Result<GgufArrays> read_gguf_arrays(const uint8_t* data, uint64_t size, const std::string& prefix);
 // PyTorch files (torch.save: .ckpt, .pt, .pth, .bin), zip or legacy, read as data without

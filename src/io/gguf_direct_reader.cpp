@@ -212,6 +212,13 @@ Result<CheckpointHeader> read_direct(const uint8_t* data, uint64_t size, const s
                     std::vector<int64_t>& values = arrays->ints[key];
                     values.reserve(n);
                     for (uint64_t j = 0; j < n; ++j) values.push_back(scalar_int(c, elem));
+                } else if (wanted) {
+                    std::vector<float>& values = arrays->floats[key];
+                    values.reserve(n);
+                    for (uint64_t j = 0; j < n; ++j) {
+                        values.push_back(elem == kF32 ? c.get<float>()
+                                                      : static_cast<float>(c.get<double>()));
+                    }
                 } else {
                     c.skip(n * sz);
                 }

@@ -1,5 +1,6 @@
 #include "tokenizers/gemma_tokenizer.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
@@ -104,7 +105,8 @@ Result<std::string> find_gemma_tokenizer(const std::vector<std::string>& model_p
     return Status::Error(
         "no tokenizer found for the Gemma text encoder (its 256k vocabulary is not built in): "
         "pass --llm-tokenizer with Gemma 2's tokenizer.json (google/gemma-2-2b-it's), or put it "
-        "beside the --llm file or in a tokenizer/ folder next to it" +
+        "beside the --llm file or in a tokenizer/ folder next to it, or use a Gemma GGUF that "
+        "holds its vocabulary (tokenizer.ggml.*)" +
         (places.empty() ? std::string() : "; looked in " + places));
 }
 
@@ -164,18 +166,78 @@ Result<GemmaTokenizer> GemmaTokenizer::from_path(const std::string& path) {
         }
         tok.merges_.emplace(merge, rank++);
     }
-    if (tok.vocab_.empty()) return Status::Error(file + ": empty vocabulary");
-    if (!tok.vocab_.count("<bos>") || !tok.vocab_.count("<pad>")) {
-        return Status::Error(file + ": no <bos> / <pad> token (not a Gemma tokenizer)");
+    GGDIFF_TRY(tok.finish(file));
+    return tok;
+}
+
+Status GemmaTokenizer::finish(const std::string& what) {
+    if (vocab_.empty()) return Status::Error(what + ": empty vocabulary");
+    if (!vocab_.count("<bos>") || !vocab_.count("<pad>")) {
+        return Status::Error(what + ": no <bos> / <pad> token (not a Gemma tokenizer)");
     }
-    tok.bos_ = tok.vocab_["<bos>"];
-    tok.pad_ = tok.vocab_["<pad>"];
-    tok.unk_ = tok.vocab_.count("<unk>") ? tok.vocab_["<unk>"] : 3;
+    bos_ = vocab_["<bos>"];
+    pad_ = vocab_["<pad>"];
+    unk_ = vocab_.count("<unk>") ? vocab_["<unk>"] : 3;
+    specials_.clear();
     for (const std::string& s : special_tokens()) {
         // The reference looks a special up as a vocabulary entry; a missing one reads as id 0.
-        auto it = tok.vocab_.find(s);
-        tok.specials_.emplace_back(s, it == tok.vocab_.end() ? 0 : it->second);
+        auto it = vocab_.find(s);
+        specials_.emplace_back(s, it == vocab_.end() ? 0 : it->second);
     }
+    return Status::Ok();
+}
+
+Result<GemmaTokenizer> GemmaTokenizer::from_sentencepiece(const std::vector<std::string>& tokens,
+                                                          const std::vector<float>& scores,
+                                                          const std::vector<int64_t>& types,
+                                                          const std::string& what) {
+    if (scores.size() != tokens.size()) {
+        return Status::Error(what + ": " + std::to_string(scores.size()) + " scores for " +
+                             std::to_string(tokens.size()) +
+                             " tokens (the scores rank the merges)");
+    }
+    if (!types.empty() && types.size() != tokens.size()) {
+        return Status::Error(what + ": " + std::to_string(types.size()) + " token types for " +
+                             std::to_string(tokens.size()) + " tokens");
+    }
+    if (tokens.size() > static_cast<size_t>(INT_MAX)) {
+        return Status::Error(what + ": too many tokens");
+    }
+    constexpr int64_t kUnused = 5;  // llama.cpp's LLAMA_TOKEN_TYPE_UNUSED
+    GemmaTokenizer tok;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (!types.empty() && types[i] == kUnused) continue;
+        tok.vocab_.emplace(tokens[i], static_cast<int>(i));
+        tok.id_to_token_.emplace(static_cast<int>(i), tokens[i]);
+    }
+    // Hugging Face's SentencePiece converter: each token's two-token splits (ordered by the
+    // halves' ids), all ranked by the token's score, highest first, stably.
+    struct Merge {
+        float score;
+        std::string pair;
+    };
+    std::vector<Merge> merges;
+    std::vector<std::pair<std::pair<int, int>, std::string>> local;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        if (!types.empty() && types[i] == kUnused) continue;
+        const std::string& t = tokens[i];
+        local.clear();
+        for (size_t k = 1; k < t.size(); ++k) {
+            if ((static_cast<unsigned char>(t[k]) & 0xC0) == 0x80) continue;  // inside a char
+            auto l = tok.vocab_.find(t.substr(0, k));
+            if (l == tok.vocab_.end()) continue;
+            auto r = tok.vocab_.find(t.substr(k));
+            if (r == tok.vocab_.end()) continue;
+            local.push_back({{l->second, r->second}, l->first + " " + r->first});
+        }
+        std::sort(local.begin(), local.end());
+        for (auto& m : local) merges.push_back({scores[i], std::move(m.second)});
+    }
+    std::stable_sort(merges.begin(), merges.end(),
+                     [](const Merge& a, const Merge& b) { return a.score > b.score; });
+    int rank = 0;
+    for (Merge& m : merges) tok.merges_.emplace(std::move(m.pair), rank++);
+    GGDIFF_TRY(tok.finish(what));
     return tok;
 }
 

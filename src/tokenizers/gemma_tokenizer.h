@@ -12,6 +12,7 @@
 // No BOS is added by encode(); bos_id() / pad_id() give <bos> and <pad>.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -33,6 +34,16 @@ class GemmaTokenizer : public LlmTokenizer {
   public:
     // A tokenizer.json file, or a folder holding one.
     static Result<GemmaTokenizer> from_path(const std::string& path);
+    // A SentencePiece vocabulary as a llama.cpp GGUF of Gemma lists it (models/te/gemma_vocab.h
+    // reads it): token i with score i and type i (unused rows, type 5, are left out; no types:
+    // all used). The merges are made from the scores as Hugging Face's converter makes Gemma's
+    // tokenizer.json: every split of a token into two tokens, ranked by the whole token's score
+    // (highest first; ties in vocabulary order, then by the halves' ids). `what` names the
+    // source in errors.
+    static Result<GemmaTokenizer> from_sentencepiece(const std::vector<std::string>& tokens,
+                                                     const std::vector<float>& scores,
+                                                     const std::vector<int64_t>& types,
+                                                     const std::string& what);
 
     std::vector<int> encode(const std::string& text) const override;
     int token_to_id(const std::string& token) const override;
@@ -46,6 +57,8 @@ class GemmaTokenizer : public LlmTokenizer {
 
   private:
     std::vector<int> encode_piece(const std::string& piece) const;
+    // bos / pad / unk and the specials from the vocabulary; `what` names the source in errors.
+    Status finish(const std::string& what);
 
     std::unordered_map<std::string, int> vocab_;
     std::unordered_map<int, std::string> id_to_token_;

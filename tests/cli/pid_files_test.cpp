@@ -2,13 +2,22 @@
 // parts (--diffusion-model or -m for the DiT, --llm, --vae) give the golden image; the DiT and
 // the Gemma LLM converted to q8_0 GGUFs by -M convert are still PiD for -M info, stay near the
 // golden image and the A1111 parameters name the DiT; --type q8_0 on load stays near it too; a
-// missing, unreadable or wrong part is refused before any compute, saying what to pass.
+// missing, unreadable or wrong part is refused before any compute, saying what to pass. Gemma's
+// tokenizer read from a GGUF's own SentencePiece vocabulary (tokenizer.ggml.tokens / scores /
+// token_type, as llama.cpp's Gemma GGUFs hold it) gives the image of the tokenizer.json route.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "../golden/e2e_support.h"
+#include "gguf_kvs.h"
+#include "models/te/gemma_vocab.h"
 #include "part_files.h"
 
 namespace {
@@ -39,6 +48,58 @@ std::vector<std::string> split_args(const std::string& dit = "", const std::stri
             e2e::built_fixture("flux_ae")};
 }
 
+std::string tokenizer_json() {
+    return suite_dir() + "/gemma2_tokenizer.json";
+}
+
+// The synthetic Gemma tokenizer.json as llama.cpp's convert writes a SentencePiece vocabulary
+// into a GGUF: every id's token (the added ones type 3, control; <0xNN> type 6, byte; the rest
+// type 1) with a score that ranks the merges as the json does (the token a merge makes scores
+// minus its rank; others lower still), then `unused` "[PADn]" rows of type 5 (llama.cpp pads
+// to the embedding rows), and `model` as tokenizer.ggml.model.
+ggdiff::e2e::GgufKvs sentencepiece_kvs(const std::string& model, size_t unused) {
+    std::ifstream in(tokenizer_json());
+    const nlohmann::json j = nlohmann::json::parse(in);
+    std::map<int, std::string> by_id;
+    for (auto it = j["model"]["vocab"].begin(); it != j["model"]["vocab"].end(); ++it) {
+        by_id[it.value().get<int>()] = it.key();
+    }
+    std::set<int> added;
+    for (const auto& a : j["added_tokens"]) added.insert(a["id"].get<int>());
+    std::map<std::string, float> merged;
+    float rank = 0.0f;
+    for (const auto& m : j["model"]["merges"]) {
+        std::string pair = m.is_string() ? m.get<std::string>()
+                                         : m[0].get<std::string>() + " " + m[1].get<std::string>();
+        pair.erase(pair.find(' '), 1);
+        merged.emplace(pair, -rank);
+        rank += 1.0f;
+    }
+    std::vector<std::string> tokens;
+    std::vector<float> scores;
+    std::vector<int32_t> types;
+    for (const auto& [id, t] : by_id) {
+        EXPECT_EQ(static_cast<size_t>(id), tokens.size()) << "the ids have a gap";
+        tokens.push_back(t);
+        auto m = merged.find(t);
+        scores.push_back(m != merged.end() ? m->second : -1000.0f - static_cast<float>(id));
+        const bool byte = t.size() == 6 && t.rfind("<0x", 0) == 0 && t.back() == '>';
+        types.push_back(added.count(id) ? 3 : byte ? 6 : 1);
+    }
+    for (size_t i = 0; i < unused; ++i) {
+        tokens.push_back("[PAD" + std::to_string(tokens.size()) + "]");
+        scores.push_back(0.0f);
+        types.push_back(5);
+    }
+    ggdiff::e2e::GgufKvs kvs;
+    kvs.str("tokenizer.ggml.model", model);
+    kvs.strings("tokenizer.ggml.tokens", tokens);
+    kvs.f32s("tokenizer.ggml.scores", scores);
+    kvs.i32s("tokenizer.ggml.token_type", types);
+    kvs.pad_to_32();
+    return kvs;
+}
+
 class PidPartFiles : public ::testing::Test {
   protected:
     void SetUp() override {
@@ -57,7 +118,8 @@ class PidPartFiles : public ::testing::Test {
         std::vector<std::string> args = e2e::suite_case_args(suite_dir(), kCase);
         for (size_t i = 0; i + 1 < extra.size(); i += 2) {
             args = e2e::with_flag_value(args, extra[i], extra[i + 1]);
-            if (std::find(args.begin(), args.end(), extra[i]) == args.end()) {
+            if (!extra[i + 1].empty() &&
+                std::find(args.begin(), args.end(), extra[i]) == args.end()) {
                 args.insert(args.end(), {extra[i], extra[i + 1]});
             }
         }
@@ -147,6 +209,98 @@ TEST_F(PidPartFiles, ClearErrorsForMissingOrWrongParts) {
     std::vector<std::string> pred = split_args();
     pred.insert(pred.end(), {"--prediction", "eps"});
     expect_refused(pred, "--prediction eps does not apply to PiD models (they predict sd3_flow)");
+}
+
+// The vocabulary read from tokenizer.ggml.* tokenizes as the tokenizer.json it was written from
+// (the specials and the <0xNN> byte fallback included, the unused [PAD] rows left out); a
+// byte-level BPE ("gpt2") GGUF vocabulary, one without scores and a GGUF without any are
+// refused saying so.
+TEST_F(PidPartFiles, GgufVocabularyTokenizesAsTheTokenizerJson) {
+    const std::string gguf = dir_ + "/vocab.gguf";
+    ggdiff::e2e::write_header_only_gguf(gguf, sentencepiece_kvs("llama", 3));
+    auto from_gguf = ggdiff::models::read_gemma_gguf_vocab(gguf);
+    ASSERT_TRUE(from_gguf.ok()) << from_gguf.status().message();
+    auto from_json = ggdiff::GemmaTokenizer::from_path(tokenizer_json());
+    ASSERT_TRUE(from_json.ok()) << from_json.status().message();
+    EXPECT_EQ(from_gguf->vocab_size(), from_json->vocab_size());
+    EXPECT_EQ(from_gguf->bos_id(), from_json->bos_id());
+    EXPECT_EQ(from_gguf->pad_id(), from_json->pad_id());
+    for (const char* text :
+         {"<bos> a lovely cat", " a castle on a hill at sunset", "blurry, dark <start_of_turn>",
+          " a green tree in a field\n\nof the prompt image", "zebra 42 \xC3\xA9t\xC3\xA9!"}) {
+        EXPECT_EQ(from_gguf->encode(text), from_json->encode(text)) << text;
+    }
+    EXPECT_EQ(from_gguf->token_to_id("[PAD367]"), -1);
+
+    const std::string gpt2 = dir_ + "/gpt2.gguf";
+    ggdiff::e2e::write_header_only_gguf(gpt2, sentencepiece_kvs("gpt2", 0));
+    auto refused = ggdiff::models::read_gemma_gguf_vocab(gpt2);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_TRUE(contains(refused.status().message(), "tokenizer.ggml.model is 'gpt2', not 'llama'"))
+        << refused.status().message();
+    ggdiff::e2e::GgufKvs no_scores;
+    no_scores.str("tokenizer.ggml.model", "llama");
+    no_scores.strings("tokenizer.ggml.tokens", {"<pad>", "<eos>", "<bos>"});
+    const std::string unscored = dir_ + "/unscored.gguf";
+    ggdiff::e2e::write_header_only_gguf(unscored, no_scores);
+    auto u = ggdiff::models::read_gemma_gguf_vocab(unscored);
+    ASSERT_FALSE(u.ok());
+    EXPECT_TRUE(contains(u.status().message(), "has no tokenizer.ggml.scores"))
+        << u.status().message();
+    auto none = ggdiff::models::read_gemma_gguf_vocab(dit_file());
+    ASSERT_FALSE(none.ok());
+    EXPECT_TRUE(contains(none.status().message(), "holds no tokenizer.ggml.tokens"))
+        << none.status().message();
+}
+
+// A Gemma GGUF that carries its vocabulary needs no --llm-tokenizer: the image is the one the
+// tokenizer.json gives. Without a tokenizer.json or a vocabulary in the GGUF, the error names
+// the folders it looked in and the GGUF.
+TEST_F(PidPartFiles, TokenizerFromTheGgufGivesTheSameImage) {
+    const std::string plain = dir_ + "/gemma.gguf";
+    RunResult c =
+        e2e::convert_part("--llm", e2e::built_fixture("pid_tiny_llm"), "f32", plain, dir_);
+    ASSERT_TRUE(c.succeeded()) << c.describe();
+    fs::create_directories(dir_ + "/solo");
+    const std::string gguf = dir_ + "/solo/gemma_with_vocab.gguf";
+    ggdiff::e2e::add_gguf_kvs(plain, sentencepiece_kvs("llama", 3), gguf);
+
+    const std::string own = dir_ + "/own.png";
+    RunResult r = generate(split_args("", gguf), own, {"--llm-tokenizer", ""});
+    ASSERT_TRUE(r.succeeded()) << r.describe();
+    EXPECT_TRUE(contains(r.out + r.err, "Gemma tokenizer: the vocabulary in " + gguf))
+        << r.describe();
+    const std::string by_json = dir_ + "/json.png";
+    RunResult j = generate(split_args("", gguf), by_json);
+    ASSERT_TRUE(j.succeeded()) << j.describe();
+    const e2e::ImageDiff d = e2e::compare_images(own, by_json);
+    ASSERT_TRUE(d.ok) << d.error;
+    std::printf("GGUF vocabulary against tokenizer.json: mean_abs_diff %.3f max %d\n", d.mean_abs,
+                d.max_abs);
+    EXPECT_EQ(d.max_abs, 0);
+    e2e::expect_images_near(own, golden(), e2e::suite_tolerance(suite_dir()),
+                            "the GGUF's own vocabulary against the golden");
+
+    // A GGUF --llm-tokenizer is read the same way.
+    const std::string flag = dir_ + "/flag.png";
+    RunResult f = generate(split_args(), flag, {"--llm-tokenizer", gguf});
+    ASSERT_TRUE(f.succeeded()) << f.describe();
+    EXPECT_EQ(e2e::compare_images(flag, by_json).max_abs, 0);
+
+    // The plain GGUF alone in a folder: nothing to read.
+    fs::create_directories(dir_ + "/bare");
+    const std::string bare = dir_ + "/bare/gemma.gguf";
+    fs::rename(plain, bare);
+    std::vector<std::string> model = split_args("", bare);
+    model.insert(model.end(), {"-r", suite_dir() + "/ref_stripes.png"});
+    RunResult none = e2e::run_refused(model, dir_ + "/none.png", dir_);
+    EXPECT_TRUE(none.failed_cleanly()) << none.describe();
+    for (const std::string& part :
+         {std::string("no tokenizer found for the Gemma text encoder"),
+          "looked in " + dir_ + "/bare, " + dir_ + "/bare/tokenizer",
+          "nor in the --llm file: " + bare + ": the GGUF holds no tokenizer.ggml.tokens"}) {
+        EXPECT_TRUE(contains(none.err, part)) << part << "\n" << none.describe();
+    }
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "families/pid/names.h"
 #include "families/pid/text.h"
 #include "models/te/gemma.h"
+#include "models/te/gemma_vocab.h"
 #include "models/vae/vae.h"
 #include "pipeline/family.h"
 #include "pipeline/parts/kl_autoencoder.h"
@@ -169,11 +170,11 @@ Result<Family> load(const FamilyContext& ctx) {
             "--llm: a Gemma model %lld wide; the PiD DiT reads %lld-wide states (Gemma 2 2B)",
             (long long)llm->hidden, (long long)dit->text_width));
     }
-    auto path = find_gemma_tokenizer({ctx.options.llm, ctx.main_file}, ctx.options.llm_tokenizer);
-    if (!path.ok()) return path.status();
-    auto tok = GemmaTokenizer::from_path(*path);
-    if (!tok.ok()) return tok.status().with_context("Gemma tokenizer");
-    GGDIFF_LOG_DEBUG("Gemma tokenizer: %s (%zu tokens)", path->c_str(), tok->vocab_size());
+    std::string source;
+    auto tok = models::load_gemma_tokenizer({ctx.options.llm, ctx.main_file},
+                                            ctx.options.llm_tokenizer, ctx.options.llm, &source);
+    if (!tok.ok()) return tok.status();
+    GGDIFF_LOG_INFO("Gemma tokenizer: %s (%zu tokens)", source.c_str(), tok->vocab_size());
     auto vae = make_vae(ctx, dit->lq_channels);
     if (!vae.ok()) return vae.status();
 

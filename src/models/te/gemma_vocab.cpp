@@ -1,0 +1,78 @@
+#include "models/te/gemma_vocab.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include "core/safe_text.h"
+#include "io/checkpoint_file.h"
+#include "io/mapped_file.h"
+
+namespace ggdiff::models {
+
+namespace {
+
+bool is_gguf(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) return false;
+    auto file = MappedFile::open(path);
+    return file.ok() && (*file)->size() >= 4 && std::memcmp((*file)->data(), "GGUF", 4) == 0;
+}
+
+}  // namespace
+
+Result<GemmaTokenizer> read_gemma_gguf_vocab(const std::string& path) {
+    auto file = MappedFile::open(path);
+    if (!file.ok()) return file.status();
+    const MappedFile& f = **file;
+    if (f.size() < 4 || std::memcmp(f.data(), "GGUF", 4) != 0) {
+        return Status::Error(path +
+                             " is not a GGUF file, so it holds no tokenizer.ggml.* vocabulary");
+    }
+    auto arrays = read_gguf_arrays(f.data(), f.size(), "tokenizer.ggml.");
+    if (!arrays.ok()) return arrays.status().with_context(path);
+    auto tokens = arrays->strings.find("tokenizer.ggml.tokens");
+    if (tokens == arrays->strings.end()) {
+        return Status::Error(path + ": the GGUF holds no tokenizer.ggml.tokens vocabulary");
+    }
+    auto model = arrays->values.find("tokenizer.ggml.model");
+    const std::string kind = model == arrays->values.end() ? "" : model->second;
+    if (kind != "llama") {
+        return Status::Error(path + ": tokenizer.ggml.model is " + quote_name(kind) +
+                             ", not 'llama' (the SentencePiece model Gemma uses)");
+    }
+    auto scores = arrays->floats.find("tokenizer.ggml.scores");
+    if (scores == arrays->floats.end()) {
+        return Status::Error(path + ": the GGUF's vocabulary has no tokenizer.ggml.scores");
+    }
+    static const std::vector<int64_t> kNoTypes;
+    auto types = arrays->ints.find("tokenizer.ggml.token_type");
+    return GemmaTokenizer::from_sentencepiece(
+        tokens->second, scores->second, types == arrays->ints.end() ? kNoTypes : types->second,
+        path + " (tokenizer.ggml.*)");
+}
+
+Result<GemmaTokenizer> load_gemma_tokenizer(const std::vector<std::string>& model_paths,
+                                            const std::string& flag, const std::string& llm,
+                                            std::string* source) {
+    if (!flag.empty() && is_gguf(flag)) {
+        auto tok = read_gemma_gguf_vocab(flag);
+        if (!tok.ok()) return tok.status().with_context("--llm-tokenizer");
+        *source = "the vocabulary in " + flag;
+        return tok;
+    }
+    auto path = find_gemma_tokenizer(model_paths, flag);
+    if (path.ok()) {
+        *source = *path;
+        return GemmaTokenizer::from_path(*path);
+    }
+    if (!flag.empty() || llm.empty()) return path.status();
+    auto tok = read_gemma_gguf_vocab(llm);
+    if (tok.ok()) {
+        *source = "the vocabulary in " + llm;
+        return tok;
+    }
+    return Status::Error(path.status().message() +
+                         "; nor in the --llm file: " + tok.status().message());
+}
+
+}  // namespace ggdiff::models
