@@ -8,9 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "../golden/e2e_support.h"
+#include "gguf_kvs.h"
 #include "image/image_metadata.h"
-#include "io/checkpoint_file.h"
-#include "io/mapped_file.h"
 #include "models/te/gpt_oss_tokenizer.h"
 
 namespace {
@@ -55,93 +54,16 @@ Vocab vocab_of(const std::string& tokenizer_json, size_t rows) {
     return v;
 }
 
-void put_u32(std::string& b, uint32_t v) {
-    b.append(reinterpret_cast<const char*>(&v), 4);
-}
-void put_u64(std::string& b, uint64_t v) {
-    b.append(reinterpret_cast<const char*>(&v), 8);
-}
-void put_str(std::string& b, const std::string& s) {
-    put_u64(b, s.size());
-    b += s;
-}
-void put_kv(std::string& b, const std::string& key, const std::string& value) {
-    put_str(b, key);
-    put_u32(b, 8);  // string
-    put_str(b, value);
-}
-
-// The tokenizer.ggml.* keys of `v` with tokenizer.ggml.model `model`, as GGUF KV bytes; the
-// count of keys in `n`. Padded (by one more string key) to a multiple of 32 bytes.
-std::string vocab_kvs(const Vocab& v, const std::string& model, uint64_t* n) {
-    std::string b;
-    put_kv(b, "tokenizer.ggml.model", model);
-    put_kv(b, "tokenizer.ggml.pre", "gpt-4o");
-    for (const auto* list : {&v.tokens, &v.merges}) {
-        put_str(b, list == &v.tokens ? "tokenizer.ggml.tokens" : "tokenizer.ggml.merges");
-        put_u32(b, 9);  // array
-        put_u32(b, 8);  // of strings
-        put_u64(b, list->size());
-        for (const std::string& s : *list) put_str(b, s);
-    }
-    put_str(b, "tokenizer.ggml.token_type");
-    put_u32(b, 9);
-    put_u32(b, 5);  // of i32
-    put_u64(b, v.types.size());
-    for (int32_t t : v.types) b.append(reinterpret_cast<const char*>(&t), 4);
-    const std::string pad = "ggdiff.test.pad";
-    const size_t fixed = 8 + pad.size() + 4 + 8;  // key length and key, type, value length
-    put_kv(b, pad, std::string((32 - (b.size() + fixed) % 32) % 32, ' '));
-    *n = 6;
-    return b;
-}
-
-// A GGUF with no tensors holding only `kvs` (n keys).
-void write_header_only_gguf(const std::string& path, const std::string& kvs, uint64_t n) {
-    std::string b = "GGUF";
-    put_u32(b, 3);
-    put_u64(b, 0);
-    put_u64(b, n);
-    b += kvs;
-    std::ofstream(path, std::ios::binary) << b;
-}
-
-// GGUF file `src` with `kvs` (n keys) added before its own keys, into `out`; its tensor data
-// is copied with all-zero runs left as holes, so the sparse fixture stays small on disk. `kvs`
-// is a multiple of 32 bytes long, so the data (and every tensor's offset in it) moves by as
-// much and stays aligned.
-void add_kvs(const std::string& src, const std::string& kvs, uint64_t n, const std::string& out) {
-    ASSERT_EQ(kvs.size() % 32, 0u);
-    auto file = ggdiff::MappedFile::open(src);
-    ASSERT_TRUE(file.ok()) << file.status().message();
-    const uint8_t* p = (*file)->data();
-    const uint64_t size = (*file)->size();
-    auto header = ggdiff::read_gguf_header_direct(p, size);
-    ASSERT_TRUE(header.ok()) << header.status().message();
-    uint64_t data_start = size;  // the first tensor sits at the start of the data
-    for (const auto& t : header->tensors) data_start = std::min(data_start, t.offset);
-    uint64_t n_kv = 0;
-    std::memcpy(&n_kv, p + 16, 8);
-    n_kv += n;
-    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ASSERT_GE(fd, 0) << out;
-    std::string head(reinterpret_cast<const char*>(p), 16);
-    put_u64(head, n_kv);
-    head += kvs;
-    head.append(reinterpret_cast<const char*>(p + 24), data_start - 24);
-    ASSERT_EQ(::write(fd, head.data(), head.size()), static_cast<ssize_t>(head.size()));
-    const uint64_t chunk = 1 << 20;
-    std::vector<uint8_t> zero(chunk, 0);
-    for (uint64_t at = data_start; at < size; at += chunk) {
-        const uint64_t len = std::min(chunk, size - at);
-        if (std::memcmp(p + at, zero.data(), len) == 0) {
-            ASSERT_GE(::lseek(fd, static_cast<off_t>(len), SEEK_CUR), 0);
-        } else {
-            ASSERT_EQ(::write(fd, p + at, len), static_cast<ssize_t>(len));
-        }
-    }
-    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(head.size() + size - data_start)), 0);
-    ::close(fd);
+// The tokenizer.ggml.* keys of `v` with tokenizer.ggml.model `model`, padded to 32 bytes.
+e2e::GgufKvs vocab_kvs(const Vocab& v, const std::string& model) {
+    e2e::GgufKvs kvs;
+    kvs.str("tokenizer.ggml.model", model);
+    kvs.str("tokenizer.ggml.pre", "gpt-4o");
+    kvs.strings("tokenizer.ggml.tokens", v.tokens);
+    kvs.strings("tokenizer.ggml.merges", v.merges);
+    kvs.i32s("tokenizer.ggml.token_type", v.types);
+    kvs.pad_to_32();
+    return kvs;
 }
 
 class LensFiles : public ::testing::Test {
@@ -249,10 +171,8 @@ TEST_F(LensFiles, GgufVocabularyTokenizesAsTheTokenizerJson) {
     const std::string json = suite_dir() + "/gpt_oss_tokenizer.json";
     const Vocab v = vocab_of(json, 640);
     ASSERT_EQ(v.tokens.size(), 640u);
-    uint64_t n = 0;
     const std::string gguf = dir_ + "/vocab.gguf";
-    const std::string gpt2_kvs = vocab_kvs(v, "gpt2", &n);
-    write_header_only_gguf(gguf, gpt2_kvs, n);
+    e2e::write_header_only_gguf(gguf, vocab_kvs(v, "gpt2"));
     auto from_gguf = ggdiff::models::read_gguf_vocab(gguf);
     ASSERT_TRUE(from_gguf.ok()) << from_gguf.status().message();
     EXPECT_EQ(from_gguf->pre, "gpt-4o");
@@ -268,8 +188,7 @@ TEST_F(LensFiles, GgufVocabularyTokenizesAsTheTokenizerJson) {
     EXPECT_EQ(from_gguf->tokenizer.token_to_id("[PAD630]"), -1);
 
     const std::string spm = dir_ + "/spm.gguf";
-    const std::string llama_kvs = vocab_kvs(v, "llama", &n);
-    write_header_only_gguf(spm, llama_kvs, n);
+    e2e::write_header_only_gguf(spm, vocab_kvs(v, "llama"));
     auto refused = ggdiff::models::read_gguf_vocab(spm);
     ASSERT_FALSE(refused.ok());
     EXPECT_TRUE(contains(refused.status().message(), "tokenizer.ggml.model is 'llama'"))
@@ -284,10 +203,8 @@ TEST_F(LensFiles, GgufVocabularyTokenizesAsTheTokenizerJson) {
 // --llm-tokenizer: the image is the one the tokenizer.json gives.
 TEST_F(LensFiles, TokenizerFromTheGgufGivesTheSameImage) {
     const std::string json = suite_dir() + "/gpt_oss_tokenizer.json";
-    uint64_t n = 0;
-    const std::string kvs = vocab_kvs(vocab_of(json, 640), "gpt2", &n);
     const std::string gguf = dir_ + "/gpt_oss_with_vocab.gguf";
-    add_kvs(llm(), kvs, n, gguf);
+    e2e::add_gguf_kvs(llm(), vocab_kvs(vocab_of(json, 640), "gpt2"), gguf);
     struct stat st {};
     ASSERT_EQ(::stat(gguf.c_str(), &st), 0);
     EXPECT_LT(static_cast<uint64_t>(st.st_blocks) * 512, 100ull << 20) << "holes kept";
