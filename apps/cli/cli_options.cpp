@@ -78,7 +78,9 @@ bool check_mode_inputs(const CliRun& r, std::string& error) {
     const bool any_model = r.given("model") || r.given("diffusion-model");
     // img_gen without a model uses the library's built-in one.
     // convert and info also take a single part (a text encoder or VAE file alone).
-    if ((mode == "convert" || mode == "info") && !any_model) {
+    // info also takes an unconditional DiT alone (its family and bytes).
+    if ((mode == "convert" || mode == "info") && !any_model &&
+        !(mode == "info" && r.given("uncond-diffusion-model"))) {
         for (const char* f :
              {"vae", "clip_l", "clip_g", "t5xxl", "llm", "llm_vision", "taesd", "clip_vision"}) {
             if (r.given(f)) return true;

@@ -33,6 +33,7 @@ ggdiff::Result<ggdiff::TensorIndex> open_named_files(const ggdiff::ApiOptions& o
     }
     const std::pair<const std::string*, const char*> roles[] = {
         {&o.model.diffusion_model, "diffusion-model"},
+        {&o.model.uncond_diffusion_model, "uncond-diffusion-model"},
         {&o.model.vae, "vae"},
         {&o.model.clip_l, "clip_l"},
         {&o.model.clip_g, "clip_g"},
@@ -65,9 +66,22 @@ int ggdiff_model_info(const ggdiff_options* options, char** out_text) {
         if (!index.ok()) return fail(index.status().message());
         ggdiff::ModelInfo info = ggdiff::summarize(*index);
         // The family is the registry's: its id, display name, and whether it runs here.
-        if (const ggdiff::FamilyRecipe* r = ggdiff::find_family(*index)) {
+        const ggdiff::FamilyRecipe* r = ggdiff::find_family(*index);
+        const std::string& uncond = options->opts.model.uncond_diffusion_model;
+        std::string part;
+        if (!r && !uncond.empty()) {
+            // The unconditional DiT alone: the family whose unconditional DiT it is.
+            ggdiff::TensorIndex as_dit = ggdiff::model_index();
+            if (as_dit.add(uncond, ggdiff::prefix_for_role("diffusion-model")).ok()) {
+                r = ggdiff::find_family(as_dit);
+                if (r && !r->uncond_model) r = nullptr;
+                if (r) part = "; its unconditional DiT";
+            }
+        }
+        if (r) {
             info.family = r->id;
-            info.family_note = std::string(r->display) + (r->load ? "" : "; not supported yet");
+            info.family_note =
+                std::string(r->display) + part + (r->load ? "" : "; not supported yet");
         } else {
             info.looked_for = ggdiff::family_signatures();
         }

@@ -44,7 +44,9 @@ ModelInfo summarize(const TensorIndex& index) {
     info.tensor_count = index.size();
     info.files = index.files();
     info.context_dim = unet_context_dim(index);
+    const std::string uncond = prefix_for_role("uncond-diffusion-model");
     for (const TensorInfo& t : index.tensors()) {
+        if (t.name.rfind(uncond, 0) == 0) info.uncond_diffusion_bytes += t.nbytes;
         ++info.dtype_histogram[type_label(t)];
         info.component_bytes[static_cast<size_t>(component_of(t.name))] += t.nbytes;
         info.total_bytes += t.nbytes;
@@ -75,6 +77,10 @@ std::string format_model_info(const ModelInfo& info) {
         const uint64_t b = info.component_bytes[static_cast<size_t>(c)];
         if (b == 0 && c == Component::Other) continue;
         s += string_format("  %-14s %s\n", component_name(c), human_bytes(b).c_str());
+        if (c == Component::Diffusion && info.uncond_diffusion_bytes) {
+            s += string_format("    %-12s %s\n", "uncond DiT",
+                               human_bytes(info.uncond_diffusion_bytes).c_str());
+        }
     }
     return s;
 }

@@ -20,6 +20,9 @@ struct ModelInfo {
     std::vector<std::string> looked_for;  // with "unknown": what each family's detection wants
     int context_dim = 0;                  // UNet cross-attention width, if any
     std::array<uint64_t, 4> component_bytes{};  // stored bytes, indexed by Component
+    // Of the diffusion bytes: the unconditional DiT's (--uncond-diffusion-model, filed under
+    // model.diffusion_model.uncond.).
+    uint64_t uncond_diffusion_bytes = 0;
     uint64_t total_bytes = 0;
     std::vector<std::string> files;
 };

@@ -1,6 +1,8 @@
 // Ideogram 4 through the CLI, files as users have them (the ideogram4_tiny golden set of
 // tests/golden, sparse GGUFs at the real widths): -M info names the family for the DiT alone
-// (given as --diffusion-model or bare with -m) and with its parts; the DiT converted to a q8_0
+// (given as --diffusion-model or bare with -m) and with its parts, and for the unconditional DiT
+// alone (--uncond-diffusion-model) with its bytes, which --fit-dry-run counts in the diffusion
+// component; the DiT converted to a q8_0
 // GGUF (and --type q8_0 on load) stays near the golden image and the A1111 parameters name the
 // DiT; a batch of two carries seeds s and s + 1, each the image of its own seed; the negative
 // prompt is said to have no effect; a missing or wrong LLM, a missing VAE, a --prediction and
@@ -8,6 +10,7 @@
 // pass.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -179,6 +182,60 @@ TEST_F(Ideogram4Files, ClearErrorsForMissingOrWrongParts) {
     EXPECT_FALSE(u.succeeded());
     EXPECT_TRUE(contains(u.err, "--uncond-diffusion-model: Krea2 has no unconditional DiT"))
         << u.describe();
+}
+
+// The bytes -M info prints on its "bytes:" line ("304.6 MiB").
+std::string total_bytes(const std::string& info) {
+    const std::string key = "bytes:       ";
+    const size_t at = info.find(key);
+    if (at == std::string::npos) return "";
+    const size_t end = info.find(" total", at);
+    return end == std::string::npos ? "" : info.substr(at + key.size(), end - at - key.size());
+}
+
+// The --fit-dry-run plan's diffusion params bytes (0 when absent).
+uint64_t planned_diffusion(const RunResult& r) {
+    const nlohmann::json plan = nlohmann::json::parse(r.out, nullptr, false);
+    if (plan.is_discarded() || !plan.contains("components")) return 0;
+    for (const nlohmann::json& c : plan["components"])
+        if (c.value("module", "") == "diffusion") return c.value("params_bytes", uint64_t{0});
+    return 0;
+}
+
+TEST_F(Ideogram4Files, InfoAndAutoFitCountTheUncondDit) {
+    const std::string uncond = gguf("ideogram4_tiny_uncond");
+    ASSERT_TRUE(fs::is_regular_file(uncond)) << "missing " << uncond;
+    RunResult alone = e2e::run_ggdiff({"-M", "info", "--uncond-diffusion-model", uncond}, dir_, 60);
+    ASSERT_TRUE(alone.succeeded()) << alone.describe();
+    EXPECT_TRUE(contains(alone.out, "family:      ideogram4 (Ideogram 4; its unconditional DiT)"))
+        << alone.out;
+    const std::string bytes = total_bytes(alone.out);
+    ASSERT_FALSE(bytes.empty()) << alone.out;
+    EXPECT_TRUE(contains(alone.out, "  diffusion      " + bytes + "\n")) << alone.out;
+    EXPECT_TRUE(contains(alone.out, "    uncond DiT   " + bytes + "\n")) << alone.out;
+
+    std::vector<std::string> all = {"-M", "info", "--uncond-diffusion-model", uncond};
+    for (const std::string& a : split_args()) all.push_back(a);
+    RunResult parts = e2e::run_ggdiff(all, dir_, 60);
+    ASSERT_TRUE(parts.succeeded()) << parts.describe();
+    EXPECT_TRUE(contains(parts.out, "family:      ideogram4 (Ideogram 4)\n")) << parts.out;
+    EXPECT_TRUE(contains(parts.out, "    uncond DiT   " + bytes + "\n")) << parts.out;
+
+    // --auto-fit plans both DiTs as the diffusion component (they share its device).
+    auto dry = [&](bool with_uncond) {
+        std::vector<std::string> args = split_args();
+        if (with_uncond) args.insert(args.end(), {"--uncond-diffusion-model", uncond});
+        args.insert(args.end(), {"-p", "a cat", "-W", "64", "-H", "64", "--cfg-scale", "4",
+                                 "--auto-fit", "--fit-dry-run"});
+        return e2e::run_ggdiff(args, dir_, 300);
+    };
+    RunResult one = dry(false), both = dry(true);
+    ASSERT_TRUE(one.succeeded()) << one.describe();
+    ASSERT_TRUE(both.succeeded()) << both.describe();
+    const uint64_t dit = planned_diffusion(one);
+    ASSERT_GT(dit, 0u) << one.out;
+    // The fixture's unconditional DiT has the DiT's layout (its text weights all zeros).
+    EXPECT_EQ(planned_diffusion(both), 2 * dit) << both.out;
 }
 
 }  // namespace
