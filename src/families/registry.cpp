@@ -28,6 +28,7 @@ namespace ggdiff {
     X(kPidRecipe)              /* families/pid: PiD (Pixel Diffusion Decoder) */  \
     X(kIdeogram4Recipe)        /* families/ideogram4 */                           \
     X(kSd3Recipe)              /* families/sd3 */                                 \
+    X(kLtx2Recipe)             /* families/ltx: LTX-2.3, detect only */           \
     X(kWanRecipe)              /* families/wan: detect only */
 
 #define GGDIFF_DECLARE_RECIPE(name) extern const FamilyRecipe name;
