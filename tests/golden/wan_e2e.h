@@ -17,6 +17,10 @@ inline std::string golden(const std::string& file) {
 inline std::string fixture(const std::string& stem) {
     return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + stem + ".safetensors";
 }
+// A fixture written as a sparse GGUF (tests/tools/make_gguf_fixture.py: most blocks zero holes).
+inline std::string gguf_fixture(const std::string& stem) {
+    return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + stem + ".gguf";
+}
 inline std::string dit() {
     return fixture("wan_1_3b_dit");
 }

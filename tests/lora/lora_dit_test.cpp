@@ -205,7 +205,7 @@ TEST(LoraDit, WanKohyaAndDiffusersFormsGiveTheSameImage) {
 // the high-noise tag is an error.
 TEST(LoraDit, WanHighNoiseTagPatchesTheExpert) {
     if (!wan::prerequisites_ok()) return;
-    const std::string expert = wan::fixture("wan_1_3b_high_noise_dit");
+    const std::string expert = wan::gguf_fixture("wan_1_3b_high_noise_dit");
     ASSERT_TRUE(fs::is_regular_file(expert)) << "run through ctest (fixture tests)";
     const std::string dir = fresh_dir();
     std::vector<FakeTensor> o;

@@ -26,7 +26,7 @@ std::string suite_dir() {
 }
 
 std::string vace_dit() {
-    return wan::fixture("wan_1_3b_vace_dit");
+    return wan::gguf_fixture("wan_1_3b_vace_dit");
 }
 
 class WanVaceTwin : public TwoWorkers {

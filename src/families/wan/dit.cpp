@@ -19,6 +19,23 @@ const TensorInfo* find_rank(const TensorIndex& index, const std::string& name, s
     return t && t->shape.size() == rank ? t : nullptr;
 }
 
+// A 3-D convolution kernel [out, in, kt, kh, kw] as the file holds it: five dimensions in
+// safetensors; four in a GGUF, whose tensors have at most four ([out * in, kt, kh, kw]), where
+// `out` (the DiT's width, or 0: read from the first block's query projection) splits the first.
+std::vector<int64_t> conv3d_shape(const TensorIndex& index, const std::string& prefix,
+                                  const std::string& name, int64_t out) {
+    const TensorInfo* t = index.find(prefix + name);
+    if (!t) return {};
+    if (t->shape.size() == 5) return t->shape;
+    if (t->shape.size() != 4) return {};
+    if (out <= 0) {
+        const TensorInfo* q = find_rank(index, prefix + "blocks.0.self_attn.q.weight", 2);
+        out = q ? q->shape[0] : 0;
+    }
+    if (out <= 0 || t->shape[0] % out) return {};
+    return {out, t->shape[0] / out, t->shape[1], t->shape[2], t->shape[3]};
+}
+
 std::string block_name(const WanConfig& cfg, int64_t i) {
     return cfg.prefix + "blocks." + std::to_string(i) + ".";
 }
@@ -195,19 +212,18 @@ bool is_wan_dit(const TensorIndex& index, const std::string& prefix) {
 Result<WanConfig> detect_wan_dit(const TensorIndex& index, const std::string& prefix) {
     WanConfig cfg;
     cfg.prefix = prefix;
-    const TensorInfo* patch = find_rank(index, prefix + "patch_embedding.weight", 5);
-    if (!patch) {
+    const std::vector<int64_t> patch = conv3d_shape(index, prefix, "patch_embedding.weight", 0);
+    if (patch.empty()) {
         return Status::Error(
             "missing tensor " + prefix +
             "patch_embedding.weight (a 3-D convolution [width, channels, 1, 2, 2])");
     }
-    if (patch->shape[2] != 1 || patch->shape[3] != 2 || patch->shape[4] != 2) {
+    if (patch[2] != 1 || patch[3] != 2 || patch[4] != 2) {
         return Status::Error(prefix + "patch_embedding.weight: patches of " +
-                             shape_string({patch->shape[2], patch->shape[3], patch->shape[4]}) +
-                             " (Wan uses 1x2x2)");
+                             shape_string({patch[2], patch[3], patch[4]}) + " (Wan uses 1x2x2)");
     }
-    cfg.width = patch->shape[0];
-    cfg.in_channels = patch->shape[1];
+    cfg.width = patch[0];
+    cfg.in_channels = patch[1];
     if (cfg.width % cfg.head_dim) {
         return Status::Error(prefix + "patch_embedding.weight: a width of " +
                              std::to_string(cfg.width) + " is not whole heads of 128");
@@ -280,19 +296,19 @@ Result<WanConfig> detect_wan_dit(const TensorIndex& index, const std::string& pr
         ++cfg.vace_layers;
     }
     if (cfg.vace_layers > 0) {
-        const TensorInfo* vp = find_rank(index, prefix + "vace_patch_embedding.weight", 5);
-        if (!vp) {
+        const std::vector<int64_t> vp =
+            conv3d_shape(index, prefix, "vace_patch_embedding.weight", cfg.width);
+        if (vp.empty()) {
             return Status::Error("missing tensor " + prefix +
                                  "vace_patch_embedding.weight (VACE: a 3-D convolution [width, "
                                  "channels, 1, 2, 2])");
         }
-        if (vp->shape[0] != cfg.width || vp->shape[2] != 1 || vp->shape[3] != 2 ||
-            vp->shape[4] != 2) {
+        if (vp[0] != cfg.width || vp[2] != 1 || vp[3] != 2 || vp[4] != 2) {
             return Status::Error(prefix + "vace_patch_embedding.weight has shape " +
-                                 shape_string(vp->shape) + ", expected [" +
-                                 std::to_string(cfg.width) + ", channels, 1, 2, 2]");
+                                 shape_string(vp) + ", expected [" + std::to_string(cfg.width) +
+                                 ", channels, 1, 2, 2]");
         }
-        cfg.vace_in_channels = vp->shape[1];
+        cfg.vace_in_channels = vp[1];
         // VACE block n follows main block n * (layers / vace_layers): every main block
         // index that is a multiple of the step takes one, so their count must match.
         const int64_t step = cfg.layers / cfg.vace_layers;
