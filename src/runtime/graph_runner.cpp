@@ -49,26 +49,33 @@ BackendInstanceScope::~BackendInstanceScope() {
     t_backend_instance = previous_;
 }
 
-ggml_tensor* GraphBuilder::input(const HostTensor& value) {
+ggml_tensor* GraphBuilder::declare(ggml_type type, const std::vector<int64_t>& ne, const void* data,
+                                   size_t bytes) {
     int64_t d[4] = {1, 1, 1, 1};
-    for (size_t i = 0; i < value.ne.size() && i < 4; ++i) d[i] = value.ne[i];
-    ggml_tensor* t = ggml_new_tensor(nn_.ctx, GGML_TYPE_F32,
-                                     static_cast<int>(std::max<size_t>(1, value.ne.size())), d);
+    for (size_t i = 0; i < ne.size() && i < 4; ++i) d[i] = ne[i];
+    ggml_tensor* t =
+        ggml_new_tensor(nn_.ctx, type, static_cast<int>(std::max<size_t>(1, ne.size())), d);
     ggml_set_input(t);
-    inputs_.push_back({t, value.data.data(), value.data.size() * sizeof(float)});
+    inputs_.push_back({t, data, bytes});
     return t;
+}
+
+ggml_tensor* GraphBuilder::input(const HostTensor& value) {
+    return declare(GGML_TYPE_F32, value.ne, value.data.data(), value.data.size() * sizeof(float));
+}
+
+ggml_tensor* GraphBuilder::input(HostTensor&& value) {
+    // Moving a vector keeps its buffer, so the pointer stays valid as f32_keep_ grows.
+    f32_keep_.push_back(std::move(value.data));
+    const std::vector<float>& kept = f32_keep_.back();
+    return declare(GGML_TYPE_F32, value.ne, kept.data(), kept.size() * sizeof(float));
 }
 
 ggml_tensor* GraphBuilder::input_i32(const std::vector<int32_t>& value,
                                      const std::vector<int64_t>& ne) {
-    int64_t d[4] = {1, 1, 1, 1};
-    for (size_t i = 0; i < ne.size() && i < 4; ++i) d[i] = ne[i];
-    ggml_tensor* t = ggml_new_tensor(nn_.ctx, GGML_TYPE_I32,
-                                     static_cast<int>(std::max<size_t>(1, ne.size())), d);
-    ggml_set_input(t);
     i32_keep_.push_back(value);
-    inputs_.push_back({t, i32_keep_.back().data(), value.size() * sizeof(int32_t)});
-    return t;
+    const std::vector<int32_t>& kept = i32_keep_.back();
+    return declare(GGML_TYPE_I32, ne, kept.data(), kept.size() * sizeof(int32_t));
 }
 
 std::vector<ggml_backend_t> cpu_backends(int n_threads) {

@@ -26,9 +26,11 @@ class GraphBuilder {
   public:
     BuildCtx& nn() { return nn_; }
     ggml_context* ctx() { return nn_.ctx; }
-    // A float input of the host tensor's shape; the data is copied in before compute.
+    // A float input of the host tensor's shape; the data is copied in before compute, so a
+    // named host tensor must outlive the run; a temporary is kept by the builder until then.
     ggml_tensor* input(const HostTensor& value);
-    // An int32 input (token ids, positions).
+    ggml_tensor* input(HostTensor&& value);
+    // An int32 input (token ids, positions); the builder keeps a copy.
     ggml_tensor* input_i32(const std::vector<int32_t>& value, const std::vector<int64_t>& ne);
 
     // Copies the declared inputs into their (allocated) tensors.
@@ -41,9 +43,12 @@ class GraphBuilder {
         const void* data;
         size_t bytes;
     };
+    ggml_tensor* declare(ggml_type type, const std::vector<int64_t>& ne, const void* data,
+                         size_t bytes);
     BuildCtx nn_{nullptr, nullptr};
     std::vector<Pending> inputs_;
     std::vector<std::vector<int32_t>> i32_keep_;
+    std::vector<std::vector<float>> f32_keep_;
 };
 
 // Returns the output tensor(s) of the graph.
