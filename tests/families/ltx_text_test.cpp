@@ -125,6 +125,13 @@ std::string write_projection(const std::string& dir, int64_t in = kHidden * (kLa
 
 const std::vector<int> kIds = {2, 17, 5, 43, 8, 31};
 
+double max_diff(const HostTensor& a, const HostTensor& b) {
+    double m = a.data.size() == b.data.size() ? 0.0 : 1e30;
+    for (size_t i = 0; i < a.data.size() && i < b.data.size(); ++i)
+        m = std::max(m, static_cast<double>(std::fabs(a.data[i] - b.data[i])));
+    return m;
+}
+
 struct TextRun {
     std::vector<HostTensor> states;
     HostTensor context;
@@ -337,11 +344,82 @@ TEST_F(LtxText, MatchesTheNumpyForward) {
         EXPECT_LT(cworst, 2e-3) << "context, llama names " << llama;
         // One value spelled out: token 0's first video feature.
         EXPECT_NEAR(r.context.data[0], ref[s * t * kHidden], 2e-3);
+        // The text path as the recipe runs it gives the same context; A1111 emphasis on the
+        // raw states is cancelled by LTX-2.3's per-token RMS normalization (as in the
+        // reference).
+        ModuleDevices where;
+        ModuleRunner llm(index, -1, where, 2, "Gemma 3"), proj(index, -1, where, 2, "proj");
+        ASSERT_TRUE(ltx_prepare_text(llm, proj, *cfg).ok());
+        auto ctx = ltx_encode_tokens(llm, proj, index, *cfg, kIds, {});
+        ASSERT_TRUE(ctx.ok()) << ctx.status().message();
+        EXPECT_LT(max_diff(*ctx, r.context), 1e-5);
+        std::vector<float> w(kIds.size(), 1.0f);
+        w[2] = 1.5f;
+        auto weighted = ltx_encode_tokens(llm, proj, index, *cfg, kIds, w);
+        ASSERT_TRUE(weighted.ok());
+        EXPECT_LT(max_diff(*weighted, r.context), 1e-3);
         std::printf(
             "llama names %d: states within %.2e (largest %.3f), context within %.2e "
             "(context[0] %.6f vs numpy %.6f)\n",
             llama, worst, scale, cworst, r.context.data[0], ref[s * t * kHidden]);
     }
+}
+
+// A prompt longer than the sliding window (here shrunk to 3 tokens) runs the local layers with
+// the window mask, as the numpy forward does.
+TEST_F(LtxText, SlidingWindowBeyondItsLength) {
+    const std::string json = dir_ + "/config.json";
+    {
+        std::ofstream f(json);
+        f << "{\"ids\": [";
+        for (size_t i = 0; i < kIds.size(); ++i) f << (i ? ", " : "") << kIds[i];
+        f << "], \"head_dim\": " << kHead << ", \"heads\": " << kHeads << ", \"kv_heads\": " << kKv
+          << ", \"window\": 3}";
+    }
+    const TensorIndex index = open(false);
+    std::vector<FakeTensor> all;
+    for (const TensorInfo& t : index.tensors()) {
+        std::vector<float> v;
+        ASSERT_TRUE(index.read_f32(t, v).ok());
+        std::string name = t.name;
+        if (name.rfind(kLlm, 0) == 0) name = name.substr(kLlm.size());
+        all.push_back({name, "F32", t.shape, testing::to_bytes(v)});
+    }
+    const std::string ref_weights = dir_ + "/reference.safetensors";
+    testing::write_safetensors(ref_weights, all);
+    const std::string out_path = dir_ + "/reference.f32";
+    const std::string cmd = "/usr/bin/python3 " GGDIFF_SOURCE_DIR
+                            "/tests/tools/ltx_text_reference.py " +
+                            ref_weights + " " + json + " " + out_path;
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const int64_t t = static_cast<int64_t>(kIds.size()), s = kLayers + 1;
+    std::vector<float> ref(static_cast<size_t>(s * t * kHidden + t * (kVideo + kAudio)));
+    {
+        std::ifstream f(out_path, std::ios::binary);
+        f.read(reinterpret_cast<char*>(ref.data()), static_cast<std::streamsize>(ref.size() * 4));
+        ASSERT_TRUE(f.good());
+    }
+    auto cfg = detect_ltx_text(index, kLlm);
+    ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+    cfg->llm.sliding_window = 3;
+    ASSERT_TRUE(cfg->llm.needs_masks(t));
+    ModuleDevices where;
+    ModuleRunner llm(index, -1, where, 2, "Gemma 3"), proj(index, -1, where, 2, "proj");
+    ASSERT_TRUE(ltx_prepare_text(llm, proj, *cfg).ok());
+    auto ctx = ltx_encode_tokens(llm, proj, index, *cfg, kIds, {});
+    ASSERT_TRUE(ctx.ok()) << ctx.status().message();
+    double worst = 0.0;
+    for (size_t i = 0; i < ctx->data.size(); ++i) {
+        worst = std::max(worst,
+                         std::fabs(static_cast<double>(ctx->data[i] - ref[s * t * kHidden + i])));
+    }
+    std::printf("window 3: context within %.2e of numpy\n", worst);
+    EXPECT_LT(worst, 2e-3);
+    // Without the window the context differs: the mask did something.
+    cfg->llm.sliding_window = 1024;
+    auto full = ltx_encode_tokens(llm, proj, index, *cfg, kIds, {});
+    ASSERT_TRUE(full.ok());
+    EXPECT_GT(max_diff(*full, *ctx), 1e-2);
 }
 
 // LTX-2.0's single projection normalizes each state by its mean and range over all tokens.

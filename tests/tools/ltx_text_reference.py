@@ -13,7 +13,8 @@ positions / 8), else local (theta 1e4); causal attention with 1/sqrt(head_dim); 
 key/value heads; MLP down(gelu_tanh(gate) * up); eps 1e-6.
 
 usage: ltx_text_reference.py WEIGHTS.safetensors CONFIG.json OUT.f32
-CONFIG: {"ids": [...], "head_dim": 256, "heads": H, "kv_heads": K}
+CONFIG: {"ids": [...], "head_dim": 256, "heads": H, "kv_heads": K, optional "window": W (the
+sliding window of the local layers; default 1024)}
 OUT: the states [S, T, hidden] then the projected context [T, video + audio], float32.
 """
 import json
@@ -74,6 +75,8 @@ def main():
     x = emb[ids] * np.float64(np.float32(math.sqrt(hidden)))
     states = [x]
     causal = np.triu(np.full((t, t), -np.inf), 1)
+    window = cfg.get("window", 1024)
+    local_mask = causal + np.tril(np.full((t, t), -np.inf), -window)  # keys i - j >= window
     for i in range(layers):
         p = f"model.layers.{i}."
         glob = i % 6 == 5
@@ -89,7 +92,7 @@ def main():
         v = np.repeat(v, rep, axis=1)
         o = np.zeros((t, nh, d))
         for hh in range(nh):
-            logits = q[:, hh, :] @ k[:, hh, :].T / math.sqrt(d) + causal
+            logits = q[:, hh, :] @ k[:, hh, :].T / math.sqrt(d) + (causal if glob else local_mask)
             logits -= logits.max(axis=1, keepdims=True)
             pr = np.exp(logits)
             pr /= pr.sum(axis=1, keepdims=True)

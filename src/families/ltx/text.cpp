@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "nn/layers.h"
+#include "pipeline/parts/token_weights.h"
 
 namespace ggdiff::models {
 
@@ -110,6 +111,79 @@ ggml_tensor* build_ltx_text_projection(nn::Ctx& c, const LtxTextConfig& cfg,
     };
     return ggml_concat(c.ctx, branch("video_aggregate_embed", cfg.video_width),
                        branch("audio_aggregate_embed", cfg.audio_width), 0);
+}
+
+Status ltx_prepare_text(ModuleRunner& llm, ModuleRunner& proj, const LtxTextConfig& cfg) {
+    const int64_t n = 8;
+    std::vector<int32_t> pos(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) pos[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    Status st = llm.prepare([&](GraphBuilder& gb) {
+        GemmaMasks m;
+        if (cfg.llm.needs_masks(n)) {
+            m.global = gb.input(gemma_attention_mask(n, 0, 0));
+            m.window = gb.input(gemma_attention_mask(n, 0, cfg.llm.sliding_window));
+        }
+        std::vector<ggml_tensor*> states;
+        build_gemma(gb.nn(), cfg.llm, gb.input(HostTensor({cfg.llm.hidden, n, 1})),
+                    gb.input_i32(pos, {n}), 0, m, &states);
+        return states;
+    });
+    if (!st.ok()) return st;
+    return proj.prepare([&](GraphBuilder& gb) {
+        return std::vector<ggml_tensor*>{
+            build_ltx_text_projection(gb.nn(), cfg, gb.input(HostTensor({cfg.features(), n, 1})))};
+    });
+}
+
+Result<HostTensor> ltx_encode_tokens(ModuleRunner& llm, ModuleRunner& proj,
+                                     const TensorIndex& index, const LtxTextConfig& cfg,
+                                     const std::vector<int>& ids,
+                                     const std::vector<float>& weights) {
+    const int64_t t = static_cast<int64_t>(ids.size());
+    if (t == 0) return Status::Error("LTX text: no tokens");
+    auto embeds = gemma_embed(index, cfg.llm, ids);
+    if (!embeds.ok()) return embeds.status();
+    std::vector<int32_t> pos(static_cast<size_t>(t));
+    for (int64_t i = 0; i < t; ++i) pos[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    const bool masks = cfg.llm.needs_masks(t);
+    HostTensor global, window;
+    if (masks) {
+        global = gemma_attention_mask(t, 0, 0);
+        window = gemma_attention_mask(t, 0, cfg.llm.sliding_window);
+    }
+    auto build_llm = [&](GraphBuilder& gb) {
+        GemmaMasks m;
+        if (masks) {
+            m.global = gb.input(global);
+            m.window = gb.input(window);
+        }
+        std::vector<ggml_tensor*> states;
+        build_gemma(gb.nn(), cfg.llm, gb.input(*embeds), gb.input_i32(pos, {t}), 0, m, &states);
+        return states;
+    };
+    auto states = llm.run(build_llm);
+    if (!states.ok()) return states.status();
+    if (static_cast<int64_t>(states->size()) != cfg.states) {
+        return Status::Error("LTX text: the language model gave " + std::to_string(states->size()) +
+                             " states, the projection takes " + std::to_string(cfg.states));
+    }
+    // Emphasis scales the raw states, as the reference does. The mean it then restores is a
+    // factor per state that both normalizations cancel, so restoring it over the real tokens
+    // (here) or over 1024 padded ones (the reference) gives the same features.
+    if (!weights.empty()) {
+        for (HostTensor& s : *states) {
+            apply_token_weights(s.data.data(), cfg.llm.hidden, t, weights.data());
+        }
+    }
+    HostTensor features = ltx_text_features(cfg, *states);
+    states->clear();
+    features.ne = {cfg.features(), t, 1};
+    auto out = proj.run([&](GraphBuilder& gb) {
+        return std::vector<ggml_tensor*>{
+            build_ltx_text_projection(gb.nn(), cfg, gb.input(features))};
+    });
+    if (!out.ok()) return out.status();
+    return std::move((*out)[0]);
 }
 
 }  // namespace ggdiff::models

@@ -25,6 +25,7 @@
 #include "io/tensor_index.h"
 #include "models/te/gemma.h"
 #include "nn/weights.h"
+#include "runtime/module_runner.h"
 
 namespace ggdiff::models {
 
@@ -49,5 +50,20 @@ HostTensor ltx_text_features(const LtxTextConfig& cfg, const std::vector<HostTen
 
 // features [hidden * states, T, 1] -> the DiT's text context [out_width, T, 1].
 ggml_tensor* build_ltx_text_projection(nn::Ctx& c, const LtxTextConfig& cfg, ggml_tensor* features);
+
+// The whole text path for one prompt's tokens (<bos> first; `weights` per token, A1111
+// emphasis): Gemma 3 over the real tokens only at positions 0..n-1 (the reference's left
+// padding to 1024 tokens changes nothing for them: padding keys are hidden and RoPE is relative),
+// with the sliding-window masks once n exceeds the window; the emphasis scales each token's raw
+// states (LTX-2.3's per-token RMS normalization then cancels it, as in the reference); the
+// states normalized and projected. `llm` and `proj`: prepared by ltx_prepare_text.
+// -> [out_width, n, 1].
+// Declares the two graphs' weights on their runners (prepare) with an 8-token run.
+Status ltx_prepare_text(ModuleRunner& llm, ModuleRunner& proj, const LtxTextConfig& cfg);
+
+Result<HostTensor> ltx_encode_tokens(ModuleRunner& llm, ModuleRunner& proj,
+                                     const TensorIndex& index, const LtxTextConfig& cfg,
+                                     const std::vector<int>& ids,
+                                     const std::vector<float>& weights);
 
 }  // namespace ggdiff::models
