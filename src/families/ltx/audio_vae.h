@@ -1,0 +1,73 @@
+// The LTX-2 audio VAE decoder and its vocoder, as stable-diffusion.cpp runs them: the audio
+// latent [16 frequency bins, T, 8 channels, 1] is un-normalized per (channel, bin), decoded
+// by a 2-D network over (frequency, time) into a two-channel log-mel spectrogram [64 bins,
+// 4 T - 3 frames, 2, 1] (convolutions causal in time: two rows of zeros in front, one column
+// each side in frequency; PixelNorm + SiLU residual blocks; nearest x2 upsampling that drops
+// its first time row), which a BigVGAN-style vocoder (conv_pre, transposed-convolution
+// upsamplers x5 x2 x2 x2 x2 x2, each followed by three AMP blocks averaged: anti-aliased
+// Snake-beta activations (x2 up with a 12-tap filter, Snake-beta, x2 down with a 12-tap
+// low-pass, replicated edges) around dilated 1-D convolutions; act_post, conv_post, clamp to
+// [-1, 1]) turns into a 16 kHz stereo waveform, 160 samples per mel frame.
+//
+// Tensors under `prefix`: audio_vae.decoder.{conv_in, mid.block_{1,2}, up.L.block.B,
+// up.L.upsample, conv_out}.* (each convolution under .conv.), audio_vae.per_channel_statistics.
+// {mean,std}-of-means, vocoder.vocoder.{conv_pre, ups.I, resblocks.J.{convs1,convs2}.K,
+// resblocks.J.{acts1,acts2}.K.{act.alpha, act.beta, upsample.filter,
+// downsample.lowpass.filter}, act_post.*, conv_post.weight}.
+//
+// Not supported yet: the bandwidth extension to 48 kHz (vocoder.bwe_generator.*); with it
+// present the decoder returns the 16 kHz waveform and says so.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/host_tensor.h"
+#include "core/status.h"
+#include "io/tensor_index.h"
+#include "models/vae/wan_vae.h"
+#include "nn/weights.h"
+
+namespace ggdiff::ltx {
+
+struct LtxAudioVaeConfig {
+    std::string prefix;
+    int64_t latent_channels = 8;
+    int64_t latent_bins = 16;  // frequency bins of the latent
+    int64_t mel_bins = 64;     // latent_bins * 4
+    int64_t audio_channels = 2;
+    int64_t base_channels = 128;             // decoder width at level 0
+    std::vector<int64_t> multipliers;        // per level (level 0 first): {1, 2, 4}
+    int res_blocks = 2;                      // residual blocks per level (+ 1)
+    int64_t vocoder_channels = 1536;         // conv_pre output
+    std::vector<int> upsample_rates;         // {5, 2, 2, 2, 2, 2}
+    std::vector<int> upsample_kernels;       // from the weights
+    std::vector<int> resblock_kernels;       // {3, 7, 11}
+    std::vector<int> dilations = {1, 3, 5};  // of every AMP block
+    int sample_rate = 16000;                 // of the waveform the vocoder makes
+    int hop = 160;                           // samples per mel frame
+    bool has_bwe = false;                    // a bandwidth extension the decoder skips
+
+    int mel_frames(int latent_frames) const { return 4 * latent_frames - 3; }
+};
+
+// The prefix of the LTX audio VAE's tensors in `index` ("", "audio_vae_model." or
+// "first_stage_model."): where audio_vae.decoder.conv_in.conv.weight is.
+bool find_ltx_audio_vae(const TensorIndex& index, std::string* prefix);
+
+// Reads the widths and block counts; the error names the first missing or mis-shaped tensor.
+Result<LtxAudioVaeConfig> detect_ltx_audio_vae(const TensorIndex& index, const std::string& prefix);
+
+// latent [latent_bins, T, latent_channels, 1] -> log-mel [mel_bins, 4 T - 3, channels, 1].
+ggml_tensor* build_ltx_audio_mel(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_tensor* latent);
+
+// mel [mel_bins, frames, channels, 1] -> waveform [frames * hop, channels, 1, 1], clamped to
+// [-1, 1] (`clamp` false: as it comes; for checks).
+ggml_tensor* build_ltx_vocoder(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_tensor* mel,
+                               bool clamp = true);
+
+// Both through `run` (one graph): latent [16, T, 8, 1] -> waveform [samples, channels, 1, 1].
+Result<HostTensor> ltx_decode_audio(const LtxAudioVaeConfig& cfg, const HostTensor& latent,
+                                    const models::WanGraphRun& run);
+
+}  // namespace ggdiff::ltx

@@ -1,0 +1,302 @@
+// The LTX-2 audio VAE decoder and vocoder on a tiny random-weight model in the real layout
+// (decoder width 4 x {1, 2, 4}, two residual blocks per level; vocoder of 64 channels halved
+// through the six upsamplers, three AMP blocks each): detection, shapes (4 T - 3 mel frames,
+// 160 samples per frame, two channels), and the waveform against the reference engine's own
+// decode of the same weights and latent (tests/families/ltx_vae_ref/audio_*.f32, made as
+// ltx_vae_ref/README.md says).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "../io/io_test_util.h"
+#include "../vae/vae_test_support.h"
+#include "families/ltx/audio_vae.h"
+#include "io/tensor_index.h"
+
+namespace ggdiff {
+namespace {
+
+using ltx::LtxAudioVaeConfig;
+
+vae_test::Shapes audio_shapes() {
+    vae_test::Shapes s;
+    const std::string d = "audio_vae.decoder.";
+    auto conv2 = [&](const std::string& p, int64_t in, int64_t out, int64_t k) {
+        s.push_back({p + "conv.weight", {out, in, k, k}});
+        s.push_back({p + "conv.bias", {out}});
+    };
+    auto res = [&](const std::string& p, int64_t in, int64_t out) {
+        conv2(p + "conv1.", in, out, 3);
+        conv2(p + "conv2.", out, out, 3);
+        if (in != out) conv2(p + "nin_shortcut.", in, out, 1);
+    };
+    s.push_back({"audio_vae.per_channel_statistics.mean-of-means", {128}});
+    s.push_back({"audio_vae.per_channel_statistics.std-of-means", {128}});
+    conv2(d + "conv_in.", 8, 16, 3);
+    res(d + "mid.block_1.", 16, 16);
+    res(d + "mid.block_2.", 16, 16);
+    int64_t ch = 16;
+    for (int level = 2; level >= 0; --level) {
+        const int64_t out = 4 << level;
+        for (int b = 0; b < 2; ++b) {
+            res(d + "up." + std::to_string(level) + ".block." + std::to_string(b) + ".", ch, out);
+            ch = out;
+        }
+        if (level) conv2(d + "up." + std::to_string(level) + ".upsample.conv.", ch, ch, 3);
+    }
+    conv2(d + "conv_out.", ch, 2, 3);
+    const std::string v = "vocoder.vocoder.";
+    auto act = [&](const std::string& p, int64_t c) {
+        s.push_back({p + "act.alpha", {c}});
+        s.push_back({p + "act.beta", {c}});
+        s.push_back({p + "upsample.filter", {1, 1, 12}});
+        s.push_back({p + "downsample.lowpass.filter", {1, 1, 12}});
+    };
+    s.push_back({v + "conv_pre.weight", {64, 128, 7}});
+    s.push_back({v + "conv_pre.bias", {64}});
+    const int ups_k[6] = {11, 4, 4, 4, 4, 4};
+    const int res_k[3] = {3, 7, 11};
+    int64_t c = 64;
+    for (int i = 0; i < 6; ++i) {
+        s.push_back({v + "ups." + std::to_string(i) + ".weight", {c, c / 2, ups_k[i]}});
+        s.push_back({v + "ups." + std::to_string(i) + ".bias", {c / 2}});
+        c /= 2;
+        for (int j = 0; j < 3; ++j) {
+            const std::string r = v + "resblocks." + std::to_string(i * 3 + j) + ".";
+            for (int m = 0; m < 3; ++m) {
+                const std::string n = std::to_string(m);
+                for (const char* conv : {"convs1.", "convs2."}) {
+                    s.push_back({r + conv + n + ".weight", {c, c, res_k[j]}});
+                    s.push_back({r + conv + n + ".bias", {c}});
+                }
+                act(r + "acts1." + n + ".", c);
+                act(r + "acts2." + n + ".", c);
+            }
+        }
+    }
+    act(v + "act_post.", c);
+    s.push_back({v + "conv_post.weight", {2, c, 7}});
+    return s;
+}
+
+struct TinyAudio {
+    std::map<std::string, vae_test::HostWeight> weights;
+    LtxAudioVaeConfig cfg;
+    std::string file;
+    std::vector<testing::FakeTensor> fake;  // the file's tensors
+    std::string error;
+};
+
+const TinyAudio& tiny_audio() {
+    static TinyAudio m;
+    static bool made = false;
+    if (made) return m;
+    made = true;
+    m.weights = vae_test::random_weights(audio_shapes(), 81);
+    vae_test::Rng rng(9);
+    for (float& v : m.weights.at("audio_vae.per_channel_statistics.std-of-means").data) {
+        v = 0.5f + static_cast<float>(rng.uniform());
+    }
+    // Values F16 can hold, stored as F16.
+    // Activations of a real model's size: each random upsampler would grow them about 4x, and
+    // Snake's sin(alpha x) of large x turns the reference's F16 rounding into noise.
+    for (int i = 0; i < 6; ++i) {
+        for (float& v : m.weights.at("vocoder.vocoder.ups." + std::to_string(i) + ".weight").data)
+            v *= 0.25f;
+    }
+    for (float& v : m.weights.at("vocoder.vocoder.conv_post.weight").data) v *= 0.1f;
+    // The resampling filters in BF16 as in real checkpoints (the reference turns BF16 filters
+    // into the F16 its depthwise convolutions need; F32 or F16 ones it refuses).
+    for (auto& [name, w] : m.weights) {
+        const bool filter = name.find(".filter") != std::string::npos;
+        for (float& v : w.data) {
+            if (filter) v = ggml_bf16_to_fp32(ggml_fp32_to_bf16(v));
+            v = ggml_fp16_to_fp32(ggml_fp32_to_fp16(v));
+        }
+    }
+    std::vector<testing::FakeTensor> fake;
+    for (const auto& [name, w] : m.weights) {
+        if (name.find(".filter") == std::string::npos) {
+            // The vocoder in F32 (the reference then convolves it in F32 as we do; its
+            // F16 im2col of F16 kernels adds a few percent of noise through six stages).
+            const bool f32 = name.rfind("vocoder.", 0) == 0;
+            fake.push_back({name, f32 ? "F32" : "F16", w.shape,
+                            f32 ? testing::to_bytes(w.data) : testing::f16_bytes(w.data)});
+            continue;
+        }
+        std::vector<ggml_bf16_t> b(w.data.size());
+        for (size_t i = 0; i < b.size(); ++i) b[i] = ggml_fp32_to_bf16(w.data[i]);
+        fake.push_back({name, "BF16", w.shape, testing::to_bytes(b)});
+    }
+    m.fake = fake;
+    m.file = testing::test_dir("ltx_audio_vae") + "/audio_vae.safetensors";
+    testing::write_safetensors(m.file, fake);
+    TensorIndex index;
+    Status st = index.add(m.file);
+    std::string prefix;
+    if (!st.ok()) {
+        m.error = st.message();
+    } else if (!ltx::find_ltx_audio_vae(index, &prefix)) {
+        m.error = "no LTX audio VAE found";
+    } else {
+        auto cfg = ltx::detect_ltx_audio_vae(index, prefix);
+        if (cfg.ok()) {
+            m.cfg = *cfg;
+        } else {
+            m.error = cfg.status().message();
+        }
+    }
+    return m;
+}
+
+models::WanGraphRun audio_runner(const TinyAudio& m) {
+    const auto* weights = &m.weights;
+    return [weights](const models::WanGraphBuild& build) {
+        std::vector<const HostTensor*> hosts;
+        auto make = [&](ggml_context* ctx, nn::Weights* w, const std::vector<ggml_tensor*>& ins) {
+            nn::Ctx c{ctx, w};
+            size_t next = 0;
+            return build(c, [&](const HostTensor& t) -> ggml_tensor* {
+                if (!ins.empty()) return ins[next++];
+                hosts.push_back(&t);
+                int64_t d[4] = {t.dim(0), t.dim(1), t.dim(2), t.dim(3)};
+                return ggml_new_tensor(ctx, GGML_TYPE_F32, 4, d);
+            });
+        };
+        ggml_init_params p = {ggml_tensor_overhead() * 40000, nullptr, true};
+        ggml_context* dry = ggml_init(p);
+        vae_test::HostWeights w(*weights);
+        make(dry, &w, {});
+        ggml_free(dry);
+        return vae_test::run_graph_multi(*weights, hosts, make, true);
+    };
+}
+
+TEST(LtxAudioVae, ConfigComesFromTheWeights) {
+    const TinyAudio& m = tiny_audio();
+    ASSERT_EQ(m.error, "");
+    const LtxAudioVaeConfig& c = m.cfg;
+    EXPECT_EQ(c.prefix, "");
+    EXPECT_EQ(c.latent_channels, 8);
+    EXPECT_EQ(c.latent_bins, 16);
+    EXPECT_EQ(c.mel_bins, 64);
+    EXPECT_EQ(c.audio_channels, 2);
+    EXPECT_EQ(c.base_channels, 4);
+    EXPECT_EQ(c.multipliers, (std::vector<int64_t>{1, 2, 4}));
+    EXPECT_EQ(c.res_blocks, 1);
+    EXPECT_EQ(c.vocoder_channels, 64);
+    EXPECT_EQ(c.upsample_kernels, (std::vector<int>{11, 4, 4, 4, 4, 4}));
+    EXPECT_EQ(c.resblock_kernels, (std::vector<int>{3, 7, 11}));
+    EXPECT_FALSE(c.has_bwe);
+    EXPECT_EQ(c.mel_frames(3), 9);
+}
+
+TEST(LtxAudioVae, MissingVocoderIsNamed) {
+    const TinyAudio& m = tiny_audio();
+    ASSERT_EQ(m.error, "");
+    std::vector<testing::FakeTensor> fake;
+    for (const auto& [name, w] : m.weights) {
+        if (name.rfind("vocoder.vocoder.ups.5.", 0) == 0) continue;
+        fake.push_back({name, "F32", w.shape, testing::to_bytes(w.data)});
+    }
+    const std::string path = testing::test_dir("ltx_audio_broken") + "/a.safetensors";
+    testing::write_safetensors(path, fake);
+    TensorIndex index;
+    ASSERT_TRUE(index.add(path).ok());
+    auto cfg = ltx::detect_ltx_audio_vae(index, "");
+    ASSERT_FALSE(cfg.ok());
+    EXPECT_NE(cfg.status().message().find("vocoder.vocoder.ups"), std::string::npos)
+        << cfg.status().message();
+}
+
+TEST(LtxAudioVae, WrongLatentShapeIsRefused) {
+    const TinyAudio& m = tiny_audio();
+    ASSERT_EQ(m.error, "");
+    auto r = ltx::ltx_decode_audio(m.cfg, HostTensor({16, 3, 4, 1}), audio_runner(m));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("8 channels"), std::string::npos) << r.status().message();
+}
+
+// Known answers of the reference engine (LTXV::LTXAudioVAERunner::decode). With
+// LTX_VAE_REF_DUMP=DIR the test writes the harness's inputs: audio_<T>.latent.f32 (the
+// latent as the reference takes it, ggml [16, T, 8, 1], the same bytes as ours) and
+// audio.safetensors (the weights).
+class LtxAudioVaeReference : public ::testing::TestWithParam<int> {};
+
+TEST_P(LtxAudioVaeReference, MatchesTheReferenceEngine) {
+    const TinyAudio& m = tiny_audio();
+    ASSERT_EQ(m.error, "");
+    const int T = GetParam();
+    const HostTensor z = vae_test::random_tensor({16, T, 8, 1}, 500 + T);
+    const std::string name = "audio_" + std::to_string(T);
+    if (const char* dump = std::getenv("LTX_VAE_REF_DUMP")) {
+        testing::write_bytes(std::string(dump) + "/" + name + ".latent.f32",
+                             testing::to_bytes(z.data));
+        testing::write_safetensors(std::string(dump) + "/audio.safetensors", m.fake);
+    }
+    auto got = ltx::ltx_decode_audio(m.cfg, z, audio_runner(m));
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(got->ne, (std::vector<int64_t>{(4 * T - 3) * 160, 2, 1, 1}));
+    float peak = 0;
+    for (float v : got->data) {
+        ASSERT_TRUE(std::isfinite(v));
+        ASSERT_LE(std::fabs(v), 1.0f);
+        peak = std::max(peak, std::fabs(v));
+    }
+    EXPECT_GT(peak, 1e-3f);  // a real signal
+    const std::string file =
+        std::string(GGDIFF_SOURCE_DIR) + "/tests/families/ltx_vae_ref/" + name + ".f32";
+    if (!std::filesystem::exists(file)) GTEST_SKIP() << "no reference output " << file;
+    const std::string bytes = testing::read_bytes(file);
+    ASSERT_EQ(bytes.size(), got->data.size() * sizeof(float));
+    std::vector<float> ref(got->data.size());
+    std::memcpy(ref.data(), bytes.data(), bytes.size());
+    const vae_test::Diff d = vae_test::compare(got->data, ref);
+    // The reference rounds activations to F16 in its convolutions (the decoder's, and the
+    // vocoder's 2x down-sampling): seen 7.8e-3 (T = 1) and 2.6e-2 (T = 3) of the peak.
+    EXPECT_LT(d.rel(), 5e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Frames, LtxAudioVaeReference, ::testing::Values(1, 3));
+
+std::vector<float> read_floats(const std::string& file) {
+    const std::string bytes = testing::read_bytes(file);
+    std::vector<float> v(bytes.size() / sizeof(float));
+    std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+    return v;
+}
+
+// The two halves alone: the decoder's log-mel (audio_mel_3.f32, [64, 9, 2]) and the vocoder
+// before its final clamp on that mel (audio_voc_3.f32, [1440, 2]).
+TEST(LtxAudioVae, MelAndVocoderMatchTheReferenceEngine) {
+    const TinyAudio& m = tiny_audio();
+    ASSERT_EQ(m.error, "");
+    const std::string dir = std::string(GGDIFF_SOURCE_DIR) + "/tests/families/ltx_vae_ref/";
+    if (!std::filesystem::exists(dir + "audio_mel_3.f32")) GTEST_SKIP() << "no reference mel";
+    const HostTensor z = vae_test::random_tensor({16, 3, 8, 1}, 503);
+    auto run = audio_runner(m);
+    auto mel = run([&](nn::Ctx& c, const std::function<ggml_tensor*(const HostTensor&)>& input) {
+        return std::vector<ggml_tensor*>{ltx::build_ltx_audio_mel(c, m.cfg, input(z))};
+    });
+    ASSERT_TRUE(mel.ok()) << mel.status().message();
+    EXPECT_EQ((*mel)[0].ne, (std::vector<int64_t>{64, 9, 2, 1}));
+    const vae_test::Diff dm =
+        vae_test::compare((*mel)[0].data, read_floats(dir + "audio_mel_3.f32"));
+    EXPECT_LT(dm.rel(), 1e-2);  // seen 3.9e-3
+    HostTensor ref_mel({64, 9, 2, 1});
+    ref_mel.data = read_floats(dir + "audio_mel_3.f32");
+    auto wave = run([&](nn::Ctx& c, const std::function<ggml_tensor*(const HostTensor&)>& input) {
+        return std::vector<ggml_tensor*>{ltx::build_ltx_vocoder(c, m.cfg, input(ref_mel), false)};
+    });
+    ASSERT_TRUE(wave.ok()) << wave.status().message();
+    const vae_test::Diff dv =
+        vae_test::compare((*wave)[0].data, read_floats(dir + "audio_voc_3.f32"));
+    EXPECT_LT(dv.rel(), 5e-2);  // seen 1.6e-2: F16 activations in its down-sampling
+}
+
+}  // namespace
+}  // namespace ggdiff
