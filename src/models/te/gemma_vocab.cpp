@@ -3,9 +3,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/safe_text.h"
-#include "io/checkpoint_file.h"
 #include "io/mapped_file.h"
+#include "models/te/gguf_vocab.h"
 
 namespace ggdiff::models {
 
@@ -21,25 +20,9 @@ bool is_gguf(const std::string& path) {
 }  // namespace
 
 Result<GemmaTokenizer> read_gemma_gguf_vocab(const std::string& path) {
-    auto file = MappedFile::open(path);
-    if (!file.ok()) return file.status();
-    const MappedFile& f = **file;
-    if (f.size() < 4 || std::memcmp(f.data(), "GGUF", 4) != 0) {
-        return Status::Error(path +
-                             " is not a GGUF file, so it holds no tokenizer.ggml.* vocabulary");
-    }
-    auto arrays = read_gguf_arrays(f.data(), f.size(), "tokenizer.ggml.");
-    if (!arrays.ok()) return arrays.status().with_context(path);
-    auto tokens = arrays->strings.find("tokenizer.ggml.tokens");
-    if (tokens == arrays->strings.end()) {
-        return Status::Error(path + ": the GGUF holds no tokenizer.ggml.tokens vocabulary");
-    }
-    auto model = arrays->values.find("tokenizer.ggml.model");
-    const std::string kind = model == arrays->values.end() ? "" : model->second;
-    if (kind != "llama") {
-        return Status::Error(path + ": tokenizer.ggml.model is " + quote_name(kind) +
-                             ", not 'llama' (the SentencePiece model Gemma uses)");
-    }
+    auto arrays = read_gguf_vocab_arrays(path, "llama", "the SentencePiece model Gemma uses");
+    if (!arrays.ok()) return arrays.status();
+    const std::vector<std::string>& tokens = arrays->strings["tokenizer.ggml.tokens"];
     auto scores = arrays->floats.find("tokenizer.ggml.scores");
     if (scores == arrays->floats.end()) {
         return Status::Error(path + ": the GGUF's vocabulary has no tokenizer.ggml.scores");
@@ -47,7 +30,7 @@ Result<GemmaTokenizer> read_gemma_gguf_vocab(const std::string& path) {
     static const std::vector<int64_t> kNoTypes;
     auto types = arrays->ints.find("tokenizer.ggml.token_type");
     return GemmaTokenizer::from_sentencepiece(
-        tokens->second, scores->second, types == arrays->ints.end() ? kNoTypes : types->second,
+        tokens, scores->second, types == arrays->ints.end() ? kNoTypes : types->second,
         path + " (tokenizer.ggml.*)");
 }
 
