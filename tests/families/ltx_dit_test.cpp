@@ -13,7 +13,9 @@
 #include <map>
 
 #include "../io/io_test_util.h"
+#include "families/ltx/denoiser.h"
 #include "families/ltx/dit.h"
+#include "families/ltx/latents.h"
 #include "runtime/module_runner.h"
 
 namespace ggdiff::models {
@@ -404,6 +406,42 @@ TEST_F(LtxDit, MatchesTheNumpyForward) {
         EXPECT_LT(vmax, 2e-3 * vscale) << "cross-attention AdaLN " << cross;
         EXPECT_LT(amax, 2e-3 * ascale) << "cross-attention AdaLN " << cross;
     }
+}
+
+// The denoiser adapter: the packed latent unpacked, the DiT run, the velocities packed back
+// (zero tail) give what the DiT gives on the parts.
+TEST_F(LtxDit, DenoiserPacksWhatTheDitGives) {
+    Spec s;
+    s.cross_adaln = true;
+    const TensorIndex index = open(s, "model");
+    auto cfg = detect_ltx_dit(index);
+    ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+    const HostTensor x = wave({3, 2, 2, kIn}, 0.37f);
+    const HostTensor audio = wave({16, 5, 8, 1}, 0.21f);
+    const HostTensor text = wave({kCtx + kACtx, 7, 1}, 0.11f);
+    const DitRun want = run_dit(index, *cfg, x, &audio, text, 0.7f);
+    HostTensor video = x;
+    video.ne = {3, 2, kIn * 2, 1};
+    const HostTensor packed = ltx_pack(video, 2, audio);
+    ModuleDevices where;
+    LtxDenoiser d(std::make_unique<ModuleRunner>(index, -1, where, 2, "DiT"), *cfg);
+    ASSERT_TRUE(d.prepare().ok());
+    d.set_layout({2, 5, 24.0f});
+    Conditioning c;
+    c.context = text;
+    DenoiseBatch b;
+    b.x = packed;
+    b.timesteps = {0.7f};
+    b.cond = {&c};
+    auto got = d.run(b);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    ASSERT_EQ(got->ne, packed.ne);
+    HostTensor want_video = want.video;
+    want_video.ne = {3, 2, kIn * 2, 1};
+    const HostTensor want_packed = ltx_pack(want_video, 2, want.audio);
+    EXPECT_LT(max_abs_diff(*got, want_packed), 1e-5);
+    d.set_layout({2, 4, 24.0f});  // a layout the latent does not have
+    EXPECT_FALSE(d.run(b).ok());
 }
 
 TEST_F(LtxDit, ZeroWeightBlockPassesItsInputs) {

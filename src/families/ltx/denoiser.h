@@ -1,0 +1,53 @@
+// The LTX-2 audio-video DiT as a family's denoiser. The sampler sees one packed latent per item
+// (families/ltx/latents.h: the video [w, h, C * T] then the audio's values as extra channels,
+// zero tail); run() unpacks it, builds the RoPE tables (video cells at the request's fps, audio
+// steps, the connectors' positions), runs the DiT at the item's timestep (sigma, as FLUX-style
+// flow denoisers take it) on its text context ([video + audio width, L, 1]), and packs the
+// video and audio velocities back in the same layout (zero tail). Items run one at a time.
+// Image-to-video's held frames (DenoiseBatch::frame_keep) are not supported yet.
+#pragma once
+
+#include <memory>
+
+#include "families/ltx/dit.h"
+#include "pipeline/family.h"
+#include "runtime/module_runner.h"
+
+namespace ggdiff {
+
+// The packed latent's layout for a request.
+struct LtxLatentLayout {
+    int64_t frames = 1;       // latent frames
+    int64_t audio_steps = 0;  // 0: video only
+    float fps = 24.0f;
+};
+
+class LtxDenoiser : public Denoiser {
+  public:
+    static Result<std::unique_ptr<LtxDenoiser>> create(const FamilyContext& ctx,
+                                                       const ModuleDevices& where,
+                                                       const models::LtxDitConfig& cfg);
+    // Over a runner made elsewhere (tests); prepare() declares the DiT's weights on it.
+    LtxDenoiser(std::unique_ptr<ModuleRunner> runner, const models::LtxDitConfig& cfg)
+        : cfg_(cfg), runner_(std::move(runner)) {}
+    Status prepare();
+
+    void set_layout(const LtxLatentLayout& layout) { layout_ = layout; }
+    Result<HostTensor> run(const DenoiseBatch& batch) override;
+    void end_phase() override { runner_->end_phase(); }
+    ModuleRunner& runner() { return *runner_; }
+    const models::LtxDitConfig& config() const { return cfg_; }
+
+    // The DiT graph for one item (declares the weights; tests).
+    static std::vector<ggml_tensor*> build(GraphBuilder& gb, const models::LtxDitConfig& cfg,
+                                           const HostTensor& video, const HostTensor* audio,
+                                           float sigma, const HostTensor& context, float fps);
+
+  private:
+    LtxDenoiser() = default;
+    models::LtxDitConfig cfg_;
+    std::unique_ptr<ModuleRunner> runner_;
+    LtxLatentLayout layout_;
+};
+
+}  // namespace ggdiff
