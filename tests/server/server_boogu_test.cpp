@@ -60,18 +60,8 @@ TEST(ServerBoogu, A1111Txt2ImgGivesTheGoldenImage) {
                        {"sampler_name", "DPM++ 2M"},
                        {"cfg_scale", 5},
                        {"seed", 7}};
-    auto r = post_json(c, "/sdapi/v1/txt2img", body);
-    ASSERT_TRUE(r) << httplib::to_string(r.error()) << "\n" << server.log();
-    ASSERT_EQ(r->status, 200) << r->body.substr(0, 1000) << "\n" << server.log();
-    const json j = body_json(r);
-    ASSERT_EQ(j["images"].size(), 1u) << r->body.substr(0, 500);
-    std::string parameters;
-    const Image img = decode_b64_image(j["images"][0], &parameters);
-    ASSERT_FALSE(img.empty());
-    const std::string out = e2e::fresh_dir() + "/txt2img.png";
-    ASSERT_TRUE(write_image(out, img).ok());
-    e2e::expect_images_near(out, suite + "/boogu_dpmpp2m_neg.png", e2e::suite_tolerance(suite),
-                            "A1111 txt2img vs boogu_dpmpp2m_neg");
+    const std::string parameters =
+        expect_a1111_golden(c, "/sdapi/v1/txt2img", body, suite + "/boogu_dpmpp2m_neg.png", server);
     auto info = parse_infotext(parameters);
     ASSERT_TRUE(info.ok()) << parameters;
     EXPECT_EQ(info->model, "boogu_tiny_dit") << parameters;

@@ -10,23 +10,6 @@ namespace {
 
 namespace chroma = e2e::chroma;
 
-double mean_abs(const Image& a, const Image& b) {
-    if (a.empty() || a.pixels.size() != b.pixels.size()) return 1e9;
-    double s = 0;
-    for (size_t i = 0; i < a.pixels.size(); ++i) s += std::abs(int(a.pixels[i]) - int(b.pixels[i]));
-    return s / static_cast<double>(a.pixels.size());
-}
-
-// The golden image `file` with the channels of `like` (a PNG may be read as RGB or RGBA).
-Image golden_like(const std::string& file, const Image& like) {
-    auto g = read_image(chroma::golden(file));
-    if (!g.ok()) {
-        ADD_FAILURE() << g.status().message();
-        return {};
-    }
-    return like.empty() || g->channels == like.channels ? *g : convert_channels(*g, like.channels);
-}
-
 // The golden case chroma_cfg's settings in A1111's schema.
 json cfg_request() {
     return {{"prompt", "a red cube on a wooden table"},
@@ -69,17 +52,8 @@ TEST(ServerChroma, A1111Txt2ImgWithNegativePromptGivesTheGoldenImage) {
     if (!chroma::prerequisites_ok()) return;
     ServerProcess server(chroma::model_args(), true, "", false);
     auto c = server.client();
-    auto r = post_json(c, "/sdapi/v1/txt2img", cfg_request());
-    ASSERT_TRUE(r) << httplib::to_string(r.error()) << "\n" << server.log();
-    ASSERT_EQ(r->status, 200) << r->body.substr(0, 1000) << "\n" << server.log();
-    const json j = body_json(r);
-    ASSERT_EQ(j["images"].size(), 1u) << r->body.substr(0, 500);
-    std::string parameters;
-    const Image img = decode_b64_image(j["images"][0], &parameters);
-    ASSERT_FALSE(img.empty());
-    const double d = mean_abs(img, golden_like("chroma_cfg.png", img));
-    std::printf("A1111 txt2img vs chroma_cfg: mean_abs_diff %.3f\n", d);
-    EXPECT_LE(d, chroma::tolerance());
+    const std::string parameters = expect_a1111_golden(c, "/sdapi/v1/txt2img", cfg_request(),
+                                                       chroma::golden("chroma_cfg.png"), server);
     auto info = parse_infotext(parameters);
     ASSERT_TRUE(info.ok()) << parameters;
     EXPECT_EQ(info->negative_prompt, "blurry, low quality");

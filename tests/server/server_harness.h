@@ -211,11 +211,13 @@ inline Image decode_b64_image(const std::string& b64, std::string* parameters = 
 }
 
 // Posts the A1111 request `body` to `path` (e.g. /sdapi/v1/txt2img): it must give one image,
-// within the suite's tolerance of `golden` (a PNG of a tests/golden suite). Returns the
-// image's infotext parameters ("" after a failure, recorded as such).
+// within the suite's tolerance of `golden` (a PNG of a golden suite folder). Returns the
+// image's infotext parameters ("" after a failure, recorded as such) and, with `image`, the
+// decoded image (empty when none came) for the caller's own checks (its width and height).
 inline std::string expect_a1111_golden(httplib::Client& c, const std::string& path,
                                        const json& body, const std::string& golden,
-                                       const ServerProcess& server) {
+                                       const ServerProcess& server, Image* image = nullptr) {
+    if (image) *image = {};
     auto r = post_json(c, path, body);
     if (!r || r->status != 200) {
         ADD_FAILURE() << (r ? r->body.substr(0, 1000) : httplib::to_string(r.error())) << "\n"
@@ -229,6 +231,7 @@ inline std::string expect_a1111_golden(httplib::Client& c, const std::string& pa
     }
     std::string parameters;
     const Image img = decode_b64_image(j["images"][0], &parameters);
+    if (image) *image = img;
     const std::string out = e2e::fresh_dir() + "/a1111.png";
     if (img.empty() || !write_image(out, img).ok()) {
         ADD_FAILURE() << "the response image could not be written to " << out;

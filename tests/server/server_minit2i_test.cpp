@@ -45,8 +45,6 @@ TEST(ServerMiniT2I, CapabilitiesNameTheFamilyAndItsDefaults) {
 TEST(ServerMiniT2I, A1111Txt2ImgGivesTheGoldenImage) {
     if (!prerequisites_ok()) return;
     const std::string suite = e2e::repo_suite_dir("minit2i_tiny");
-    auto golden = read_image(suite + "/minit2i_dpmpp2m_neg.png");
-    ASSERT_TRUE(golden.ok()) << golden.status().message();
     ServerProcess server(model_args(), true, "", false);
     auto c = server.client();
     const json body = {{"prompt", "a castle on a hill at sunset"},
@@ -57,24 +55,8 @@ TEST(ServerMiniT2I, A1111Txt2ImgGivesTheGoldenImage) {
                        {"sampler_name", "DPM++ 2M"},
                        {"cfg_scale", 5},
                        {"seed", 7}};
-    auto r = post_json(c, "/sdapi/v1/txt2img", body);
-    ASSERT_TRUE(r) << httplib::to_string(r.error()) << "\n" << server.log();
-    ASSERT_EQ(r->status, 200) << r->body.substr(0, 1000) << "\n" << server.log();
-    const json j = body_json(r);
-    ASSERT_EQ(j["images"].size(), 1u) << r->body.substr(0, 500);
-    std::string parameters;
-    const Image img = decode_b64_image(j["images"][0], &parameters);
-    ASSERT_FALSE(img.empty());
-    const Image g =
-        golden->channels == img.channels ? *golden : convert_channels(*golden, img.channels);
-    ASSERT_EQ(g.pixels.size(), img.pixels.size());
-    double sum = 0;
-    for (size_t i = 0; i < img.pixels.size(); ++i) {
-        sum += std::abs(int(img.pixels[i]) - int(g.pixels[i]));
-    }
-    const double d = sum / static_cast<double>(img.pixels.size());
-    std::printf("A1111 txt2img vs minit2i_dpmpp2m_neg: mean_abs_diff %.3f\n", d);
-    EXPECT_LE(d, e2e::suite_tolerance(suite));
+    const std::string parameters = expect_a1111_golden(c, "/sdapi/v1/txt2img", body,
+                                                       suite + "/minit2i_dpmpp2m_neg.png", server);
     auto info = parse_infotext(parameters);
     ASSERT_TRUE(info.ok()) << parameters;
     EXPECT_EQ(info->model, "minit2i_tiny_dit") << parameters;

@@ -4,7 +4,6 @@
 // encoder gives); A1111 txt2img with the golden case sefi_cfg_neg's settings (a negative prompt
 // at cfg 4) gives the golden image, and the PNG's parameters name the DiT file as the model.
 #include "../golden/e2e_support.h"
-#include "image/image_io.h"
 #include "server_harness.h"
 
 namespace ggdiff::server_test {
@@ -56,18 +55,8 @@ TEST(ServerSefi, A1111Txt2ImgGivesTheGoldenImage) {
                        {"steps", 3},
                        {"cfg_scale", 4},
                        {"seed", 7}};
-    auto r = post_json(c, "/sdapi/v1/txt2img", body);
-    ASSERT_TRUE(r) << httplib::to_string(r.error()) << "\n" << server.log();
-    ASSERT_EQ(r->status, 200) << r->body.substr(0, 1000) << "\n" << server.log();
-    const json j = body_json(r);
-    ASSERT_EQ(j["images"].size(), 1u) << r->body.substr(0, 500);
-    std::string parameters;
-    const Image img = decode_b64_image(j["images"][0], &parameters);
-    ASSERT_FALSE(img.empty());
-    const std::string out = e2e::fresh_dir() + "/a1111.png";
-    ASSERT_TRUE(write_image(out, img).ok());
-    e2e::expect_images_near(out, suite + "/sefi_cfg_neg.png", e2e::suite_tolerance(suite),
-                            "A1111 txt2img vs sefi_cfg_neg");
+    const std::string parameters =
+        expect_a1111_golden(c, "/sdapi/v1/txt2img", body, suite + "/sefi_cfg_neg.png", server);
     auto info = parse_infotext(parameters);
     ASSERT_TRUE(info.ok()) << parameters;
     EXPECT_EQ(info->model, "sefi_tiny_dit") << parameters;
