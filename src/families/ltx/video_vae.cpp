@@ -115,12 +115,9 @@ struct Window {
 
 // A 3x3x3 convolution over x [W, H, in, F] with one replicated frame on each side in time
 // (in a window: the frame the previous window kept in front instead, when there is one);
-// 1-pixel zero padding in space. Computed as the sum of three 2-D convolutions, one per
-// temporal tap.
+// 1-pixel zero padding in space.
 ggml_tensor* conv3d(nn::Ctx& c, ggml_tensor* x, const std::string& p, int64_t in, int64_t out,
                     Window& win) {
-    ggml_tensor* w = c.W(p + "conv.weight", {3, 3, 3, in * out});
-    ggml_tensor* b = c.W(p + "conv.bias", {out});
     const int64_t n = x->ne[3];
     ggml_tensor* front = nullptr;
     if (win.cache) {
@@ -134,40 +131,7 @@ ggml_tensor* conv3d(nn::Ctx& c, ggml_tensor* x, const std::string& p, int64_t in
     if (!front) front = frame_range(c.ctx, x, 0, 1);
     ggml_tensor* seq = ggml_concat(c.ctx, front, x, 3);
     seq = ggml_concat(c.ctx, seq, frame_range(c.ctx, x, n - 1, 1), 3);
-    ggml_tensor* y = nullptr;
-    for (int64_t t = 0; t < 3; ++t) {
-        ggml_tensor* wt = ggml_view_4d(c.ctx, w, 3, 3, 1, in * out, w->nb[1], w->nb[2], w->nb[3],
-                                       static_cast<size_t>(t) * w->nb[2]);
-        wt = ggml_reshape_4d(c.ctx, ggml_cont(c.ctx, wt), 3, 3, in, out);
-        ggml_tensor* xt = frame_range(c.ctx, seq, t, n);
-        ggml_tensor* bt = t == 0 ? b : nullptr;
-        ggml_tensor* yt = nullptr;
-        if (cpu::enabled(c.ctx) && cpu::can_conv2d(wt, xt, bt)) {
-            yt = cpu::conv2d(c.ctx, wt, xt, bt, 1, 1);
-        } else {
-            yt = ggml_conv_2d(c.ctx, wt, xt, 1, 1, 1, 1, 1, 1);
-            if (bt) yt = ggml_add(c.ctx, yt, per_channel(c.ctx, f32(c.ctx, bt)));
-        }
-        y = y ? ggml_add(c.ctx, y, yt) : yt;
-    }
-    return y;
-}
-
-// Depth to space, "b (c p1 p2 p3) t h w -> b c (t p1) (h p2) (w p3)": x [W, H, C*ft*fs*fs, F]
-// with channel ((c * ft + it) * fs + ih) * fs + iw -> [W*fs, H*fs, C, F*ft]; `drop_first`:
-// without the first output frame.
-ggml_tensor* depth_to_space(ggml_context* ctx, ggml_tensor* x, int64_t ch, int ft, int fs,
-                            bool drop_first) {
-    const int64_t w = x->ne[0], h = x->ne[1], t = x->ne[3];
-    x = ggml_reshape_4d(ctx, x, w, h, fs, fs * ft * ch * t);  // w h iw (ih it c t)
-    x = ggml_cont(ctx, ggml_permute(ctx, x, 1, 2, 0, 3));     // iw w h (ih it c t)
-    x = ggml_reshape_4d(ctx, x, fs * w, h, fs, ft * ch * t);  // (iw w) h ih (it c t)
-    x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));     // (iw w) ih h (it c t)
-    x = ggml_reshape_4d(ctx, x, fs * w * fs * h, ft, ch, t);  // pixels it c t
-    x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));     // pixels c it t
-    x = ggml_reshape_4d(ctx, x, fs * w, fs * h, ch, ft * t);
-    if (drop_first && ft > 1) x = ggml_cont(ctx, frame_range(ctx, x, 1, x->ne[3] - 1));
-    return x;
+    return conv3d_valid(c, seq, p + "conv.", in, out);
 }
 
 // Patches back to pixels, "b (c r q) f h w -> b c f (h q) (w r)" (r: the column within the
@@ -204,6 +168,44 @@ ggml_tensor* residual_group(nn::Ctx& c, const LtxVideoVaeConfig& cfg, const LtxV
 }
 
 }  // namespace
+
+ggml_tensor* conv3d_valid(nn::Ctx& c, ggml_tensor* seq, const std::string& p, int64_t in,
+                          int64_t out) {
+    ggml_tensor* w = c.W(p + "weight", {3, 3, 3, in * out});
+    ggml_tensor* b = c.W(p + "bias", {out});
+    const int64_t n = seq->ne[3] - 2;
+    ggml_tensor* y = nullptr;
+    for (int64_t t = 0; t < 3; ++t) {
+        ggml_tensor* wt = ggml_view_4d(c.ctx, w, 3, 3, 1, in * out, w->nb[1], w->nb[2], w->nb[3],
+                                       static_cast<size_t>(t) * w->nb[2]);
+        wt = ggml_reshape_4d(c.ctx, ggml_cont(c.ctx, wt), 3, 3, in, out);
+        ggml_tensor* xt = frame_range(c.ctx, seq, t, n);
+        ggml_tensor* bt = t == 0 ? b : nullptr;
+        ggml_tensor* yt = nullptr;
+        if (cpu::enabled(c.ctx) && cpu::can_conv2d(wt, xt, bt)) {
+            yt = cpu::conv2d(c.ctx, wt, xt, bt, 1, 1);
+        } else {
+            yt = ggml_conv_2d(c.ctx, wt, xt, 1, 1, 1, 1, 1, 1);
+            if (bt) yt = ggml_add(c.ctx, yt, per_channel(c.ctx, f32(c.ctx, bt)));
+        }
+        y = y ? ggml_add(c.ctx, y, yt) : yt;
+    }
+    return y;
+}
+
+ggml_tensor* depth_to_space(ggml_context* ctx, ggml_tensor* x, int64_t ch, int ft, int fs,
+                            bool drop_first) {
+    const int64_t w = x->ne[0], h = x->ne[1], t = x->ne[3];
+    x = ggml_reshape_4d(ctx, x, w, h, fs, fs * ft * ch * t);  // w h iw (ih it c t)
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 1, 2, 0, 3));     // iw w h (ih it c t)
+    x = ggml_reshape_4d(ctx, x, fs * w, h, fs, ft * ch * t);  // (iw w) h ih (it c t)
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));     // (iw w) ih h (it c t)
+    x = ggml_reshape_4d(ctx, x, fs * w * fs * h, ft, ch, t);  // pixels it c t
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));     // pixels c it t
+    x = ggml_reshape_4d(ctx, x, fs * w, fs * h, ch, ft * t);
+    if (drop_first && ft > 1) x = ggml_cont(ctx, frame_range(ctx, x, 1, x->ne[3] - 1));
+    return x;
+}
 
 int LtxVideoVaeConfig::time_scale() const {
     int s = 1;

@@ -102,4 +102,16 @@ std::vector<LtxWindow> ltx_temporal_windows(int latent_frames, LtxTemporalTiling
 Result<HostTensor> ltx_decode_video(const LtxVideoVaeConfig& cfg, const HostTensor& z,
                                     const models::WanGraphRun& run, LtxTemporalTiling tiling = {});
 
+// Pieces shared with the latent upscaler (layout [W, H, C, frames]):
+// a 3x3x3 convolution (weight torch [out, in, 3, 3, 3] at p + "weight", bias p + "bias")
+// over the frames of `seq` already padded in time (one frame each side): [W, H, out, F - 2],
+// 1-pixel zero padding in space;
+ggml_tensor* conv3d_valid(nn::Ctx& c, ggml_tensor* seq, const std::string& p, int64_t in,
+                          int64_t out);
+// depth to space, "b (c p1 p2 p3) t h w -> b c (t p1) (h p2) (w p3)": [W, H, C*ft*fs*fs, F]
+// with channel ((c * ft + it) * fs + ih) * fs + iw -> [W*fs, H*fs, C, F*ft], without the
+// first output frame when `drop_first` (and ft > 1).
+ggml_tensor* depth_to_space(ggml_context* ctx, ggml_tensor* x, int64_t ch, int ft, int fs,
+                            bool drop_first);
+
 }  // namespace ggdiff::ltx
