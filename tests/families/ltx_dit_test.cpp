@@ -150,6 +150,13 @@ HostTensor wave(std::vector<int64_t> ne, float freq, float shift = 0.0f) {
     return t;
 }
 
+// The tiny model's inputs: a 3x2 latent of 2 frames, 5 audio steps, 7 text tokens.
+struct Sample {
+    HostTensor x = wave({3, 2, 2, kIn}, 0.37f);
+    HostTensor audio = wave({16, 5, 8, 1}, 0.21f);
+    HostTensor text = wave({kCtx + kACtx, 7, 1}, 0.11f);
+};
+
 double max_abs_diff(const HostTensor& a, const HostTensor& b) {
     double m = a.data.size() == b.data.size() ? 0.0 : 1e30;
     for (size_t i = 0; i < a.data.size() && i < b.data.size(); ++i)
@@ -321,9 +328,8 @@ TEST_F(LtxDit, ShapesAndTheTextReachTheOutput) {
         const TensorIndex index = open(s, "model");
         auto cfg = detect_ltx_dit(index);
         ASSERT_TRUE(cfg.ok()) << cfg.status().message();
-        const HostTensor x = wave({3, 2, 2, kIn}, 0.37f);
-        const HostTensor audio = wave({16, 5, 8, 1}, 0.21f);
-        const HostTensor text = wave({kCtx + kACtx, 7, 1}, 0.11f);
+        const Sample in;
+        const HostTensor &x = in.x, &audio = in.audio, &text = in.text;
         const DitRun a = run_dit(index, *cfg, x, &audio, text, 0.7f);
         EXPECT_EQ(a.video.dim(0), 3);
         EXPECT_EQ(a.video.dim(1), 2);
@@ -362,9 +368,8 @@ TEST_F(LtxDit, MatchesTheNumpyForward) {
         ASSERT_TRUE(index.add(weights, kDit).ok());
         auto cfg = detect_ltx_dit(index);
         ASSERT_TRUE(cfg.ok()) << cfg.status().message();
-        const HostTensor x = wave({3, 2, 2, kIn}, 0.37f);
-        const HostTensor audio = wave({16, 5, 8, 1}, 0.21f);
-        const HostTensor text = wave({kCtx + kACtx, 7, 1}, 0.11f);
+        const Sample in;
+        const HostTensor &x = in.x, &audio = in.audio, &text = in.text;
         write_f32(dir_ + "/x.f32", x);
         write_f32(dir_ + "/audio.f32", audio);
         write_f32(dir_ + "/text.f32", text);
@@ -416,9 +421,8 @@ TEST_F(LtxDit, DenoiserPacksWhatTheDitGives) {
     const TensorIndex index = open(s, "model");
     auto cfg = detect_ltx_dit(index);
     ASSERT_TRUE(cfg.ok()) << cfg.status().message();
-    const HostTensor x = wave({3, 2, 2, kIn}, 0.37f);
-    const HostTensor audio = wave({16, 5, 8, 1}, 0.21f);
-    const HostTensor text = wave({kCtx + kACtx, 7, 1}, 0.11f);
+    const Sample in;
+    const HostTensor &x = in.x, &audio = in.audio, &text = in.text;
     const DitRun want = run_dit(index, *cfg, x, &audio, text, 0.7f);
     HostTensor video = x;
     video.ne = {3, 2, kIn * 2, 1};

@@ -177,6 +177,47 @@ TextRun run_text(const TensorIndex& index, const LtxTextConfig& cfg) {
     return r;
 }
 
+// The Hugging Face-named Gemma and the projection of `index` in one file, as the numpy
+// forward reads them.
+std::string reference_weights(const std::string& dir, const TensorIndex& index) {
+    std::vector<FakeTensor> all;
+    for (const TensorInfo& t : index.tensors()) {
+        std::vector<float> v;
+        EXPECT_TRUE(index.read_f32(t, v).ok()) << t.name;
+        std::string name = t.name;
+        if (name.rfind(kLlm, 0) == 0) name = name.substr(kLlm.size());
+        all.push_back({name, "F32", t.shape, testing::to_bytes(v)});
+    }
+    const std::string path = dir + "/reference.safetensors";
+    testing::write_safetensors(path, all);
+    return path;
+}
+
+// Runs tests/tools/ltx_text_reference.py on `weights` (HF names and the projection in one
+// file) for kIds: the states [S, T, hidden] then the context [T, video + audio].
+std::vector<float> numpy_reference(const std::string& dir, const std::string& weights,
+                                   int window = 1024) {
+    const std::string json = dir + "/config.json";
+    {
+        std::ofstream f(json);
+        f << "{\"ids\": [";
+        for (size_t i = 0; i < kIds.size(); ++i) f << (i ? ", " : "") << kIds[i];
+        f << "], \"head_dim\": " << kHead << ", \"heads\": " << kHeads << ", \"kv_heads\": " << kKv
+          << ", \"window\": " << window << "}";
+    }
+    const std::string out_path = dir + "/reference.f32";
+    const std::string cmd = "/usr/bin/python3 " GGDIFF_SOURCE_DIR
+                            "/tests/tools/ltx_text_reference.py " +
+                            weights + " " + json + " " + out_path;
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const int64_t t = static_cast<int64_t>(kIds.size()), s = kLayers + 1;
+    std::vector<float> ref(static_cast<size_t>(s * t * kHidden + t * (kVideo + kAudio)));
+    std::ifstream f(out_path, std::ios::binary);
+    f.read(reinterpret_cast<char*>(ref.data()), static_cast<std::streamsize>(ref.size() * 4));
+    EXPECT_TRUE(f.good()) << out_path;
+    return ref;
+}
+
 class LtxText : public ::testing::Test {
   protected:
     void SetUp() override {
@@ -284,41 +325,8 @@ TEST_F(LtxText, ErrorsNameTheTensor) {
 // Every state and the projected context against tests/tools/ltx_text_reference.py; the
 // llama.cpp-named file (norms + 1) gives the same numbers.
 TEST_F(LtxText, MatchesTheNumpyForward) {
-    const std::string json = dir_ + "/config.json";
-    {
-        std::ofstream f(json);
-        f << "{\"ids\": [";
-        for (size_t i = 0; i < kIds.size(); ++i) f << (i ? ", " : "") << kIds[i];
-        f << "], \"head_dim\": " << kHead << ", \"heads\": " << kHeads << ", \"kv_heads\": " << kKv
-          << "}";
-    }
-    // The reference reads the HF names and the projection from one file.
-    std::vector<FakeTensor> all;
-    for (const auto& [name, shape] : hf_shapes())
-        all.push_back({name, "F32", shape, testing::to_bytes(values(name, shape))});
-    const int64_t in = kHidden * (kLayers + 1);
-    for (const auto& [name, out] :
-         {std::pair<std::string, int64_t>{"video_aggregate_embed", kVideo},
-          {"audio_aggregate_embed", kAudio}}) {
-        const std::string p = "text_embedding_projection." + name;
-        all.push_back(
-            {p + ".weight", "F32", {out, in}, testing::to_bytes(values(p + ".weight", {out, in}))});
-        all.push_back({p + ".bias", "F32", {out}, testing::to_bytes(values(p + ".bias", {out}))});
-    }
-    const std::string ref_weights = dir_ + "/reference.safetensors";
-    testing::write_safetensors(ref_weights, all);
-    const std::string out_path = dir_ + "/reference.f32";
-    const std::string cmd = "/usr/bin/python3 " GGDIFF_SOURCE_DIR
-                            "/tests/tools/ltx_text_reference.py " +
-                            ref_weights + " " + json + " " + out_path;
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const std::vector<float> ref = numpy_reference(dir_, reference_weights(dir_, open(false)));
     const int64_t t = static_cast<int64_t>(kIds.size()), s = kLayers + 1;
-    std::vector<float> ref(static_cast<size_t>(s * t * kHidden + t * (kVideo + kAudio)));
-    {
-        std::ifstream f(out_path, std::ios::binary);
-        f.read(reinterpret_cast<char*>(ref.data()), static_cast<std::streamsize>(ref.size() * 4));
-        ASSERT_TRUE(f.good());
-    }
     for (bool llama : {false, true}) {
         const TensorIndex index = open(llama);
         auto cfg = detect_ltx_text(index, kLlm);
@@ -368,37 +376,9 @@ TEST_F(LtxText, MatchesTheNumpyForward) {
 // A prompt longer than the sliding window (here shrunk to 3 tokens) runs the local layers with
 // the window mask, as the numpy forward does.
 TEST_F(LtxText, SlidingWindowBeyondItsLength) {
-    const std::string json = dir_ + "/config.json";
-    {
-        std::ofstream f(json);
-        f << "{\"ids\": [";
-        for (size_t i = 0; i < kIds.size(); ++i) f << (i ? ", " : "") << kIds[i];
-        f << "], \"head_dim\": " << kHead << ", \"heads\": " << kHeads << ", \"kv_heads\": " << kKv
-          << ", \"window\": 3}";
-    }
     const TensorIndex index = open(false);
-    std::vector<FakeTensor> all;
-    for (const TensorInfo& t : index.tensors()) {
-        std::vector<float> v;
-        ASSERT_TRUE(index.read_f32(t, v).ok());
-        std::string name = t.name;
-        if (name.rfind(kLlm, 0) == 0) name = name.substr(kLlm.size());
-        all.push_back({name, "F32", t.shape, testing::to_bytes(v)});
-    }
-    const std::string ref_weights = dir_ + "/reference.safetensors";
-    testing::write_safetensors(ref_weights, all);
-    const std::string out_path = dir_ + "/reference.f32";
-    const std::string cmd = "/usr/bin/python3 " GGDIFF_SOURCE_DIR
-                            "/tests/tools/ltx_text_reference.py " +
-                            ref_weights + " " + json + " " + out_path;
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const std::vector<float> ref = numpy_reference(dir_, reference_weights(dir_, index), 3);
     const int64_t t = static_cast<int64_t>(kIds.size()), s = kLayers + 1;
-    std::vector<float> ref(static_cast<size_t>(s * t * kHidden + t * (kVideo + kAudio)));
-    {
-        std::ifstream f(out_path, std::ios::binary);
-        f.read(reinterpret_cast<char*>(ref.data()), static_cast<std::streamsize>(ref.size() * 4));
-        ASSERT_TRUE(f.good());
-    }
     auto cfg = detect_ltx_text(index, kLlm);
     ASSERT_TRUE(cfg.ok()) << cfg.status().message();
     cfg->llm.sliding_window = 3;
