@@ -22,6 +22,10 @@ distributions, drawn directly in the stored types:
                          zero passes its input through unchanged, so a model the reference only
                          takes at its real depth can have a few random layers and cost little
                          disk.
+  "#! rows: REGEX=K"      matrices whose name matches keep only their first K rows (the first K
+                         output features) random; the rest is a zero hole. For hard-coded wide
+                         projections (LTX-2's 188160 -> 4096 text projection) whose output must
+                         still depend on the input. Several "#! rows:" lines may be given.
 Same list, seed and numpy version: same bytes (the manifests keep the sha256).
 """
 import re
@@ -35,11 +39,16 @@ F32, F16, Q4_0 = 0, 1, 2
 RESIDUAL_OUT = ("o_proj", "down_proj", "linear_fc2", "attn.proj")
 NORM_HINTS = ("norm",)
 Q4_STD = np.sqrt((16 * 16 - 1) / 12.0)  # deviation of integers uniform in -8..7
+ROWS = []  # ("#! rows:" regex, rows kept random)
 
 
 def read_list(path):
     items, gains, keep, zero = [], [], [], None
+    global ROWS
     for line in open(path):
+        if line.startswith("#! rows:"):
+            pattern, count = line.split(":", 1)[1].strip().rsplit("=", 1)
+            ROWS.append((re.compile(pattern.strip()), int(count)))
         if line.startswith("#! zero:"):
             zero = re.compile(line.split(":", 1)[1].strip())
         if line.startswith("#! f16:"):
@@ -147,6 +156,12 @@ def main():
             size = nbytes(shape, kind)
             if zero is not None and zero.search(name):
                 f.seek(size + (-size % ALIGN), 1)
+                continue
+            kept = next((k for r, k in ROWS if r.search(name)), None)
+            if kept is not None and len(shape) >= 2 and kept < shape[0]:
+                data = draw(rng, name, (kept,) + tuple(shape[1:]), kind, gains)
+                f.write(data)
+                f.seek(size - len(data) + (-size % ALIGN), 1)
                 continue
             data = draw(rng, name, shape, kind, gains)
             f.write(data)
