@@ -12,7 +12,7 @@
 
 #include "../golden/e2e_support.h"
 #include "../golden/safetensors_merge.h"
-#include "part_files.h"
+#include "files_support.h"
 
 namespace {
 
@@ -21,8 +21,6 @@ namespace e2e = ggdiff::e2e;
 using e2e::contains;
 using e2e::RunResult;
 
-constexpr const char* kSuite = "boogu_tiny";
-constexpr const char* kCase = "boogu_default";
 constexpr const char* kFamily = "family:      boogu_image (Boogu Image)";
 
 std::string tokenizer() {
@@ -44,50 +42,21 @@ std::function<std::string(const std::string&)> prefixed(const std::string& prefi
     return [prefix](const std::string& n) { return prefix + n; };
 }
 
-class BooguFiles : public ::testing::Test {
+class BooguFiles : public e2e::CaseFiles {
   protected:
-    void SetUp() override {
-        for (const std::string& f :
-             {e2e::binary_path(), e2e::built_fixture("boogu_tiny_dit"),
-              e2e::built_fixture("zimage_tiny_llm"), e2e::built_fixture("flux_ae"), golden()}) {
-            ASSERT_TRUE(fs::is_regular_file(f))
-                << "missing " << f << " (run through ctest: its fixture tests make the files)";
-        }
-        dir_ = e2e::fresh_dir();
+    std::string suite() const override { return "boogu_tiny"; }
+    std::string case_id() const override { return "boogu_default"; }
+    std::vector<std::string> files() const override {
+        return {e2e::built_fixture("boogu_tiny_dit"), e2e::built_fixture("zimage_tiny_llm"),
+                e2e::built_fixture("flux_ae")};
     }
-
-    static std::string suite_dir() { return e2e::repo_suite_dir(kSuite); }
-    static std::string golden() { return suite_dir() + "/" + kCase + ".png"; }
-
-    RunResult generate(const std::vector<std::string>& model, const std::string& out,
-                       const std::vector<std::string>& extra = {}) const {
-        std::vector<std::string> args = model;
-        for (const std::string& a : e2e::suite_case_args(suite_dir(), kCase)) args.push_back(a);
-        args.insert(args.end(), extra.begin(), extra.end());
-        args.insert(args.end(), {"-o", out});
-        return e2e::run_ggdiff(args, dir_, 600);
-    }
-
-    // A request that fails before any compute: `model` with a tiny image.
-    RunResult refused(const std::vector<std::string>& model, const std::string& out) const {
-        return e2e::run_refused(model, out, dir_);
-    }
-
-    std::string dir_;
 };
 
 TEST_F(BooguFiles, InfoNamesBoogu) {
     for (const char* flag : {"--diffusion-model", "-m"}) {
-        RunResult alone =
-            e2e::run_ggdiff({"-M", "info", flag, e2e::built_fixture("boogu_tiny_dit")}, dir_, 60);
-        ASSERT_TRUE(alone.succeeded()) << alone.describe();
-        EXPECT_TRUE(contains(alone.out, kFamily)) << alone.describe();
+        expect_info_names({flag, e2e::built_fixture("boogu_tiny_dit")}, kFamily);
     }
-    std::vector<std::string> all = {"-M", "info"};
-    for (const std::string& a : split_args()) all.push_back(a);
-    RunResult parts = e2e::run_ggdiff(all, dir_, 60);
-    ASSERT_TRUE(parts.succeeded()) << parts.describe();
-    EXPECT_TRUE(contains(parts.out, kFamily)) << parts.describe();
+    expect_info_names(split_args(), kFamily);
 }
 
 // One file as the reference loads it with -m: the same model as the split files.
@@ -98,61 +67,23 @@ TEST_F(BooguFiles, SingleFileIsTheSameModel) {
          {e2e::built_fixture("zimage_tiny_llm"), prefixed("text_encoders.llm.")},
          {e2e::built_fixture("flux_ae"), prefixed("first_stage_model.")}},
         single));
-    RunResult info = e2e::run_ggdiff({"-M", "info", "-m", single}, dir_, 60);
-    ASSERT_TRUE(info.succeeded()) << info.describe();
-    EXPECT_TRUE(contains(info.out, kFamily)) << info.describe();
+    ASSERT_NO_FATAL_FAILURE(expect_info_names({"-m", single}, kFamily));
     const std::string out = dir_ + "/single.png";
     RunResult r = generate({"-m", single, "--llm-tokenizer", tokenizer()}, out);
     ASSERT_TRUE(r.succeeded()) << r.describe();
-    e2e::expect_images_near(out, golden(), e2e::suite_tolerance(suite_dir()), "single file");
+    e2e::expect_images_near(out, golden(), tolerance(), "single file");
 }
 
 // The DiT and the LLM converted to q8_0 GGUFs, and every part converted on load with --type
 // q8_0, stay near the golden image; the A1111 parameters name the DiT file as the model.
 TEST_F(BooguFiles, GgufPartsTypeAndMetadata) {
-    const std::string dit = dir_ + "/boogu_tiny_dit_q8_0.gguf";
-    RunResult c = e2e::convert_part("--diffusion-model", e2e::built_fixture("boogu_tiny_dit"),
-                                    "q8_0", dit, dir_);
-    ASSERT_TRUE(c.succeeded()) << c.describe();
-    const std::string llm = dir_ + "/llm_q8_0.gguf";
-    RunResult c2 =
-        e2e::convert_part("--llm", e2e::built_fixture("zimage_tiny_llm"), "q8_0", llm, dir_);
-    ASSERT_TRUE(c2.succeeded()) << c2.describe();
-    RunResult info = e2e::run_ggdiff({"-M", "info", "--diffusion-model", dit}, dir_, 60);
-    ASSERT_TRUE(info.succeeded()) << info.describe();
-    EXPECT_TRUE(contains(info.out, kFamily)) << info.describe();
-    EXPECT_TRUE(contains(info.out, "q8_0=")) << info.describe();
-    const std::string out = dir_ + "/gguf.png";
-    RunResult r = generate(split_args(dit, llm), out);
-    ASSERT_TRUE(r.succeeded()) << r.describe();
-    e2e::expect_images_near(out, golden(), 6.0, "q8_0 GGUF DiT and LLM against the f16 golden");
-    auto params = ggdiff::read_image_parameters(out);
-    ASSERT_TRUE(params.ok());
-    EXPECT_TRUE(contains(*params, "Model: boogu_tiny_dit_q8_0")) << *params;
-
-    const std::string out2 = dir_ + "/type.png";
-    RunResult t = generate(split_args(), out2, {"--type", "q8_0"});
-    ASSERT_TRUE(t.succeeded()) << t.describe();
-    e2e::expect_images_near(out2, golden(), 6.0, "--type q8_0 against the f16 golden");
+    check_q8_0_gguf_and_type(kFamily, "boogu_tiny_dit", e2e::built_fixture("boogu_tiny_dit"),
+                             e2e::built_fixture("zimage_tiny_llm"), split_args);
 }
 
 // -b 2: seeds s and s + 1, each the image its own seed gives alone.
 TEST_F(BooguFiles, BatchSeeds) {
-    const std::string out = dir_ + "/batch.png";
-    RunResult b = generate(split_args(), out, {"-b", "2"});
-    ASSERT_TRUE(b.succeeded()) << b.describe();
-    const std::vector<std::string> pngs = e2e::pngs_in(dir_);
-    ASSERT_EQ(pngs.size(), 2u) << b.describe();
-    e2e::expect_images_near(pngs[0], golden(), e2e::suite_tolerance(suite_dir()),
-                            "batch image 1 (seed 42)");
-    auto p2 = ggdiff::read_image_parameters(pngs[1]);
-    ASSERT_TRUE(p2.ok());
-    EXPECT_TRUE(contains(*p2, "Seed: 43")) << *p2;
-    const std::string alone = dir_ + "/seed43/alone.png";
-    fs::create_directories(dir_ + "/seed43");
-    RunResult s = generate(split_args(), alone, {"-s", "43"});
-    ASSERT_TRUE(s.succeeded()) << s.describe();
-    e2e::expect_images_near(pngs[1], alone, 0.5, "batch image 2 against seed 43 alone");
+    check_batch_seeds(split_args(), 42);
 }
 
 // What a newcomer gets wrong: no --llm, a Qwen2-type LLM, no VAE, a --prediction other than
@@ -189,7 +120,7 @@ TEST_F(BooguFiles, ClearErrorsForMissingOrWrongParts) {
           [](const std::string& n) { return "model.visual." + n.substr(n.find('.') + 1); }}},
         vl));
     std::vector<std::string> edit = split_args("", vl);
-    edit.insert(edit.end(), {"-r", e2e::repo_suite_dir(kSuite) + "/ref_stripes.png"});
+    edit.insert(edit.end(), {"-r", suite_dir() + "/ref_stripes.png"});
     RunResult r = refused(edit, dir_ + "/edit.png");
     EXPECT_FALSE(r.succeeded());
     EXPECT_TRUE(contains(r.err, "not Qwen3-VL's (no visual.pos_embed.weight)")) << r.describe();

@@ -13,7 +13,7 @@
 
 #include "../golden/e2e_support.h"
 #include "../golden/safetensors_merge.h"
-#include "part_files.h"
+#include "files_support.h"
 
 namespace {
 
@@ -22,8 +22,7 @@ namespace e2e = ggdiff::e2e;
 using e2e::contains;
 using e2e::RunResult;
 
-constexpr const char* kSuite = "krea2_tiny";
-constexpr const char* kCase = "krea2_wide_cfg1";  // cfg 1: one pass per step
+constexpr const char* kFamily = "family:      krea2 (Krea2)";
 
 std::vector<std::string> split_args(const std::string& dit = "", const std::string& llm = "") {
     return {"--diffusion-model",
@@ -73,50 +72,21 @@ std::string diffusers_name(const std::string& name) {
     return n;
 }
 
-class Krea2Files : public ::testing::Test {
+class Krea2Files : public e2e::CaseFiles {
   protected:
-    void SetUp() override {
-        for (const std::string& f :
-             {e2e::binary_path(), e2e::built_fixture("krea2_tiny_dit"),
-              e2e::built_fixture("krea2_tiny_llm"), e2e::built_fixture("qwen_vae"), golden()}) {
-            ASSERT_TRUE(fs::is_regular_file(f))
-                << "missing " << f << " (run through ctest: its fixture tests make the files)";
-        }
-        dir_ = e2e::fresh_dir();
+    std::string suite() const override { return "krea2_tiny"; }
+    std::string case_id() const override { return "krea2_wide_cfg1"; }  // cfg 1: one pass per step
+    std::vector<std::string> files() const override {
+        return {e2e::built_fixture("krea2_tiny_dit"), e2e::built_fixture("krea2_tiny_llm"),
+                e2e::built_fixture("qwen_vae")};
     }
-
-    static std::string suite_dir() { return e2e::repo_suite_dir(kSuite); }
-    static std::string golden() { return suite_dir() + "/" + kCase + ".png"; }
-
-    RunResult generate(const std::vector<std::string>& model, const std::string& out,
-                       const std::vector<std::string>& extra = {}) const {
-        std::vector<std::string> args = e2e::suite_case_args(suite_dir(), kCase);
-        args.insert(args.begin(), model.begin(), model.end());
-        args.insert(args.end(), extra.begin(), extra.end());
-        args.insert(args.end(), {"-o", out});
-        return e2e::run_ggdiff(args, dir_, 600);
-    }
-
-    RunResult refused(const std::vector<std::string>& model, const std::string& out) const {
-        return e2e::run_refused(model, out, dir_);
-    }
-
-    std::string dir_;
 };
 
 TEST_F(Krea2Files, InfoNamesKrea2) {
-    const std::string family = "family:      krea2 (Krea2)";
     for (const char* flag : {"--diffusion-model", "-m"}) {
-        RunResult alone =
-            e2e::run_ggdiff({"-M", "info", flag, e2e::built_fixture("krea2_tiny_dit")}, dir_, 60);
-        ASSERT_TRUE(alone.succeeded()) << alone.describe();
-        EXPECT_TRUE(contains(alone.out, family)) << alone.describe();
+        expect_info_names({flag, e2e::built_fixture("krea2_tiny_dit")}, kFamily);
     }
-    std::vector<std::string> all = {"-M", "info"};
-    for (const std::string& a : split_args()) all.push_back(a);
-    RunResult parts = e2e::run_ggdiff(all, dir_, 60);
-    ASSERT_TRUE(parts.succeeded()) << parts.describe();
-    EXPECT_TRUE(contains(parts.out, family)) << parts.describe();
+    expect_info_names(split_args(), kFamily);
 }
 
 // One file as the reference loads it with -m, and the DiT in diffusers names: the same model as
@@ -135,67 +105,29 @@ TEST_F(Krea2Files, SingleFileAndDiffusersNamesAreTheSameModel) {
     const std::string out = dir_ + "/single.png";
     RunResult r = generate({"-m", single, "--llm-tokenizer", tok}, out);
     ASSERT_TRUE(r.succeeded()) << r.describe();
-    e2e::expect_images_near(out, golden(), e2e::suite_tolerance(suite_dir()), "single file");
+    e2e::expect_images_near(out, golden(), tolerance(), "single file");
 
     const std::string diffusers = dir_ + "/krea2_diffusers.safetensors";
     ASSERT_TRUE(e2e::merge_safetensors({{e2e::built_fixture("krea2_tiny_dit"), diffusers_name}},
                                        diffusers));
-    RunResult info = e2e::run_ggdiff({"-M", "info", "-m", diffusers}, dir_, 60);
-    ASSERT_TRUE(info.succeeded()) << info.describe();
-    EXPECT_TRUE(contains(info.out, "family:      krea2 (Krea2)")) << info.describe();
+    ASSERT_NO_FATAL_FAILURE(expect_info_names({"-m", diffusers}, kFamily));
     const std::string out2 = dir_ + "/diffusers.png";
     RunResult d = generate(split_args(diffusers), out2);
     ASSERT_TRUE(d.succeeded()) << d.describe();
     EXPECT_TRUE(contains(d.err, "diffusers Krea2 transformer renamed")) << d.describe();
-    e2e::expect_images_near(out2, golden(), e2e::suite_tolerance(suite_dir()), "diffusers names");
+    e2e::expect_images_near(out2, golden(), tolerance(), "diffusers names");
 }
 
 // The DiT and the LLM converted to q8_0 GGUFs, and every part converted on load with --type
 // q8_0, stay near the golden image; the A1111 parameters name the DiT file as the model.
 TEST_F(Krea2Files, GgufPartsTypeAndMetadata) {
-    const std::string dit = dir_ + "/krea2_tiny_dit_q8_0.gguf";
-    RunResult c = e2e::convert_part("--diffusion-model", e2e::built_fixture("krea2_tiny_dit"),
-                                    "q8_0", dit, dir_);
-    ASSERT_TRUE(c.succeeded()) << c.describe();
-    const std::string llm = dir_ + "/llm_q8_0.gguf";
-    RunResult c2 =
-        e2e::convert_part("--llm", e2e::built_fixture("krea2_tiny_llm"), "q8_0", llm, dir_);
-    ASSERT_TRUE(c2.succeeded()) << c2.describe();
-    RunResult info = e2e::run_ggdiff({"-M", "info", "--diffusion-model", dit}, dir_, 60);
-    ASSERT_TRUE(info.succeeded()) << info.describe();
-    EXPECT_TRUE(contains(info.out, "family:      krea2 (Krea2)")) << info.describe();
-    EXPECT_TRUE(contains(info.out, "q8_0=")) << info.describe();
-    const std::string out = dir_ + "/gguf.png";
-    RunResult r = generate(split_args(dit, llm), out);
-    ASSERT_TRUE(r.succeeded()) << r.describe();
-    e2e::expect_images_near(out, golden(), 6.0, "q8_0 GGUF DiT and LLM against the f16 golden");
-    auto params = ggdiff::read_image_parameters(out);
-    ASSERT_TRUE(params.ok());
-    EXPECT_TRUE(contains(*params, "Model: krea2_tiny_dit_q8_0")) << *params;
-
-    const std::string out2 = dir_ + "/type.png";
-    RunResult t = generate(split_args(), out2, {"--type", "q8_0"});
-    ASSERT_TRUE(t.succeeded()) << t.describe();
-    e2e::expect_images_near(out2, golden(), 6.0, "--type q8_0 against the f16 golden");
+    check_q8_0_gguf_and_type(kFamily, "krea2_tiny_dit", e2e::built_fixture("krea2_tiny_dit"),
+                             e2e::built_fixture("krea2_tiny_llm"), split_args);
 }
 
 // -b 2: seeds s and s + 1, each the image its own seed gives alone.
 TEST_F(Krea2Files, BatchSeeds) {
-    const std::string out = dir_ + "/batch.png";
-    RunResult b = generate(split_args(), out, {"-b", "2"});
-    ASSERT_TRUE(b.succeeded()) << b.describe();
-    const std::vector<std::string> pngs = e2e::pngs_in(dir_);
-    ASSERT_EQ(pngs.size(), 2u) << b.describe();
-    e2e::expect_images_near(pngs[0], golden(), e2e::suite_tolerance(suite_dir()),
-                            "batch image 1 (seed 11)");
-    auto p2 = ggdiff::read_image_parameters(pngs[1]);
-    ASSERT_TRUE(p2.ok());
-    EXPECT_TRUE(contains(*p2, "Seed: 12")) << *p2;
-    fs::create_directories(dir_ + "/seed12");
-    const std::string alone = dir_ + "/seed12/alone.png";
-    RunResult s = generate(split_args(), alone, {"-s", "12"});
-    ASSERT_TRUE(s.succeeded()) << s.describe();
-    e2e::expect_images_near(pngs[1], alone, 0.5, "batch image 2 against seed 12 alone");
+    check_batch_seeds(split_args(), 11);
 }
 
 // What a newcomer gets wrong: no --llm, an LLM of another width (Anima's 1024-wide Qwen3), FLUX's

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "../golden/e2e_support.h"
+#include "files_support.h"
 #include "gguf_kvs.h"
 #include "image/image_metadata.h"
 #include "models/te/gpt_oss_tokenizer.h"
@@ -18,8 +19,6 @@ namespace fs = std::filesystem;
 namespace e2e = ggdiff::e2e;
 using e2e::contains;
 using e2e::RunResult;
-
-constexpr const char* kCase = "lens_cfg1_tall";
 
 // A GGUF vocabulary as llama.cpp's convert writes it from a tokenizer.json: token i at index i
 // (type 1), the added tokens at their ids (type 3, control), "[PADn]" rows (type 5, unused)
@@ -66,23 +65,17 @@ e2e::GgufKvs vocab_kvs(const Vocab& v, const std::string& model) {
     return kvs;
 }
 
-class LensFiles : public ::testing::Test {
+class LensFiles : public e2e::CaseFiles {
   protected:
-    void SetUp() override {
-        for (const std::string& f : {e2e::binary_path(), dit(), llm(), vae(), golden()}) {
-            ASSERT_TRUE(fs::is_regular_file(f))
-                << "missing " << f << " (run through ctest: its fixture tests make the files)";
-        }
-        dir_ = e2e::fresh_dir();
-    }
+    std::string suite() const override { return "lens_tiny"; }
+    std::string case_id() const override { return "lens_cfg1_tall"; }
+    std::vector<std::string> files() const override { return {dit(), llm(), vae()}; }
 
-    static std::string suite_dir() { return e2e::repo_suite_dir("lens_tiny"); }
     static std::string dit() { return e2e::built_fixture("lens_tiny_dit"); }
     static std::string llm() {
         return std::string(GGDIFF_BINARY_DIR) + "/fixtures/lens_tiny_llm.gguf";
     }
     static std::string vae() { return e2e::built_fixture("flux2_vae"); }
-    static std::string golden() { return suite_dir() + "/" + kCase + ".png"; }
     static std::vector<std::string> split_args() {
         return {"--diffusion-model", dit(), "--llm", llm(), "--vae", vae()};
     }
@@ -92,10 +85,11 @@ class LensFiles : public ::testing::Test {
     RunResult generate(const std::vector<std::string>& model, const std::string& out,
                        const std::vector<std::string>& extra = {},
                        bool own_tokenizer = false) const {
+        if (!own_tokenizer) return CaseFiles::generate(model, out, extra);
         std::vector<std::string> args = model;
-        const std::vector<std::string> c = e2e::suite_case_args(suite_dir(), kCase);
+        const std::vector<std::string> c = e2e::suite_case_args(suite_dir(), case_id());
         for (size_t i = 0; i < c.size(); ++i) {
-            if (own_tokenizer && c[i] == "--llm-tokenizer") {
+            if (c[i] == "--llm-tokenizer") {
                 ++i;
                 continue;
             }
@@ -105,33 +99,14 @@ class LensFiles : public ::testing::Test {
         args.insert(args.end(), {"-o", out});
         return e2e::run_ggdiff(args, dir_, 600);
     }
-
-    static void expect_close(const std::string& out, double limit, const char* what) {
-        const e2e::ImageDiff d = e2e::compare_images(out, golden());
-        ASSERT_TRUE(d.ok) << what << ": " << d.error;
-        std::printf("%s: mean_abs_diff %.3f max_abs_diff %d\n", what, d.mean_abs, d.max_abs);
-        EXPECT_LE(d.mean_abs, limit) << what << ", max " << d.max_abs;
-    }
-
-    RunResult info(const std::vector<std::string>& files) const {
-        std::vector<std::string> args = {"-M", "info"};
-        args.insert(args.end(), files.begin(), files.end());
-        return e2e::run_ggdiff(args, dir_, 60);
-    }
-
-    std::string dir_;
 };
 
 constexpr const char* kFamily = "family:      lens (Lens)";
 
 TEST_F(LensFiles, InfoNamesLens) {
-    RunResult alone = info({"--diffusion-model", dit()});
-    ASSERT_TRUE(alone.succeeded()) << alone.describe();
-    EXPECT_TRUE(contains(alone.out, kFamily)) << alone.describe();
+    expect_info_names({"--diffusion-model", dit()}, kFamily);
     // The bare DiT given as the model (-m) is filed under model.diffusion_model.
-    RunResult bare = info({"-m", dit()});
-    ASSERT_TRUE(bare.succeeded()) << bare.describe();
-    EXPECT_TRUE(contains(bare.out, kFamily)) << bare.describe();
+    expect_info_names({"-m", dit()}, kFamily);
     RunResult parts = info(split_args());
     ASSERT_TRUE(parts.succeeded()) << parts.describe();
     EXPECT_TRUE(contains(parts.out, kFamily)) << parts.describe();
@@ -142,26 +117,11 @@ TEST_F(LensFiles, InfoNamesLens) {
 // The DiT converted to a q8_0 GGUF, and every part converted on load with --type q8_0, stay
 // near the golden image; the A1111 parameters of the PNG name the DiT file as the model.
 TEST_F(LensFiles, GgufDitTypeAndMetadata) {
-    const std::string gguf = dir_ + "/lens_tiny_dit_q8_0.gguf";
-    RunResult c = e2e::run_ggdiff(
-        {"-M", "convert", "--diffusion-model", dit(), "--type", "q8_0", "-o", gguf}, dir_, 300);
-    ASSERT_TRUE(c.succeeded()) << c.describe();
-    RunResult i = info({"--diffusion-model", gguf});
-    ASSERT_TRUE(i.succeeded()) << i.describe();
-    EXPECT_TRUE(contains(i.out, kFamily)) << i.describe();
-    EXPECT_TRUE(contains(i.out, "q8_0=")) << i.describe();
-    const std::string out = dir_ + "/gguf.png";
-    RunResult r = generate(e2e::with_flag_value(split_args(), "--diffusion-model", gguf), out);
-    ASSERT_TRUE(r.succeeded()) << r.describe();
-    expect_close(out, 6.0, "q8_0 GGUF DiT against the f16 golden");
-    auto params = ggdiff::read_image_parameters(out);
-    ASSERT_TRUE(params.ok());
-    EXPECT_TRUE(contains(*params, "Model: lens_tiny_dit_q8_0")) << *params;
-
-    const std::string out2 = dir_ + "/type.png";
-    RunResult t = generate(split_args(), out2, {"--type", "q8_0"});
-    ASSERT_TRUE(t.succeeded()) << t.describe();
-    expect_close(out2, 6.0, "--type q8_0 against the f16 golden");
+    check_q8_0_gguf_and_type(kFamily, "lens_tiny_dit", dit(), "",
+                             [](const std::string& gguf, const std::string&) {
+                                 const std::string d = gguf.empty() ? dit() : gguf;
+                                 return e2e::with_flag_value(split_args(), "--diffusion-model", d);
+                             });
 }
 
 // The vocabulary read from tokenizer.ggml.* gives the tokens of the tokenizer.json it was
@@ -223,7 +183,7 @@ TEST_F(LensFiles, TokenizerFromTheGgufGivesTheSameImage) {
     std::printf("GGUF vocabulary against tokenizer.json: mean_abs_diff %.3f max %d\n", d.mean_abs,
                 d.max_abs);
     EXPECT_EQ(d.max_abs, 0);
-    expect_close(own, 1.5, "the GGUF's own vocabulary against the golden");
+    e2e::expect_images_near(own, golden(), 1.5, "the GGUF's own vocabulary against the golden");
 }
 
 // What a newcomer gets wrong: no --llm, a Qwen LLM as --llm, no tokenizer, no or the wrong VAE.

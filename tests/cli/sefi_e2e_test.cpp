@@ -12,7 +12,7 @@
 
 #include "../golden/e2e_support.h"
 #include "../golden/safetensors_merge.h"
-#include "part_files.h"
+#include "files_support.h"
 
 namespace {
 
@@ -22,8 +22,6 @@ using e2e::contains;
 using e2e::merge_safetensors;
 using e2e::RunResult;
 
-constexpr const char* kSuite = "sefi_tiny";
-constexpr const char* kCase = "sefi_euler";
 constexpr const char* kFamily = "family:      sefi_image (SeFi-Image)";
 
 std::string tokenizer() {
@@ -41,46 +39,20 @@ std::vector<std::string> split_args(const std::string& dit = "", const std::stri
             tokenizer()};
 }
 
-class SefiFiles : public ::testing::Test {
+class SefiFiles : public e2e::CaseFiles {
   protected:
-    void SetUp() override {
-        for (const std::string& f :
-             {e2e::binary_path(), e2e::built_fixture("sefi_tiny_dit"),
-              e2e::built_fixture("flux2_tiny_llm"), e2e::built_fixture("flux2_vae"), golden()}) {
-            ASSERT_TRUE(fs::is_regular_file(f))
-                << "missing " << f << " (run through ctest: its fixture tests make the files)";
-        }
-        dir_ = e2e::fresh_dir();
+    std::string suite() const override { return "sefi_tiny"; }
+    std::string case_id() const override { return "sefi_euler"; }
+    std::vector<std::string> files() const override {
+        return {e2e::built_fixture("sefi_tiny_dit"), e2e::built_fixture("flux2_tiny_llm"),
+                e2e::built_fixture("flux2_vae")};
     }
-
-    static std::string suite_dir() { return e2e::repo_suite_dir(kSuite); }
-    static std::string golden() { return suite_dir() + "/" + kCase + ".png"; }
-
-    RunResult generate(const std::vector<std::string>& model, const std::string& out,
-                       const std::vector<std::string>& extra = {}) const {
-        std::vector<std::string> args = e2e::suite_case_args(suite_dir(), kCase);
-        args.insert(args.begin(), model.begin(), model.end());
-        args.insert(args.end(), extra.begin(), extra.end());
-        args.insert(args.end(), {"-o", out});
-        return e2e::run_ggdiff(args, dir_, 600);
-    }
-
-    RunResult refused(const std::vector<std::string>& model, const std::string& out) const {
-        return e2e::run_refused(model, out, dir_);
-    }
-
-    std::string dir_;
 };
 
 TEST_F(SefiFiles, InfoNamesSefiImage) {
-    RunResult alone = e2e::run_ggdiff(
-        {"-M", "info", "--diffusion-model", e2e::built_fixture("sefi_tiny_dit")}, dir_, 60);
-    ASSERT_TRUE(alone.succeeded()) << alone.describe();
-    EXPECT_TRUE(contains(alone.out, kFamily)) << alone.describe();
-    RunResult bare =
-        e2e::run_ggdiff({"-M", "info", "-m", e2e::built_fixture("sefi_tiny_dit")}, dir_, 60);
-    ASSERT_TRUE(bare.succeeded()) << bare.describe();
-    EXPECT_TRUE(contains(bare.out, kFamily)) << bare.describe();
+    for (const char* flag : {"--diffusion-model", "-m"}) {
+        expect_info_names({flag, e2e::built_fixture("sefi_tiny_dit")}, kFamily);
+    }
 }
 
 // One file with every part, as the reference loads it with -m: the same model as the parts.
@@ -94,41 +66,18 @@ TEST_F(SefiFiles, SingleFileIsTheSameModel) {
                            {e2e::built_fixture("flux2_vae"),
                             [](const std::string& n) { return "first_stage_model." + n; }}},
                           single));
-    RunResult info = e2e::run_ggdiff({"-M", "info", "-m", single}, dir_, 60);
-    ASSERT_TRUE(info.succeeded()) << info.describe();
-    EXPECT_TRUE(contains(info.out, kFamily)) << info.describe();
+    ASSERT_NO_FATAL_FAILURE(expect_info_names({"-m", single}, kFamily));
     const std::string out = dir_ + "/single.png";
     RunResult r = generate({"-m", single, "--llm-tokenizer", tokenizer()}, out);
     ASSERT_TRUE(r.succeeded()) << r.describe();
-    e2e::expect_images_near(out, golden(), e2e::suite_tolerance(suite_dir()), "single file");
+    e2e::expect_images_near(out, golden(), tolerance(), "single file");
 }
 
 // The DiT and the LLM as q8_0 GGUFs, and every part converted on load with --type q8_0, stay
 // near the golden image; the A1111 parameters name the DiT file as the model.
 TEST_F(SefiFiles, GgufPartsTypeAndMetadata) {
-    const std::string dit = dir_ + "/sefi_tiny_dit_q8_0.gguf";
-    RunResult c = e2e::convert_part("--diffusion-model", e2e::built_fixture("sefi_tiny_dit"),
-                                    "q8_0", dit, dir_);
-    ASSERT_TRUE(c.succeeded()) << c.describe();
-    const std::string llm = dir_ + "/llm_q8_0.gguf";
-    RunResult c2 =
-        e2e::convert_part("--llm", e2e::built_fixture("flux2_tiny_llm"), "q8_0", llm, dir_);
-    ASSERT_TRUE(c2.succeeded()) << c2.describe();
-    RunResult info = e2e::run_ggdiff({"-M", "info", "--diffusion-model", dit}, dir_, 60);
-    ASSERT_TRUE(info.succeeded()) << info.describe();
-    EXPECT_TRUE(contains(info.out, kFamily)) << info.describe();
-    const std::string out = dir_ + "/gguf.png";
-    RunResult r = generate(split_args(dit, llm), out);
-    ASSERT_TRUE(r.succeeded()) << r.describe();
-    e2e::expect_images_near(out, golden(), 6.0, "q8_0 GGUF DiT and LLM against the f16 golden");
-    auto params = ggdiff::read_image_parameters(out);
-    ASSERT_TRUE(params.ok());
-    EXPECT_TRUE(contains(*params, "Model: sefi_tiny_dit_q8_0")) << *params;
-
-    const std::string out2 = dir_ + "/type.png";
-    RunResult t = generate(split_args(), out2, {"--type", "q8_0"});
-    ASSERT_TRUE(t.succeeded()) << t.describe();
-    e2e::expect_images_near(out2, golden(), 6.0, "--type q8_0 against the f16 golden");
+    check_q8_0_gguf_and_type(kFamily, "sefi_tiny_dit", e2e::built_fixture("sefi_tiny_dit"),
+                             e2e::built_fixture("flux2_tiny_llm"), split_args);
 }
 
 // What a newcomer gets wrong, each refused before any compute.
