@@ -16,6 +16,7 @@
 #include "../vae/vae_test_support.h"
 #include "families/ltx/audio_vae.h"
 #include "io/tensor_index.h"
+#include "ltx_vae_support.h"
 
 namespace ggdiff {
 namespace {
@@ -153,29 +154,6 @@ const TinyAudio& tiny_audio() {
     return m;
 }
 
-models::WanGraphRun audio_runner(const TinyAudio& m) {
-    const auto* weights = &m.weights;
-    return [weights](const models::WanGraphBuild& build) {
-        std::vector<const HostTensor*> hosts;
-        auto make = [&](ggml_context* ctx, nn::Weights* w, const std::vector<ggml_tensor*>& ins) {
-            nn::Ctx c{ctx, w};
-            size_t next = 0;
-            return build(c, [&](const HostTensor& t) -> ggml_tensor* {
-                if (!ins.empty()) return ins[next++];
-                hosts.push_back(&t);
-                int64_t d[4] = {t.dim(0), t.dim(1), t.dim(2), t.dim(3)};
-                return ggml_new_tensor(ctx, GGML_TYPE_F32, 4, d);
-            });
-        };
-        ggml_init_params p = {ggml_tensor_overhead() * 40000, nullptr, true};
-        ggml_context* dry = ggml_init(p);
-        vae_test::HostWeights w(*weights);
-        make(dry, &w, {});
-        ggml_free(dry);
-        return vae_test::run_graph_multi(*weights, hosts, make, true);
-    };
-}
-
 TEST(LtxAudioVae, ConfigComesFromTheWeights) {
     const TinyAudio& m = tiny_audio();
     ASSERT_EQ(m.error, "");
@@ -216,7 +194,8 @@ TEST(LtxAudioVae, MissingVocoderIsNamed) {
 TEST(LtxAudioVae, WrongLatentShapeIsRefused) {
     const TinyAudio& m = tiny_audio();
     ASSERT_EQ(m.error, "");
-    auto r = ltx::ltx_decode_audio(m.cfg, HostTensor({16, 3, 4, 1}), audio_runner(m));
+    auto r =
+        ltx::ltx_decode_audio(m.cfg, HostTensor({16, 3, 4, 1}), ltx_test::cpu_runner(&m.weights));
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().message().find("8 channels"), std::string::npos) << r.status().message();
 }
@@ -238,7 +217,7 @@ TEST_P(LtxAudioVaeReference, MatchesTheReferenceEngine) {
                              testing::to_bytes(z.data));
         testing::write_safetensors(std::string(dump) + "/audio.safetensors", m.fake);
     }
-    auto got = ltx::ltx_decode_audio(m.cfg, z, audio_runner(m));
+    auto got = ltx::ltx_decode_audio(m.cfg, z, ltx_test::cpu_runner(&m.weights));
     ASSERT_TRUE(got.ok()) << got.status().message();
     EXPECT_EQ(got->ne, (std::vector<int64_t>{(4 * T - 3) * 160, 2, 1, 1}));
     float peak = 0;
@@ -278,7 +257,7 @@ TEST(LtxAudioVae, MelAndVocoderMatchTheReferenceEngine) {
     const std::string dir = std::string(GGDIFF_SOURCE_DIR) + "/tests/families/ltx_vae_ref/";
     if (!std::filesystem::exists(dir + "audio_mel_3.f32")) GTEST_SKIP() << "no reference mel";
     const HostTensor z = vae_test::random_tensor({16, 3, 8, 1}, 503);
-    auto run = audio_runner(m);
+    auto run = ltx_test::cpu_runner(&m.weights);
     auto mel = run([&](nn::Ctx& c, const std::function<ggml_tensor*(const HostTensor&)>& input) {
         return std::vector<ggml_tensor*>{ltx::build_ltx_audio_mel(c, m.cfg, input(z))};
     });

@@ -16,6 +16,7 @@
 #include "../vae/vae_test_support.h"
 #include "families/ltx/video_vae.h"
 #include "io/tensor_index.h"
+#include "ltx_vae_support.h"
 
 namespace ggdiff {
 namespace {
@@ -134,29 +135,8 @@ const TinyLtx& tiny(bool timestep, int64_t latent = 8) {
     return m;
 }
 
-// Runs window graphs on the CPU backend; counts the graphs.
 models::WanGraphRun runner(const TinyLtx& m, int* runs) {
-    const auto* weights = &m.weights;
-    return [weights, runs](const models::WanGraphBuild& build) {
-        ++*runs;
-        std::vector<const HostTensor*> hosts;
-        auto make = [&](ggml_context* ctx, nn::Weights* w, const std::vector<ggml_tensor*>& ins) {
-            nn::Ctx c{ctx, w};
-            size_t next = 0;
-            return build(c, [&](const HostTensor& t) -> ggml_tensor* {
-                if (!ins.empty()) return ins[next++];
-                hosts.push_back(&t);  // the dry build: learn the inputs
-                int64_t d[4] = {t.dim(0), t.dim(1), t.dim(2), t.dim(3)};
-                return ggml_new_tensor(ctx, GGML_TYPE_F32, 4, d);
-            });
-        };
-        ggml_init_params p = {ggml_tensor_overhead() * 20000, nullptr, true};
-        ggml_context* dry = ggml_init(p);
-        vae_test::HostWeights w(*weights);
-        make(dry, &w, {});
-        ggml_free(dry);
-        return vae_test::run_graph_multi(*weights, hosts, make, true);
-    };
+    return ltx_test::cpu_runner(&m.weights, runs);
 }
 
 Result<std::vector<float>> numpy_decode(const TinyLtx& m, const std::string& name,
@@ -343,13 +323,9 @@ TEST_P(LtxVideoVaeReference, MatchesTheReferenceEngine) {
     const int64_t W = 2, H = 1, C = 128, T = p.frames;
     const HostTensor z = vae_test::random_tensor({W, H, C, T}, 300 + T);
     if (const char* dump = std::getenv("LTX_VAE_REF_DUMP")) {
-        std::vector<float> whtc(z.data.size());
-        for (int64_t t = 0; t < T; ++t)
-            for (int64_t c = 0; c < C; ++c)
-                for (int64_t i = 0; i < W * H; ++i)
-                    whtc[((c * T) + t) * W * H + i] = z.data[((t * C) + c) * W * H + i];
-        testing::write_bytes(std::string(dump) + "/" + p.name + ".latent.f32",
-                             testing::to_bytes(whtc));
+        testing::write_bytes(
+            std::string(dump) + "/" + p.name + ".latent.f32",
+            testing::to_bytes(ltx_test::swap_channels_frames(z.data, W * H, C, T)));
         testing::write_bytes(std::string(dump) + "/" + p.name + ".weights", m.file);
     }
     LtxTemporalTiling tiling;
@@ -364,15 +340,11 @@ TEST_P(LtxVideoVaeReference, MatchesTheReferenceEngine) {
     if (!std::filesystem::exists(file)) GTEST_SKIP() << "no reference output " << file;
     const std::string bytes = testing::read_bytes(file);
     // The reference's [W', H', T', 3] to ours [W', H', 3, T'].
-    const int64_t plane = got->dim(0) * got->dim(1), frames = got->dim(3);
     ASSERT_EQ(bytes.size(), got->data.size() * sizeof(float));
-    std::vector<float> ref(got->data.size());
     std::vector<float> r(got->data.size());
     std::memcpy(r.data(), bytes.data(), bytes.size());
-    for (int64_t c = 0; c < 3; ++c)
-        for (int64_t t = 0; t < frames; ++t)
-            for (int64_t i = 0; i < plane; ++i)
-                ref[((t * 3) + c) * plane + i] = r[((c * frames) + t) * plane + i];
+    const std::vector<float> ref =
+        ltx_test::swap_channels_frames(r, got->dim(0) * got->dim(1), 3, got->dim(3), true);
     const vae_test::Diff d = vae_test::compare(got->data, ref);
     EXPECT_LT(d.rel(), 1e-2);  // the reference rounds convolution inputs to F16
     EXPECT_GT(d.max_ref, 0.1);

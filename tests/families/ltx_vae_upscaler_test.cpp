@@ -13,6 +13,7 @@
 #include "../vae/vae_test_support.h"
 #include "families/ltx/latent_upscaler.h"
 #include "io/tensor_index.h"
+#include "ltx_vae_support.h"
 
 namespace ggdiff {
 namespace {
@@ -95,29 +96,6 @@ const TinyUpscaler& tiny_upscaler(const std::string& kind) {
     return m;
 }
 
-models::WanGraphRun upscaler_runner(const TinyUpscaler& m) {
-    const auto* weights = &m.weights;
-    return [weights](const models::WanGraphBuild& build) {
-        std::vector<const HostTensor*> hosts;
-        auto make = [&](ggml_context* ctx, nn::Weights* w, const std::vector<ggml_tensor*>& ins) {
-            nn::Ctx c{ctx, w};
-            size_t next = 0;
-            return build(c, [&](const HostTensor& t) -> ggml_tensor* {
-                if (!ins.empty()) return ins[next++];
-                hosts.push_back(&t);
-                int64_t d[4] = {t.dim(0), t.dim(1), t.dim(2), t.dim(3)};
-                return ggml_new_tensor(ctx, GGML_TYPE_F32, 4, d);
-            });
-        };
-        ggml_init_params p = {ggml_tensor_overhead() * 20000, nullptr, true};
-        ggml_context* dry = ggml_init(p);
-        vae_test::HostWeights w(*weights);
-        make(dry, &w, {});
-        ggml_free(dry);
-        return vae_test::run_graph_multi(*weights, hosts, make, true);
-    };
-}
-
 TEST(LtxLatentUpscaler, KindAndSizesComeFromTheWeights) {
     const TinyUpscaler& x2 = tiny_upscaler("x2");
     const TinyUpscaler& r = tiny_upscaler("x1.5");
@@ -142,7 +120,8 @@ TEST(LtxLatentUpscaler, KindAndSizesComeFromTheWeights) {
 TEST(LtxLatentUpscaler, WrongChannelsAreRefused) {
     const TinyUpscaler& m = tiny_upscaler("x2");
     ASSERT_EQ(m.error, "");
-    auto r = ltx::ltx_upscale_latent(m.cfg, HostTensor({3, 2, 16, 1}), upscaler_runner(m));
+    auto r =
+        ltx::ltx_upscale_latent(m.cfg, HostTensor({3, 2, 16, 1}), ltx_test::cpu_runner(&m.weights));
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().message().find("8 channels"), std::string::npos);
 }
@@ -163,16 +142,12 @@ TEST_P(LtxLatentUpscalerReference, MatchesTheReferenceEngine) {
         if (ch == '.') ch = '_';
     }
     if (const char* dump = std::getenv("LTX_VAE_REF_DUMP")) {
-        std::vector<float> whtc(x.data.size());
-        for (int64_t t = 0; t < T; ++t)
-            for (int64_t c = 0; c < C; ++c)
-                for (int64_t i = 0; i < W * H; ++i)
-                    whtc[((c * T) + t) * W * H + i] = x.data[((t * C) + c) * W * H + i];
-        testing::write_bytes(std::string(dump) + "/upscale_" + tag + ".latent.f32",
-                             testing::to_bytes(whtc));
+        testing::write_bytes(
+            std::string(dump) + "/upscale_" + tag + ".latent.f32",
+            testing::to_bytes(ltx_test::swap_channels_frames(x.data, W * H, C, T)));
         testing::write_safetensors(std::string(dump) + "/upscale_" + tag + ".safetensors", m.fake);
     }
-    auto got = ltx::ltx_upscale_latent(m.cfg, x, upscaler_runner(m));
+    auto got = ltx::ltx_upscale_latent(m.cfg, x, ltx_test::cpu_runner(&m.weights));
     ASSERT_TRUE(got.ok()) << got.status().message();
     EXPECT_EQ(got->ne, (std::vector<int64_t>{m.cfg.out_width(W), m.cfg.out_height(H), C,
                                              m.cfg.out_frames(T)}));
@@ -184,12 +159,8 @@ TEST_P(LtxLatentUpscalerReference, MatchesTheReferenceEngine) {
     std::vector<float> r(got->data.size());
     std::memcpy(r.data(), bytes.data(), bytes.size());
     // The reference's [W', H', T', C] to ours [W', H', C, T'].
-    const int64_t plane = got->dim(0) * got->dim(1), frames = got->dim(3);
-    std::vector<float> ref(r.size());
-    for (int64_t c = 0; c < C; ++c)
-        for (int64_t t = 0; t < frames; ++t)
-            for (int64_t i = 0; i < plane; ++i)
-                ref[((t * C) + c) * plane + i] = r[((c * frames) + t) * plane + i];
+    const std::vector<float> ref =
+        ltx_test::swap_channels_frames(r, got->dim(0) * got->dim(1), C, got->dim(3), true);
     const vae_test::Diff d = vae_test::compare(got->data, ref);
     EXPECT_LT(d.rel(), 1e-2);  // the reference rounds convolution inputs to F16
     EXPECT_GT(d.max_ref, 0.1);
