@@ -243,6 +243,41 @@ inline std::string expect_a1111_golden(httplib::Client& c, const std::string& pa
     return parameters;
 }
 
+// /sdcpp/v1/capabilities of a server started with one family's part files: it names the
+// family (`family`, `family_id`, the DiT file's stem as the model) and the defaults each
+// family's server test checks (euler, CFG 7, 512x512), LoRA support and the family among those
+// built in. Returns the capabilities for the family's own checks.
+inline json expect_family_capabilities(const ServerProcess& server, const std::string& family,
+                                       const std::string& family_id, const std::string& stem) {
+    auto c = server.client();
+    const json caps = body_json(c.Get("/sdcpp/v1/capabilities"));
+    SCOPED_TRACE(caps.dump(1));
+    EXPECT_EQ(caps["model"]["family"], family);
+    EXPECT_EQ(caps["model"]["family_id"], family_id);
+    EXPECT_EQ(caps["model"]["stem"], stem);
+    const json& model = caps["model"]["defaults"];
+    EXPECT_EQ(model["sample_method"], "euler");
+    EXPECT_EQ(model["cfg_scale"], 7.0);
+    EXPECT_EQ(model["width"], 512);
+    EXPECT_EQ(model["height"], 512);
+    EXPECT_EQ(caps["features"]["lora"], true);
+    EXPECT_NE(caps["families"].dump().find("\"" + family_id + "\""), std::string::npos);
+    return caps;
+}
+
+// The golden sets' <family>_dpmpp2m_neg case as an A1111 client sends it: a negative prompt
+// at cfg 5, DPM++ 2M, 4 steps, seed 7, `width` x `height`.
+inline json dpmpp2m_neg_request(int width, int height) {
+    return {{"prompt", "a castle on a hill at sunset"},
+            {"negative_prompt", "blurry, dark"},
+            {"width", width},
+            {"height", height},
+            {"steps", 4},
+            {"sampler_name", "DPM++ 2M"},
+            {"cfg_scale", 5},
+            {"seed", 7}};
+}
+
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
     const std::string s = e2e::read_text(path);
     return {s.begin(), s.end()};
