@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "e2e_support.h"
+#include "manifest_args.h"
 #include "sampling/samplers.h"
 
 namespace ggdiff::e2e {
@@ -74,55 +75,6 @@ nlohmann::json read_manifest(const std::string& suite) {
     }
 }
 
-// fixtures/<tensor list stem>.safetensors (.gguf for "format": "gguf"), as
-// golden_fixtures.cmake names them.
-std::string fixture_for(const nlohmann::json& entry) {
-    const std::string tensors = entry.value("tensors", "");
-    const std::string ext = entry.value("format", "") == "gguf" ? ".gguf" : ".safetensors";
-    return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + fs::path(tensors).stem().string() + ext;
-}
-
-// The arguments that load the manifest's model (for case model key `key`).
-std::vector<std::string> model_args_for(const std::string& suite, const nlohmann::json& m,
-                                        const std::string& key) {
-    std::vector<std::string> args;
-    const nlohmann::json& fx = m["fixture"];
-    if (fx.contains("tensors")) args = {"-m", fixture_for(fx)};
-    auto add_files = [&](const nlohmann::json& files) {
-        for (const auto& f : files) {
-            args.push_back(f.value("flag", "-m"));
-            args.push_back(fixture_for(f));
-        }
-    };
-    if (fx.contains("files")) add_files(fx["files"]);
-    if (fx.contains("models") && fx["models"].contains(key)) add_files(fx["models"][key]);
-    if (fx.contains("loras")) {
-        args.push_back(fx["loras"].value("flag", "--lora-model-dir"));
-        args.push_back(std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + suite + "_loras");
-    }
-    // Tokenizers: "shared/data/..." paths (the first word of the entry).
-    auto data_path = [](const std::string& entry) {
-        const std::string first = entry.substr(0, entry.find(' '));
-        return shared_dir() + "/" + first.substr(first.find('/') + 1);
-    };
-    for (const char* key : {"t5_tokenizer", "umt5_tokenizer"}) {
-        if (!fx.contains(key)) continue;
-        args.push_back("--t5xxl-tokenizer");
-        args.push_back(data_path(fx[key]));
-    }
-    if (fx.contains("qwen2_tokenizer")) {
-        args.push_back("--llm-tokenizer");
-        args.push_back(data_path(fx["qwen2_tokenizer"]));
-    }
-    // Without a manifest entry the built-in CLIP vocabulary is used: the fixtures are single
-    // files with no tokenizer files beside them, as users' checkpoints are.
-    if (fx.contains("clip_merges")) {
-        args.push_back("--tokenizer");
-        args.push_back(data_path(fx["clip_merges"]));
-    }
-    return args;
-}
-
 std::vector<GoldenCase> load_cases() {
     std::vector<GoldenCase> cases;
     for (const std::string& suite : golden_suites()) {
@@ -133,7 +85,7 @@ std::vector<GoldenCase> load_cases() {
             GoldenCase gc;
             gc.suite = suite;
             gc.id = c.value("id", "");
-            gc.args = model_args_for(suite, m, c.value("model", ""));
+            gc.args = manifest_model_args(suite, m, c.value("model", ""));
             for (const auto& a : c["args"]) {
                 std::string s = a.get<std::string>();
                 if (s == "INIT") s = init;
