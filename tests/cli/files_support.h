@@ -38,6 +38,11 @@ class CaseFiles : public ::testing::Test {
         dir_ = fresh_dir();
     }
 
+    // The golden case's arguments (a suite may leave some out).
+    virtual std::vector<std::string> case_args() const {
+        return suite_case_args(suite_dir(), case_id());
+    }
+
     std::string suite_dir() const { return repo_suite_dir(suite()); }
     std::string golden() const { return suite_dir() + "/" + case_id() + ".png"; }
     double tolerance() const { return suite_tolerance(suite_dir()); }
@@ -47,7 +52,7 @@ class CaseFiles : public ::testing::Test {
     RunResult generate(const std::vector<std::string>& model, const std::string& out,
                        const std::vector<std::string>& extra = {}) const {
         std::vector<std::string> args = model;
-        for (const std::string& a : suite_case_args(suite_dir(), case_id())) args.push_back(a);
+        for (const std::string& a : case_args()) args.push_back(a);
         args.insert(args.end(), extra.begin(), extra.end());
         args.insert(args.end(), {"-o", out});
         return run_ggdiff(args, dir_, 600);
@@ -85,33 +90,34 @@ class CaseFiles : public ::testing::Test {
         return out;
     }
 
-    // The DiT converted to a q8_0 GGUF named `dit_stem`_q8_0.gguf (and, unless `llm` is
-    // empty, the LLM converted too): -M info names `family` and the q8_0 type; the golden case
-    // with `model(dit, llm)` stays within 6 of the f16 golden and the PNG's A1111 parameters
-    // name the DiT file; every part of `model("", "")` converted on load with --type q8_0 stays
-    // within 6 as well.
+    // The DiT converted to a q8_0 GGUF named `dit_stem`_q8_0.gguf (and, unless `encoder` is
+    // empty, the text encoder given as `encoder_flag` converted too): -M info names `family`
+    // and the q8_0 type; the golden case with `model(dit, encoder)` stays within 6 of the f16
+    // golden and the PNG's A1111 parameters name the DiT file; every part of `model("", "")`
+    // converted on load with --type q8_0 stays within 6 as well.
     void check_q8_0_gguf_and_type(
         const std::string& family, const std::string& dit_stem, const std::string& dit,
-        const std::string& llm,
+        const std::string& encoder_flag, const std::string& encoder,
         const std::function<std::vector<std::string>(const std::string&, const std::string&)>&
             model) const {
         const std::string dit_q8 = convert_q8_0("--diffusion-model", dit, dit_stem + "_q8_0.gguf");
         ASSERT_FALSE(dit_q8.empty());
-        std::string llm_q8;
-        if (!llm.empty()) {
-            llm_q8 = convert_q8_0("--llm", llm, "llm_q8_0.gguf");
-            ASSERT_FALSE(llm_q8.empty());
+        std::string encoder_q8;
+        if (!encoder.empty()) {
+            encoder_q8 = convert_q8_0(encoder_flag, encoder, encoder_flag.substr(2) + "_q8_0.gguf");
+            ASSERT_FALSE(encoder_q8.empty());
         }
         const RunResult i = info({"--diffusion-model", dit_q8});
         ASSERT_TRUE(i.succeeded()) << i.describe();
         EXPECT_TRUE(contains(i.out, family)) << i.describe();
         EXPECT_TRUE(contains(i.out, "q8_0=")) << i.describe();
         const std::string out = dir_ + "/gguf.png";
-        const RunResult r = generate(model(dit_q8, llm_q8), out);
+        const RunResult r = generate(model(dit_q8, encoder_q8), out);
         ASSERT_TRUE(r.succeeded()) << r.describe();
-        expect_images_near(out, golden(), 6.0,
-                           llm.empty() ? "q8_0 GGUF DiT against the f16 golden"
-                                       : "q8_0 GGUF DiT and LLM against the f16 golden");
+        const std::string what = "q8_0 GGUF DiT" +
+                                 (encoder.empty() ? std::string() : " and " + encoder_flag) +
+                                 " against the f16 golden";
+        expect_images_near(out, golden(), 6.0, what.c_str());
         auto params = read_image_parameters(out);
         ASSERT_TRUE(params.ok());
         EXPECT_TRUE(contains(*params, "Model: " + dit_stem + "_q8_0")) << *params;

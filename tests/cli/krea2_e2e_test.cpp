@@ -122,7 +122,7 @@ TEST_F(Krea2Files, SingleFileAndDiffusersNamesAreTheSameModel) {
 // q8_0, stay near the golden image; the A1111 parameters name the DiT file as the model.
 TEST_F(Krea2Files, GgufPartsTypeAndMetadata) {
     check_q8_0_gguf_and_type(kFamily, "krea2_tiny_dit", e2e::built_fixture("krea2_tiny_dit"),
-                             e2e::built_fixture("krea2_tiny_llm"), split_args);
+                             "--llm", e2e::built_fixture("krea2_tiny_llm"), split_args);
 }
 
 // -b 2: seeds s and s + 1, each the image its own seed gives alone.

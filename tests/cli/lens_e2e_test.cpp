@@ -117,7 +117,7 @@ TEST_F(LensFiles, InfoNamesLens) {
 // The DiT converted to a q8_0 GGUF, and every part converted on load with --type q8_0, stay
 // near the golden image; the A1111 parameters of the PNG name the DiT file as the model.
 TEST_F(LensFiles, GgufDitTypeAndMetadata) {
-    check_q8_0_gguf_and_type(kFamily, "lens_tiny_dit", dit(), "",
+    check_q8_0_gguf_and_type(kFamily, "lens_tiny_dit", dit(), "", "",
                              [](const std::string& gguf, const std::string&) {
                                  const std::string d = gguf.empty() ? dit() : gguf;
                                  return e2e::with_flag_value(split_args(), "--diffusion-model", d);

@@ -13,7 +13,7 @@
 
 #include "../golden/e2e_support.h"
 #include "../golden/safetensors_merge.h"
-#include "part_files.h"
+#include "files_support.h"
 
 namespace {
 
@@ -23,8 +23,7 @@ using e2e::contains;
 using e2e::merge_safetensors;
 using e2e::RunResult;
 
-constexpr const char* kSuite = "minit2i_tiny";
-constexpr const char* kCase = "minit2i_euler";
+constexpr const char* kFamily = "family:      minit2i (MiniT2I)";
 
 std::vector<std::string> split_args(const std::string& dit = "", const std::string& t5 = "") {
     return {"--diffusion-model", dit.empty() ? e2e::built_fixture("minit2i_tiny_dit") : dit,
@@ -32,54 +31,25 @@ std::vector<std::string> split_args(const std::string& dit = "", const std::stri
             "--t5xxl-tokenizer", e2e::shared_dir() + "/data/t5_synthetic"};
 }
 
-class MiniT2IFiles : public ::testing::Test {
+class MiniT2IFiles : public e2e::CaseFiles {
   protected:
-    void SetUp() override {
-        for (const std::string& f : {e2e::binary_path(), e2e::built_fixture("minit2i_tiny_dit"),
-                                     e2e::built_fixture("flux_tiny_t5"), golden()}) {
-            ASSERT_TRUE(fs::is_regular_file(f))
-                << "missing " << f << " (run through ctest: its fixture tests make the files)";
-        }
-        dir_ = e2e::fresh_dir();
+    std::string suite() const override { return "minit2i_tiny"; }
+    std::string case_id() const override { return "minit2i_euler"; }
+    std::vector<std::string> files() const override {
+        return {e2e::built_fixture("minit2i_tiny_dit"), e2e::built_fixture("flux_tiny_t5")};
     }
-
-    static std::string suite_dir() { return e2e::repo_suite_dir(kSuite); }
-    static std::string golden() { return suite_dir() + "/" + kCase + ".png"; }
-
-    RunResult generate(const std::vector<std::string>& model, const std::string& out,
-                       const std::vector<std::string>& extra = {}) const {
-        // The case's settings without its --type f32 (there for the reference, which fails on
-        // the fixture's f16 mask_token): the files' own types, as users load them.
-        std::vector<std::string> args =
-            e2e::with_flag_value(e2e::suite_case_args(suite_dir(), kCase), "--type", "");
-        args.insert(args.begin(), model.begin(), model.end());
-        args.insert(args.end(), extra.begin(), extra.end());
-        args.insert(args.end(), {"-o", out});
-        return e2e::run_ggdiff(args, dir_, 600);
+    // The case's settings without its --type f32 (there for the reference, which fails on the
+    // fixture's f16 mask_token): the files' own types, as users load them.
+    std::vector<std::string> case_args() const override {
+        return e2e::with_flag_value(CaseFiles::case_args(), "--type", "");
     }
-
-    // A request that fails before any compute: `model` with a tiny image.
-    RunResult refused(const std::vector<std::string>& model, const std::string& out) const {
-        return e2e::run_refused(model, out, dir_);
-    }
-
-    std::string dir_;
 };
 
 TEST_F(MiniT2IFiles, InfoNamesMiniT2I) {
-    RunResult alone = e2e::run_ggdiff(
-        {"-M", "info", "--diffusion-model", e2e::built_fixture("minit2i_tiny_dit")}, dir_, 60);
-    ASSERT_TRUE(alone.succeeded()) << alone.describe();
-    EXPECT_TRUE(contains(alone.out, "family:      minit2i (MiniT2I)")) << alone.describe();
-    RunResult bare =
-        e2e::run_ggdiff({"-M", "info", "-m", e2e::built_fixture("minit2i_tiny_dit")}, dir_, 60);
-    ASSERT_TRUE(bare.succeeded()) << bare.describe();
-    EXPECT_TRUE(contains(bare.out, "family:      minit2i (MiniT2I)")) << bare.describe();
-    std::vector<std::string> all = {"-M", "info"};
-    for (const std::string& a : split_args()) all.push_back(a);
-    RunResult parts = e2e::run_ggdiff(all, dir_, 60);
-    ASSERT_TRUE(parts.succeeded()) << parts.describe();
-    EXPECT_TRUE(contains(parts.out, "family:      minit2i (MiniT2I)")) << parts.describe();
+    for (const char* flag : {"--diffusion-model", "-m"}) {
+        expect_info_names({flag, e2e::built_fixture("minit2i_tiny_dit")}, kFamily);
+    }
+    expect_info_names(split_args(), kFamily);
 }
 
 // One file as the reference loads it with -m, and the DiT's names without "model.": the same
@@ -96,67 +66,29 @@ TEST_F(MiniT2IFiles, SingleFileAndUnwrappedNamesAreTheSameModel) {
     const std::string out = dir_ + "/single.png";
     RunResult r = generate({"-m", single, "--t5xxl-tokenizer", tok}, out);
     ASSERT_TRUE(r.succeeded()) << r.describe();
-    e2e::expect_images_near(out, golden(), e2e::suite_tolerance(suite_dir()), "single file");
+    e2e::expect_images_near(out, golden(), tolerance(), "single file");
 
     const std::string net = dir_ + "/minit2i_net.safetensors";
     ASSERT_TRUE(merge_safetensors({{e2e::built_fixture("minit2i_tiny_dit"),
                                     [](const std::string& n) { return n.substr(6); }}},
                                   net));
-    RunResult info = e2e::run_ggdiff({"-M", "info", "-m", net}, dir_, 60);
-    ASSERT_TRUE(info.succeeded()) << info.describe();
-    EXPECT_TRUE(contains(info.out, "family:      minit2i (MiniT2I)")) << info.describe();
+    ASSERT_NO_FATAL_FAILURE(expect_info_names({"-m", net}, kFamily));
     const std::string out2 = dir_ + "/net.png";
     RunResult n = generate(split_args(net), out2);
     ASSERT_TRUE(n.succeeded()) << n.describe();
-    e2e::expect_images_near(out2, golden(), e2e::suite_tolerance(suite_dir()), "unwrapped names");
+    e2e::expect_images_near(out2, golden(), tolerance(), "unwrapped names");
 }
 
 // The DiT and the T5 converted to q8_0 GGUFs, and every part converted on load with --type
 // q8_0, stay near the golden image; the A1111 parameters name the DiT file as the model.
 TEST_F(MiniT2IFiles, GgufPartsTypeAndMetadata) {
-    const std::string dit = dir_ + "/minit2i_tiny_dit_q8_0.gguf";
-    RunResult c = e2e::convert_part("--diffusion-model", e2e::built_fixture("minit2i_tiny_dit"),
-                                    "q8_0", dit, dir_);
-    ASSERT_TRUE(c.succeeded()) << c.describe();
-    const std::string t5 = dir_ + "/t5_q8_0.gguf";
-    RunResult c2 =
-        e2e::convert_part("--t5xxl", e2e::built_fixture("flux_tiny_t5"), "q8_0", t5, dir_);
-    ASSERT_TRUE(c2.succeeded()) << c2.describe();
-    RunResult info = e2e::run_ggdiff({"-M", "info", "--diffusion-model", dit}, dir_, 60);
-    ASSERT_TRUE(info.succeeded()) << info.describe();
-    EXPECT_TRUE(contains(info.out, "family:      minit2i (MiniT2I)")) << info.describe();
-    EXPECT_TRUE(contains(info.out, "q8_0=")) << info.describe();
-    const std::string out = dir_ + "/gguf.png";
-    RunResult r = generate(split_args(dit, t5), out);
-    ASSERT_TRUE(r.succeeded()) << r.describe();
-    e2e::expect_images_near(out, golden(), 6.0, "q8_0 GGUF DiT and T5 against the f16 golden");
-    auto params = ggdiff::read_image_parameters(out);
-    ASSERT_TRUE(params.ok());
-    EXPECT_TRUE(contains(*params, "Model: minit2i_tiny_dit_q8_0")) << *params;
-
-    const std::string out2 = dir_ + "/type.png";
-    RunResult t = generate(split_args(), out2, {"--type", "q8_0"});
-    ASSERT_TRUE(t.succeeded()) << t.describe();
-    e2e::expect_images_near(out2, golden(), 6.0, "--type q8_0 against the f16 golden");
+    check_q8_0_gguf_and_type(kFamily, "minit2i_tiny_dit", e2e::built_fixture("minit2i_tiny_dit"),
+                             "--t5xxl", e2e::built_fixture("flux_tiny_t5"), split_args);
 }
 
 // -b 2: seeds s and s + 1, each the image its own seed gives alone.
 TEST_F(MiniT2IFiles, BatchSeeds) {
-    const std::string out = dir_ + "/batch.png";
-    RunResult b = generate(split_args(), out, {"-b", "2"});
-    ASSERT_TRUE(b.succeeded()) << b.describe();
-    const std::vector<std::string> pngs = e2e::pngs_in(dir_);
-    ASSERT_EQ(pngs.size(), 2u) << b.describe();
-    e2e::expect_images_near(pngs[0], golden(), e2e::suite_tolerance(suite_dir()),
-                            "batch image 1 (seed 42)");
-    auto p2 = ggdiff::read_image_parameters(pngs[1]);
-    ASSERT_TRUE(p2.ok());
-    EXPECT_TRUE(contains(*p2, "Seed: 43")) << *p2;
-    const std::string alone = dir_ + "/seed43/alone.png";
-    fs::create_directories(dir_ + "/seed43");
-    RunResult s = generate(split_args(), alone, {"-s", "43"});
-    ASSERT_TRUE(s.succeeded()) << s.describe();
-    e2e::expect_images_near(pngs[1], alone, 0.5, "batch image 2 against seed 43 alone");
+    check_batch_seeds(split_args(), 42);
 }
 
 // What a newcomer gets wrong: no T5, a VAE, a --prediction; each is refused before any compute.

@@ -76,7 +76,7 @@ TEST_F(SefiFiles, SingleFileIsTheSameModel) {
 // The DiT and the LLM as q8_0 GGUFs, and every part converted on load with --type q8_0, stay
 // near the golden image; the A1111 parameters name the DiT file as the model.
 TEST_F(SefiFiles, GgufPartsTypeAndMetadata) {
-    check_q8_0_gguf_and_type(kFamily, "sefi_tiny_dit", e2e::built_fixture("sefi_tiny_dit"),
+    check_q8_0_gguf_and_type(kFamily, "sefi_tiny_dit", e2e::built_fixture("sefi_tiny_dit"), "--llm",
                              e2e::built_fixture("flux2_tiny_llm"), split_args);
 }
 
