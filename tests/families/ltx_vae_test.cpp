@@ -74,6 +74,25 @@ vae_test::Shapes tiny_shapes(const std::string& prefix, bool timestep, int64_t l
         s.push_back({prefix + "decoder.last_scale_shift_table", {2, last}});
         embedder("decoder.last_time_embedder.timestep_embedder.", 2 * last);
     }
+    if (!timestep && latent == 128) {
+        // An encoder mirroring the decoder: 4x4 patches, res x1 (16), x2 space (conv 16 -> 8,
+        // to 32), res (32), x2 time (conv 32 -> 32, to 64), res (64), x2 both (conv 64 -> 16,
+        // to 128), res (128), conv_out 128 -> 129.
+        const std::string e = "encoder.down_blocks.";
+        auto res = [&](int i, int64_t ch) {
+            conv(e + std::to_string(i) + ".res_blocks.0.conv1.", ch, ch);
+            conv(e + std::to_string(i) + ".res_blocks.0.conv2.", ch, ch);
+        };
+        conv("encoder.conv_in.", 48, 16);
+        res(0, 16);
+        conv(e + "1.conv.", 16, 8);
+        res(2, 32);
+        conv(e + "3.conv.", 32, 32);
+        res(4, 64);
+        conv(e + "5.conv.", 64, 16);
+        res(6, 128);
+        conv("encoder.conv_out.", 128, 129);
+    }
     return s;
 }
 
@@ -358,6 +377,57 @@ INSTANTIATE_TEST_SUITE_P(Cases, LtxVideoVaeReference,
                          [](const ::testing::TestParamInfo<RefCase>& i) {
                              return std::string(i.param.name);
                          });
+
+// The encoder against the reference engine's encode (LTXVideoVAE::_compute, decode_graph
+// false) of a [32, 16, 3, 9] video: ltx_vae_ref/encode9.f32 ([2, 1, 3, 128]). With
+// LTX_VAE_REF_DUMP=DIR the test writes encode9.video.f32 ([W, H, T, 3]).
+TEST(LtxVideoVae, EncoderMatchesTheReferenceEngine) {
+    const TinyLtx& m = tiny(false, 128);
+    ASSERT_EQ(m.error, "");
+    const LtxVideoVaeConfig& c = m.cfg;
+    ASSERT_TRUE(c.has_encoder);
+    EXPECT_EQ(c.enc_in_width, 16);
+    ASSERT_EQ(c.down.size(), 7u);
+    EXPECT_EQ(c.down[1].factor_t * 10 + c.down[1].factor_s, 12);
+    EXPECT_EQ(c.down[3].factor_t * 10 + c.down[3].factor_s, 21);
+    EXPECT_EQ(c.down[5].factor_t * 10 + c.down[5].factor_s, 22);
+    EXPECT_EQ(c.enc_out_width, 128);
+    const HostTensor video = vae_test::random_tensor({32, 16, 3, 9}, 900, 0.5f);
+    if (const char* dump = std::getenv("LTX_VAE_REF_DUMP")) {
+        testing::write_bytes(
+            std::string(dump) + "/encode9.video.f32",
+            testing::to_bytes(ltx_test::swap_channels_frames(video.data, 32 * 16, 3, 9)));
+    }
+    int runs = 0;
+    auto got = ltx::ltx_encode_video(c, video, runner(m, &runs));
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(got->ne, (std::vector<int64_t>{2, 1, 128, 3}));
+    const std::string file =
+        std::string(GGDIFF_SOURCE_DIR) + "/tests/families/ltx_vae_ref/encode9.f32";
+    if (!std::filesystem::exists(file)) GTEST_SKIP() << "no reference output " << file;
+    const std::string bytes = testing::read_bytes(file);
+    ASSERT_EQ(bytes.size(), got->data.size() * sizeof(float));
+    std::vector<float> r(got->data.size());
+    std::memcpy(r.data(), bytes.data(), bytes.size());
+    const vae_test::Diff d =
+        vae_test::compare(got->data, ltx_test::swap_channels_frames(r, 2, 128, 3, true));
+    EXPECT_LT(d.rel(), 1e-2);  // the reference rounds convolution inputs to F16
+    EXPECT_GT(d.max_ref, 0.1);
+}
+
+TEST(LtxVideoVae, EncoderRefusesOddSizesAndNeedsItsWeights) {
+    const TinyLtx& m = tiny(false, 128);
+    ASSERT_EQ(m.error, "");
+    int runs = 0;
+    auto r = ltx::ltx_encode_video(m.cfg, HostTensor({24, 16, 3, 1}), runner(m, &runs));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("multiple of 16"), std::string::npos)
+        << r.status().message();
+    r = ltx::ltx_encode_video(tiny(false).cfg, HostTensor({32, 16, 3, 1}), runner(m, &runs));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("no encoder"), std::string::npos);
+    EXPECT_EQ(runs, 0);
+}
 
 TEST(LtxVideoVae, WrongLatentWidthIsRefused) {
     const TinyLtx& m = tiny(false);

@@ -111,6 +111,7 @@ ggml_tensor* timestep_embed(nn::Ctx& c, ggml_tensor* t, const std::string& p, in
 struct Window {
     models::WanCausalCache* cache = nullptr;
     int64_t tail = 0;
+    bool causal = false;  // the encoder: two copies of the first frame in front, none behind
 };
 
 // A 3x3x3 convolution over x [W, H, in, F] with one replicated frame on each side in time
@@ -130,7 +131,11 @@ ggml_tensor* conv3d(nn::Ctx& c, ggml_tensor* x, const std::string& p, int64_t in
     }
     if (!front) front = frame_range(c.ctx, x, 0, 1);
     ggml_tensor* seq = ggml_concat(c.ctx, front, x, 3);
-    seq = ggml_concat(c.ctx, seq, frame_range(c.ctx, x, n - 1, 1), 3);
+    if (win.causal) {
+        seq = ggml_concat(c.ctx, front, seq, 3);
+    } else {
+        seq = ggml_concat(c.ctx, seq, frame_range(c.ctx, x, n - 1, 1), 3);
+    }
     return conv3d_valid(c, seq, p + "conv.", in, out);
 }
 
@@ -148,7 +153,7 @@ ggml_tensor* residual_group(nn::Ctx& c, const LtxVideoVaeConfig& cfg, const LtxV
                             ggml_tensor* x, ggml_tensor* t, Window& win) {
     const int64_t ch = b.in;
     ggml_tensor* emb = nullptr;
-    if (cfg.timestep_conditioning) {
+    if (cfg.timestep_conditioning && t) {
         emb = timestep_embed(c, t, b.prefix + "time_embedder.timestep_embedder.", 4 * ch);
         emb = ggml_reshape_2d(c.ctx, emb, ch, 4);
     }
@@ -165,6 +170,106 @@ ggml_tensor* residual_group(nn::Ctx& c, const LtxVideoVaeConfig& cfg, const LtxV
         x = ggml_add(c.ctx, x, h);
     }
     return x;
+}
+
+// Space to depth, "b c (t p1) (h p2) (w p3) -> b (c p1 p2 p3) t h w": x [W, H, C, T] ->
+// [W/fs, H/fs, C*ft*fs*fs, T/ft], channel ((c * ft + it) * fs + ih) * fs + iw.
+ggml_tensor* space_to_depth(ggml_context* ctx, ggml_tensor* x, int ft, int fs) {
+    const int64_t W = x->ne[0], ch = x->ne[2], T = x->ne[3];
+    const int64_t w = W / fs, h = x->ne[1] / fs, t = T / ft;
+    x = ggml_reshape_4d(ctx, x, W, fs, h, ch * T);            // W ih h (c T)
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));     // W h ih (c T)
+    x = ggml_reshape_4d(ctx, x, fs, w, h, fs * ch * T);       // iw w h (ih c T)
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 2, 0, 1, 3));     // w h iw (ih c T)
+    x = ggml_reshape_4d(ctx, x, w * h * fs * fs, ch, ft, t);  // (w h iw ih) c it t
+    x = ggml_cont(ctx, ggml_permute(ctx, x, 0, 2, 1, 3));     // (w h iw ih) it c t
+    return ggml_reshape_4d(ctx, x, w, h, fs * fs * ft * ch, t);
+}
+
+// AvgDown3D: zero frames in front to a multiple of ft, space to depth, then the mean of each
+// group of in*ft*fs*fs/out consecutive channels: [W, H, in, T] -> [W/fs, H/fs, out, T'/ft].
+ggml_tensor* avg_down(ggml_context* ctx, ggml_tensor* x, int64_t out, int ft, int fs) {
+    const int64_t pad = (ft - x->ne[3] % ft) % ft;
+    if (pad > 0) x = ggml_pad_ext(ctx, x, 0, 0, 0, 0, 0, 0, static_cast<int>(pad), 0);
+    x = space_to_depth(ctx, x, ft, fs);
+    const int64_t w = x->ne[0], h = x->ne[1], t = x->ne[3], group = x->ne[2] / out;
+    if (group == 1) return x;
+    x = ggml_reshape_4d(ctx, x, w * h, group, out, t);
+    x = ggml_mean(ctx, ggml_cont(ctx, ggml_permute(ctx, x, 1, 0, 2, 3)));  // [1, wh, out, t]
+    return ggml_reshape_4d(ctx, x, w, h, out, t);
+}
+
+// SpaceToDepthDownsample: the first frame repeated ft - 1 times in front; a causal
+// convolution to out/(ft fs fs) channels averaged down, plus the input averaged down.
+ggml_tensor* downsample(nn::Ctx& c, const LtxVaeDownBlock& b, ggml_tensor* x, Window& win) {
+    for (int i = 1; i < b.factor_t; ++i) {
+        x = ggml_concat(c.ctx, frame_range(c.ctx, x, 0, 1), x, 3);
+    }
+    const int64_t f = int64_t{b.factor_t} * b.factor_s * b.factor_s;
+    ggml_tensor* skip = avg_down(c.ctx, x, b.out, b.factor_t, b.factor_s);
+    ggml_tensor* h = conv3d(c, x, b.prefix + "conv.", b.in, b.out / f, win);
+    return ggml_add(c.ctx, avg_down(c.ctx, h, b.out, b.factor_t, b.factor_s), skip);
+}
+
+// The encoder's blocks as the reference infers them: a downsampler's factor is the next
+// residual group's width over its convolution's output width (8: time and space, 4: space,
+// 2: time).
+Status detect_encoder(const TensorIndex& index, LtxVideoVaeConfig& cfg) {
+    const std::string e = cfg.prefix + "encoder.";
+    int64_t ch = 0;
+    GGDIFF_TRY(need_conv(index, e + "conv_in.", 0, &ch));
+    const TensorInfo* in = conv3d_info(index, e + "conv_in.");
+    if (in->shape[1] != 3 * cfg.patch * cfg.patch) {
+        return Status::Error(e + "conv_in.conv.weight takes " + std::to_string(in->shape[1]) +
+                             " channels, expected " + std::to_string(3 * cfg.patch * cfg.patch));
+    }
+    cfg.enc_in_width = ch;
+    auto block = [&](int i) { return e + "down_blocks." + std::to_string(i) + "."; };
+    for (int i = 0; index.has_prefix(block(i)); ++i) {
+        LtxVaeDownBlock b;
+        b.prefix = block(i);
+        b.in = ch;
+        if (index.has_prefix(b.prefix + "res_blocks.0.")) {
+            while (index.has_prefix(b.prefix + "res_blocks." + std::to_string(b.layers) + ".")) {
+                const std::string r = b.prefix + "res_blocks." + std::to_string(b.layers) + ".";
+                int64_t out = 0;
+                GGDIFF_TRY(need_conv(index, r + "conv1.", ch, &out));
+                GGDIFF_TRY(need_conv(index, r + "conv2.", ch, &out));
+                ++b.layers;
+            }
+            b.out = ch;
+        } else {
+            b.residual_group = false;
+            int64_t conv_out = 0;
+            GGDIFF_TRY(need_conv(index, b.prefix + "conv.", ch, &conv_out));
+            int64_t next = 0;
+            for (int j = i + 1; index.has_prefix(block(j)); ++j) {
+                if (const TensorInfo* r = conv3d_info(index, block(j) + "res_blocks.0.conv1.")) {
+                    next = r->shape[0];
+                    break;
+                }
+            }
+            const int64_t factor = next > 0 && next % conv_out == 0 ? next / conv_out : 0;
+            if (factor != 8 && factor != 4 && factor != 2) {
+                return Status::Error(
+                    b.prefix + "conv.conv.weight gives " + std::to_string(conv_out) +
+                    " channels: not 1/2, 1/4 or 1/8 of the next width " + std::to_string(next));
+            }
+            b.factor_t = factor == 4 ? 1 : 2;
+            b.factor_s = factor == 2 ? 1 : 2;
+            b.out = next;
+        }
+        ch = b.out;
+        cfg.down.push_back(b);
+    }
+    cfg.enc_out_width = ch;
+    int64_t out = 0;
+    GGDIFF_TRY(need_conv(index, e + "conv_out.", ch, &out));
+    if (out != cfg.latent_channels + 1) {
+        return Status::Error(e + "conv_out.conv.weight gives " + std::to_string(out) +
+                             " channels, expected " + std::to_string(cfg.latent_channels + 1));
+    }
+    return Status::Ok();
 }
 
 }  // namespace
@@ -319,6 +424,7 @@ Result<LtxVideoVaeConfig> detect_ltx_video_vae(const TensorIndex& index,
         GGDIFF_TRY(need_embedder(index, d + "last_time_embedder.timestep_embedder.", 2 * ch));
     }
     cfg.has_encoder = index.has_prefix(prefix + "encoder.");
+    if (cfg.has_encoder) GGDIFF_TRY(detect_encoder(index, cfg));
     return cfg;
 }
 
@@ -375,6 +481,62 @@ ggml_tensor* build_ltx_decode(nn::Ctx& c, const LtxVideoVaeConfig& cfg, ggml_ten
     x = conv3d(c, ggml_silu(c.ctx, x), d + "conv_out.", ch, 3 * cfg.patch * cfg.patch, win);
     if (win.tail > 0) x = ggml_cont(c.ctx, frame_range(c.ctx, x, 0, x->ne[3] - win.tail));
     return unpatchify(c.ctx, x, cfg.patch);
+}
+
+ggml_tensor* build_ltx_encode(nn::Ctx& c, const LtxVideoVaeConfig& cfg, ggml_tensor* video) {
+    Window win;
+    win.causal = true;
+    const std::string e = cfg.prefix + "encoder.";
+    const int p = cfg.patch;
+    // Patches, "b c f (h q) (w r) -> b (c r q) f h w": space to depth, then r before q.
+    ggml_tensor* x = space_to_depth(c.ctx, video, 1, p);
+    const int64_t w = x->ne[0], h = x->ne[1], t = x->ne[3];
+    x = ggml_reshape_4d(c.ctx, x, w * h, p, p, 3 * t);  // pixels iw ih (c t)
+    x = ggml_cont(c.ctx, ggml_permute(c.ctx, x, 0, 2, 1, 3));
+    x = ggml_reshape_4d(c.ctx, x, w, h, 3 * p * p, t);
+    x = conv3d(c, x, e + "conv_in.", 3 * p * p, cfg.enc_in_width, win);
+    for (const LtxVaeDownBlock& b : cfg.down) {
+        x = b.residual_group ? residual_group(c, cfg, b, x, nullptr, win)
+                             : downsample(c, b, x, win);
+    }
+    x = ggml_silu(c.ctx, pixel_norm(c.ctx, x));
+    x = conv3d(c, x, e + "conv_out.", cfg.enc_out_width, cfg.latent_channels + 1, win);
+    // The posterior mean (the first latent_channels channels), normalized per channel.
+    const int64_t lc = cfg.latent_channels;
+    x = ggml_cont(c.ctx, ggml_view_4d(c.ctx, x, x->ne[0], x->ne[1], lc, x->ne[3], x->nb[1],
+                                      x->nb[2], x->nb[3], 0));
+    const std::string st = cfg.prefix + "per_channel_statistics.";
+    x = ggml_sub(c.ctx, x, per_channel(c.ctx, f32(c.ctx, c.W(st + "mean-of-means", {lc}))));
+    return ggml_div(c.ctx, x, per_channel(c.ctx, f32(c.ctx, c.W(st + "std-of-means", {lc}))));
+}
+
+Result<HostTensor> ltx_encode_video(const LtxVideoVaeConfig& cfg, const HostTensor& video,
+                                    const models::WanGraphRun& run) {
+    if (!cfg.has_encoder) {
+        return Status::Error("this LTX VAE has no encoder weights: encoding needs a full VAE");
+    }
+    const int s = cfg.space_scale();
+    if (video.dim(2) != 3 || video.dim(0) % s != 0 || video.dim(1) % s != 0 || video.dim(3) < 1) {
+        return Status::Error("LTX video VAE: the encoder takes RGB frames of a multiple of " +
+                             std::to_string(s) + " pixels per side, got " +
+                             std::to_string(video.dim(0)) + "x" + std::to_string(video.dim(1)) +
+                             "x" + std::to_string(video.dim(2)));
+    }
+    const int64_t frames = 1 + (video.dim(3) - 1) / cfg.time_scale() * cfg.time_scale();
+    HostTensor x = video;
+    if (frames != video.dim(3)) {
+        GGDIFF_LOG_WARN("LTX video VAE: encoding the first %lld of %lld frames (1 + %d n)",
+                        static_cast<long long>(frames), static_cast<long long>(video.dim(3)),
+                        cfg.time_scale());
+        x = HostTensor({video.dim(0), video.dim(1), 3, frames});
+        std::copy(video.data.begin(), video.data.begin() + x.numel(), x.data.begin());
+    }
+    auto r = run([&](nn::Ctx& c, const std::function<ggml_tensor*(const HostTensor&)>& input) {
+        return std::vector<ggml_tensor*>{build_ltx_encode(c, cfg, input(x))};
+    });
+    if (!r.ok()) return r.status().with_context("LTX video VAE encode");
+    if (r->size() != 1) return Status::Error("LTX video VAE: the encoder returned nothing");
+    return std::move((*r)[0]);
 }
 
 std::vector<LtxWindow> ltx_temporal_windows(int latent_frames, LtxTemporalTiling tiling) {

@@ -35,15 +35,17 @@
 
 namespace ggdiff::ltx {
 
+// A block of the decoder (up) or the encoder (down): a residual group, or a resampler.
 struct LtxVaeUpBlock {
-    std::string prefix;  // "<prefix>decoder.up_blocks.N."
+    std::string prefix;  // "<prefix>decoder.up_blocks.N." / "<prefix>encoder.down_blocks.N."
     bool residual_group = true;
     int layers = 0;    // residual group: its res_blocks
     int64_t in = 0;    // channels in
     int64_t out = 0;   // channels out (a group keeps them)
-    int factor_t = 1;  // upsampler: x2 in time (and/or) x2 in space
+    int factor_t = 1;  // resampler: x2 in time (and/or) x2 in space
     int factor_s = 1;
 };
+using LtxVaeDownBlock = LtxVaeUpBlock;
 
 struct LtxVideoVaeConfig {
     std::string prefix = "first_stage_model.";
@@ -55,6 +57,11 @@ struct LtxVideoVaeConfig {
     float decode_timestep = 0.05f;
     std::vector<LtxVaeUpBlock> up;
     bool has_encoder = false;
+    // The encoder (when has_encoder): conv_in width, blocks (SpaceToDepthDownsample: the
+    // causal convolution to out/(ft fs fs) channels, both paths averaged down), last width.
+    int64_t enc_in_width = 0;
+    std::vector<LtxVaeDownBlock> down;
+    int64_t enc_out_width = 0;
 
     int time_scale() const;   // product of the time factors (8 for LTX-2)
     int space_scale() const;  // patch times the space factors (32 for LTX-2)
@@ -83,6 +90,16 @@ int ltx_latent_frames(const LtxVideoVaeConfig& cfg, int video_frames);
 ggml_tensor* build_ltx_decode(nn::Ctx& c, const LtxVideoVaeConfig& cfg, ggml_tensor* z,
                               ggml_tensor* timestep, int first,
                               models::WanCausalCache* cache = nullptr, int overlap = 0);
+
+// The encoder's graph: video [W, H, 3, 1 + 8 n] in [-1, 1] (W, H multiples of 32) -> the
+// normalized diffusion latent [W/32, H/32, 128, 1 + n] (the posterior mean), with the
+// reference's causal padding (two copies of the first frame before each 3x3x3 convolution).
+ggml_tensor* build_ltx_encode(nn::Ctx& c, const LtxVideoVaeConfig& cfg, ggml_tensor* video);
+
+// The same through `run` (one graph). Frames beyond the last 1 + 8 n are dropped, as the
+// reference does (with a warning); sizes that are not multiples of space_scale() are refused.
+Result<HostTensor> ltx_encode_video(const LtxVideoVaeConfig& cfg, const HostTensor& video,
+                                    const models::WanGraphRun& run);
 
 struct LtxTemporalTiling {
     bool enabled = false;
