@@ -18,16 +18,8 @@
 # flags go to ggdiff-bench.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
-size=${SIZE:-512}
-steps=${STEPS:-3}
-threads=${THREADS:-$(nproc)}
-ref_cli=${REF_CLI:-/work/ref/sdcpp/build/bin/sd-cli}
-fixtures=${FIXTURES:-$build_dir/fixtures}
+bench_settings anima_bench 512 3
 blocks=28
-if [ ! -x "$build_dir/ggdiff-bench" ]; then
-  echo "anima_bench: $build_dir/ggdiff-bench is missing (cmake --build $build_dir --target ggdiff-bench)" >&2
-  exit 1
-fi
 mkdir -p "$fixtures"
 
 repo_fixture() {  # repo_fixture LIST SEED [NAME] -> path (tests/fixtures/LIST.tensors)

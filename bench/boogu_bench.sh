@@ -21,16 +21,8 @@
 # flags go to ggdiff-bench.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
-size=${SIZE:-256}
-steps=${STEPS:-2}
-threads=${THREADS:-$(nproc)}
-ref_cli=${REF_CLI:-/work/ref/sdcpp/build/bin/sd-cli}
-fixtures=${FIXTURES:-$build_dir/fixtures}
+bench_settings boogu_bench 256 2
 blocks=53
-if [ ! -x "$build_dir/ggdiff-bench" ]; then
-  echo "boogu_bench: $build_dir/ggdiff-bench is missing (cmake --build $build_dir --target ggdiff-bench)" >&2
-  exit 1
-fi
 mkdir -p "$fixtures"
 llm=$(make_fixture zimage_tiny_llm 52)
 vae=$(make_fixture flux_ae 14)

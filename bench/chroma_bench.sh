@@ -25,15 +25,7 @@
 # flags go to ggdiff-bench.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
-size=${SIZE:-1024}
-steps=${STEPS:-1}
-threads=${THREADS:-$(nproc)}
-ref_cli=${REF_CLI:-/work/ref/sdcpp/build/bin/sd-cli}
-fixtures=${FIXTURES:-$build_dir/fixtures}
-if [ ! -x "$build_dir/ggdiff-bench" ]; then
-  echo "chroma_bench: $build_dir/ggdiff-bench is missing (cmake --build $build_dir --target ggdiff-bench)" >&2
-  exit 1
-fi
+bench_settings chroma_bench 1024 1
 mkdir -p "$fixtures"
 
 # FILE.tensors (a make_fixture.py list) -> FILE.safetensors, once.

@@ -13,6 +13,23 @@ make_fixture() {
   echo "$out"
 }
 
+# bench_settings NAME SIZE STEPS: the settings of an engine-vs-reference bench from the environment
+# (SIZE and STEPS with these defaults, THREADS: all cores, REF_CLI, FIXTURES: build/fixtures,
+# FIXTURE_PYTHON) into size, steps, threads, ref_cli, fixtures and python; stops with an error
+# named NAME when ggdiff-bench is not built.
+bench_settings() {
+  size=${SIZE:-$2}
+  steps=${STEPS:-$3}
+  threads=${THREADS:-$(nproc)}
+  ref_cli=${REF_CLI:-/work/ref/sdcpp/build/bin/sd-cli}
+  fixtures=${FIXTURES:-$build_dir/fixtures}
+  python=${FIXTURE_PYTHON:-/usr/bin/python3}
+  if [ ! -x "$build_dir/ggdiff-bench" ]; then
+    echo "$1: $build_dir/ggdiff-bench is missing (cmake --build $build_dir --target ggdiff-bench)" >&2
+    exit 1
+  fi
+}
+
 # ref_timed TAG STEPS PER_STEP CMD...: runs a reference-engine command line CMD with its output
 # in a temporary log and prints its timing as JSON (bench/ref_log.py: PER_STEP=1 gives the
 # progress bar's per-step times after the first instead of the mean).

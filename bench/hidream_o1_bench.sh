@@ -15,16 +15,8 @@
 # both engines, default: all cores). Extra flags go to ggdiff-bench.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
-size=${SIZE:-256}
-steps=${STEPS:-2}
-threads=${THREADS:-$(nproc)}
-ref_cli=${REF_CLI:-/work/ref/sdcpp/build/bin/sd-cli}
-fixtures=${FIXTURES:-$build_dir/fixtures}
+bench_settings hidream_o1_bench 256 2
 model="$fixtures/hidream_o1_full.gguf"
-if [ ! -x "$build_dir/ggdiff-bench" ]; then
-  echo "hidream_o1_bench: $build_dir/ggdiff-bench is missing (cmake --build $build_dir --target ggdiff-bench)" >&2
-  exit 1
-fi
 if [ ! -f "$model" ]; then
   mkdir -p "$fixtures"
   echo "hidream_o1_bench: generating $model (14.8 GB, 1.5 GB on disk)" >&2

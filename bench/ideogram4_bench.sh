@@ -17,16 +17,8 @@
 # FIXTURE_PYTHON (a Python with numpy, default /usr/bin/python3). Extra flags go to ggdiff-bench.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
-size=${SIZE:-256}
-steps=${STEPS:-3}
-threads=${THREADS:-$(nproc)}
-ref_cli=${REF_CLI:-/work/ref/sdcpp/build/bin/sd-cli}
-fixtures=${FIXTURES:-$build_dir/fixtures}
+bench_settings ideogram4_bench 256 3
 blocks=34
-if [ ! -x "$build_dir/ggdiff-bench" ]; then
-  echo "ideogram4_bench: $build_dir/ggdiff-bench is missing (cmake --build $build_dir --target ggdiff-bench)" >&2
-  exit 1
-fi
 mkdir -p "$fixtures"
 vae=$(make_fixture flux2_vae 73)
 

@@ -23,17 +23,8 @@
 # ggdiff-bench.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
-size=${SIZE:-256}
-steps=${STEPS:-3}
-threads=${THREADS:-$(nproc)}
-ref_cli=${REF_CLI:-/work/ref/sdcpp/build/bin/sd-cli}
-fixtures=${FIXTURES:-$build_dir/fixtures}
-python=${FIXTURE_PYTHON:-/usr/bin/python3}
+bench_settings lens_bench 256 3
 blocks=48
-if [ ! -x "$build_dir/ggdiff-bench" ]; then
-  echo "lens_bench: $build_dir/ggdiff-bench is missing (cmake --build $build_dir --target ggdiff-bench)" >&2
-  exit 1
-fi
 mkdir -p "$fixtures"
 vae=$(make_fixture flux2_vae 73)
 tokenizer=$bench_root/tests/golden/lens_tiny/gpt_oss_tokenizer.json

@@ -30,15 +30,7 @@ case $family in
   ovis) ctx=2048 text_rows=256 doubles=6 singles=27 swiglu=1 ;;
   *) echo "llm_flux_bench: FAMILY is longcat or ovis" >&2; exit 2 ;;
 esac
-size=${SIZE:-512}
-steps=${STEPS:-1}
-threads=${THREADS:-$(nproc)}
-ref_cli=${REF_CLI:-/work/ref/sdcpp/build/bin/sd-cli}
-fixtures=${FIXTURES:-$build_dir/fixtures}
-if [ ! -x "$build_dir/ggdiff-bench" ]; then
-  echo "llm_flux_bench: $build_dir/ggdiff-bench is missing (cmake --build $build_dir --target ggdiff-bench)" >&2
-  exit 1
-fi
+bench_settings llm_flux_bench 512 1
 mkdir -p "$fixtures"
 
 wide_dit() {  # wide_dit DOUBLES SINGLES -> path

@@ -28,16 +28,7 @@
 # ggdiff-bench.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
-size=${SIZE:-256}
-steps=${STEPS:-3}
-threads=${THREADS:-$(nproc)}
-ref_cli=${REF_CLI:-/work/ref/sdcpp/build/bin/sd-cli}
-fixtures=${FIXTURES:-$build_dir/fixtures}
-python=${FIXTURE_PYTHON:-/usr/bin/python3}
-if [ ! -x "$build_dir/ggdiff-bench" ]; then
-  echo "pid_bench: $build_dir/ggdiff-bench is missing (cmake --build $build_dir --target ggdiff-bench)" >&2
-  exit 1
-fi
+bench_settings pid_bench 256 3
 mkdir -p "$fixtures"
 vae=$(make_fixture flux_ae 14)
 golden=$bench_root/tests/golden/pid_tiny

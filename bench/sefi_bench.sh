@@ -19,16 +19,8 @@
 # flags go to ggdiff-bench.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
-size=${SIZE:-256}
-steps=${STEPS:-2}
-threads=${THREADS:-$(nproc)}
-ref_cli=${REF_CLI:-/work/ref/sdcpp/build/bin/sd-cli}
-fixtures=${FIXTURES:-$build_dir/fixtures}
+bench_settings sefi_bench 256 2
 blocks=20
-if [ ! -x "$build_dir/ggdiff-bench" ]; then
-  echo "sefi_bench: $build_dir/ggdiff-bench is missing (cmake --build $build_dir --target ggdiff-bench)" >&2
-  exit 1
-fi
 mkdir -p "$fixtures"
 llm=$(make_fixture flux2_tiny_llm 72)
 vae=$(make_fixture flux2_vae 73)
