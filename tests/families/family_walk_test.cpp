@@ -87,7 +87,8 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"sefi_tiny", "sefi_image"},    // tests/golden: FLUX.2 DiT with a dual timestep embedding
     {"boogu_tiny/T", "boogu_image"},  // tests/golden: double/single-stream DiT on Qwen3-VL states
     {"boogu_tiny/V", "boogu_image"},  // with an LLM that has a Qwen3-VL vision tower
-    {"pid_tiny", "pid"},  // tests/golden: pixel-space DiT on Gemma 2 states and a FLUX VAE latent
+    {"pid_tiny", "pid"},   // tests/golden: pixel-space DiT on Gemma 2 states and a FLUX VAE latent
+    {"pid_flux2", "pid"},  // tests/golden: the PiD variant on a FLUX.2 VAE latent
     {"ideogram4_tiny/D", "ideogram4"},  // tests/golden: 4608-wide DiT on 13 Qwen3-VL states
     {"ideogram4_tiny/U", "ideogram4"},  // with its unconditional DiT
     {"lens_tiny", "lens"},              // tests/golden: MMDiT on four stacked GPT-OSS states (GGUF)
