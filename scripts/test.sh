@@ -10,6 +10,9 @@ cmake --build "$build_dir" -j "$(nproc)"
 # The fixtures take about 10 GB; tests remove their own scratch folders when they pass.
 echo "test: disk free before the run: $(df -h --output=avail "$build_dir" | tail -1 | tr -d ' ')"
 status=0
-ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" --timeout 900 || status=$?
+# ctest runs one test per core; each ggdiff process then takes one thread (GGDIFF_THREADS), since
+# ggml's CPU threads spin while they wait and oversubscribed cores lose about a quarter of the run.
+GGDIFF_THREADS="${GGDIFF_THREADS:-1}" \
+  ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" --timeout 900 || status=$?
 echo "test: disk free after the run: $(df -h --output=avail "$build_dir" | tail -1 | tr -d ' ')"
 exit "$status"

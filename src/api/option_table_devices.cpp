@@ -12,7 +12,9 @@ void add_device_options(std::vector<OptionSpec>& out) {
     opt(out, g, "threads", OptType::Int, kModel)
         .short_name("t")
         .def("-1")
-        .help("CPU threads for computation; <= 0 uses the number of physical cores")
+        .help(
+            "CPU threads for computation; <= 0 uses GGDIFF_THREADS when set, else the number of "
+            "CPU threads")
         .bind(to_int(GGDIFF_FIELD(model.threads)));
     opt(out, g, "list-devices", OptType::Bool, kFrontend)
         .help("Print one 'name<TAB>description' line per device and exit");

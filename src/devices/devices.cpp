@@ -440,6 +440,19 @@ placement::DeviceInfo placement_info(const DeviceInfo& d) {
 }
 
 int default_threads() {
+    // GGDIFF_THREADS sets the default for every process that does not pass -t (the test runner
+    // uses it to run one thread per process when it runs as many processes as there are cores:
+    // ggml's CPU threads wait by spinning, so oversubscribed cores lose a quarter of their time).
+    if (const char* env = std::getenv("GGDIFF_THREADS"); env && *env) {
+        char* end = nullptr;
+        const long v = std::strtol(env, &end, 10);
+        if (end && *end == '\0' && v > 0 && v <= 4096) return static_cast<int>(v);
+        static bool warned = false;
+        if (!warned) {
+            warned = true;
+            GGDIFF_LOG_WARN("GGDIFF_THREADS='%s' is not a thread count (1..4096); ignored", env);
+        }
+    }
     unsigned n = std::thread::hardware_concurrency();
     return n == 0 ? 4 : static_cast<int>(n);
 }

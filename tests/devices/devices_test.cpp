@@ -1,6 +1,7 @@
 // Device listing and lookup, and --rpc-servers endpoint validation (no network).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 #include <string>
 
@@ -44,7 +45,8 @@ TEST(Devices, FindDeviceIsCaseInsensitive) {
     EXPECT_EQ(ggdiff::find_device("cpu"), cpu);
     EXPECT_EQ(ggdiff::find_device("Cpu"), cpu);
     EXPECT_EQ(std::string(ggml_backend_dev_name(cpu)), "CPU");
-    for (const DeviceInfo& d : ggdiff::list_devices()) EXPECT_EQ(ggdiff::find_device(d.name), d.dev);
+    for (const DeviceInfo& d : ggdiff::list_devices())
+        EXPECT_EQ(ggdiff::find_device(d.name), d.dev);
 }
 
 TEST(Devices, UnknownDeviceIsNull) {
@@ -67,6 +69,27 @@ TEST(Devices, CpuBackendTakesThreads) {
     EXPECT_GE(ggdiff::default_threads(), 1);
 }
 
+TEST(Devices, GgdiffThreadsSetsTheDefaultThreadCount) {
+    const char* saved = std::getenv("GGDIFF_THREADS");
+    const std::string keep = saved ? saved : "";
+    unsetenv("GGDIFF_THREADS");
+    const int cores = ggdiff::default_threads();
+    EXPECT_GE(cores, 1);
+    setenv("GGDIFF_THREADS", "3", 1);
+    EXPECT_EQ(ggdiff::default_threads(), 3);
+    setenv("GGDIFF_THREADS", "1", 1);
+    EXPECT_EQ(ggdiff::default_threads(), 1);
+    for (const char* bad : {"0", "-2", "two", "4x", "99999"}) {
+        setenv("GGDIFF_THREADS", bad, 1);
+        EXPECT_EQ(ggdiff::default_threads(), cores) << bad;  // ignored, with a warning
+    }
+    if (saved) {
+        setenv("GGDIFF_THREADS", keep.c_str(), 1);
+    } else {
+        unsetenv("GGDIFF_THREADS");
+    }
+}
+
 // ---- --rpc-servers validation -----------------------------------------------------------
 
 TEST(RpcEndpoint, GoodEndpointsParse) {
@@ -75,10 +98,10 @@ TEST(RpcEndpoint, GoodEndpointsParse) {
         const char* host;
         int port;
     };
-    for (const Case& c : {Case{"127.0.0.1:50052", "127.0.0.1", 50052},
-                          Case{"localhost:1", "localhost", 1},
-                          Case{"  gpu-box_2.lan:65535 ", "gpu-box_2.lan", 65535},
-                          Case{"10.0.0.7:080", "10.0.0.7", 80}}) {
+    for (const Case& c :
+         {Case{"127.0.0.1:50052", "127.0.0.1", 50052}, Case{"localhost:1", "localhost", 1},
+          Case{"  gpu-box_2.lan:65535 ", "gpu-box_2.lan", 65535},
+          Case{"10.0.0.7:080", "10.0.0.7", 80}}) {
         auto ep = ggdiff::parse_rpc_endpoint(c.text);
         ASSERT_TRUE(ep.ok()) << c.text << ": " << ep.status().message();
         EXPECT_EQ(ep->host, c.host);

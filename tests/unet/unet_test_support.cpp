@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "devices/devices.h"
+
 namespace ggdiff::unet_test {
 namespace {
 
@@ -162,8 +164,7 @@ BackendPtr cpu_backend() {
     ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(ggml_backend_get_device(b));
     auto set_threads = reinterpret_cast<ggml_backend_set_n_threads_t>(
         ggml_backend_reg_get_proc_address(reg, "ggml_backend_set_n_threads"));
-    const unsigned hw = std::thread::hardware_concurrency();
-    if (set_threads) set_threads(b, hw ? static_cast<int>(hw) : 2);
+    if (set_threads) set_threads(b, ggdiff::default_threads());
     return BackendPtr(b);
 }
 
