@@ -4,10 +4,12 @@
 #include <climits>
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
 
 #include <nlohmann/json.hpp>
 
 #include "tokenizers/byte_level_bpe.h"
+#include "tokenizers/prompt_attention.h"
 #include "tokenizers/qwen2_tokenizer.h"
 #include "tokenizers/tokenizer_files.h"
 #include "tokenizers/unicode.h"
@@ -20,9 +22,22 @@ namespace {
 
 constexpr const char* kSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 
-std::vector<std::string> reference_specials() {
-    std::vector<std::string> s = {"<pad>",  "<eos>",   "<bos>",  "<unk>",
-                                  "<mask>", "<2mass>", "[@BOS@]"};
+void push_tags(std::vector<std::string>& s, std::initializer_list<const char*> tags) {
+    for (const char* tag : tags) s.push_back(std::string("<") + tag + ">");
+    for (const char* tag : tags) s.push_back(std::string("</") + tag + ">");
+}
+
+// stable-diffusion.cpp's Gemma2Tokenizer (kGemma2) and GemmaTokenizer (kGemma3) lists: the
+// "before merge" specials, then the "after merge" ones.
+std::vector<std::string> reference_specials(GemmaVersion version) {
+    const bool g3 = version == GemmaVersion::kGemma3;
+    std::vector<std::string> s = {"<pad>", "<eos>", "<bos>", "<unk>", "<mask>"};
+    if (g3) {
+        s.push_back("[multimodal]");
+    } else {
+        s.push_back("<2mass>");
+        s.push_back("[@BOS@]");
+    }
     for (int i = 0; i <= 98; ++i) s.push_back("<unused" + std::to_string(i) + ">");
     s.push_back("<start_of_turn>");
     s.push_back("<end_of_turn>");
@@ -32,23 +47,12 @@ std::vector<std::string> reference_specials() {
         for (int j = 0; j < i; ++j) w += kSpace;
         s.push_back(w);
     }
-    for (const char* tag : {"table", "caption", "thead", "tbody", "tfoot", "tr", "th", "td"}) {
-        s.push_back(std::string("<") + tag + ">");
-    }
-    for (const char* tag : {"table", "caption", "thead", "tbody", "tfoot", "tr", "th", "td"}) {
-        s.push_back(std::string("</") + tag + ">");
-    }
-    for (const char* tag : {"h1", "h2", "h3", "h4", "h5", "h6", "blockquote"}) {
-        s.push_back(std::string("<") + tag + ">");
-    }
-    for (const char* tag : {"h1", "h2", "h3", "h4", "h5", "h6", "blockquote"}) {
-        s.push_back(std::string("</") + tag + ">");
-    }
-    for (const char* tag : {"strong", "em", "b", "i", "u", "s", "sub", "sup", "code"}) {
-        s.push_back(std::string("<") + tag + ">");
-    }
-    for (const char* tag : {"strong", "em", "b", "i", "u", "s", "sub", "sup", "code"}) {
-        s.push_back(std::string("</") + tag + ">");
+    push_tags(s, {"table", "caption", "thead", "tbody", "tfoot", "tr", "th", "td"});
+    push_tags(s, {"h1", "h2", "h3", "h4", "h5", "h6", "blockquote"});
+    push_tags(s, {"strong", "em", "b", "i", "u", "s", "sub", "sup", "code"});
+    if (g3) {
+        push_tags(
+            s, {"a", "html", "body", "img", "span", "bbox", "ul", "li", "div", "iframe", "footer"});
     }
     for (int i = 0; i <= 0xFF; ++i) {
         char buf[16];
@@ -56,15 +60,22 @@ std::vector<std::string> reference_specials() {
         s.push_back(buf);
     }
     for (int i = 1; i <= 31; ++i) s.push_back(std::string(static_cast<size_t>(i), '\t'));
-    s.push_back("[toxicity=0]");
-    s.push_back("<unused99>");
+    if (g3) {
+        s.push_back("<start_of_image>");
+        s.push_back("<end_of_image>");
+        for (int i = 99; i <= 6241; ++i) s.push_back("<unused" + std::to_string(i) + ">");
+        s.push_back("<image_soft_token>");
+    } else {
+        s.push_back("[toxicity=0]");
+        s.push_back("<unused99>");
+    }
     return s;
 }
 
 }  // namespace
 
 Result<std::string> find_gemma_tokenizer(const std::vector<std::string>& model_paths,
-                                         const std::string& flag) {
+                                         const std::string& flag, GemmaVersion version) {
     std::error_code ec;
     auto holds = [&](const fs::path& dir) {
         return fs::is_directory(dir, ec) && fs::is_regular_file(dir / "tokenizer.json", ec);
@@ -102,20 +113,25 @@ Result<std::string> find_gemma_tokenizer(const std::vector<std::string>& model_p
         if (holds(dir)) return dir.string();
         places += (places.empty() ? "" : ", ") + dir.string();
     }
+    const bool g3 = version == GemmaVersion::kGemma3;
     return Status::Error(
-        "no tokenizer found for the Gemma text encoder (its 256k vocabulary is not built in): "
-        "pass --llm-tokenizer with Gemma 2's tokenizer.json (google/gemma-2-2b-it's), or put it "
+        std::string("no tokenizer found for the Gemma text encoder (its 256k vocabulary is not "
+                    "built in): pass --llm-tokenizer with ") +
+        (g3 ? "Gemma 3's tokenizer.json (google/gemma-3-12b-it's)"
+            : "Gemma 2's tokenizer.json (google/gemma-2-2b-it's)") +
+        ", or put it "
         "beside the --llm file or in a tokenizer/ folder next to it, or use a Gemma GGUF that "
         "holds its vocabulary (tokenizer.ggml.*)" +
         (places.empty() ? std::string() : "; looked in " + places));
 }
 
-const std::vector<std::string>& GemmaTokenizer::special_tokens() {
-    static const std::vector<std::string> list = reference_specials();
-    return list;
+const std::vector<std::string>& GemmaTokenizer::special_tokens(GemmaVersion version) {
+    static const std::vector<std::string> gemma2 = reference_specials(GemmaVersion::kGemma2);
+    static const std::vector<std::string> gemma3 = reference_specials(GemmaVersion::kGemma3);
+    return version == GemmaVersion::kGemma3 ? gemma3 : gemma2;
 }
 
-Result<GemmaTokenizer> GemmaTokenizer::from_path(const std::string& path) {
+Result<GemmaTokenizer> GemmaTokenizer::from_path(const std::string& path, GemmaVersion version) {
     std::error_code ec;
     std::string file = path;
     if (fs::is_directory(path, ec)) {
@@ -133,6 +149,7 @@ Result<GemmaTokenizer> GemmaTokenizer::from_path(const std::string& path) {
                              ": no model.vocab / model.merges (not Gemma's BPE tokenizer.json)");
     }
     GemmaTokenizer tok;
+    tok.version_ = version;
     const auto& model = (*j)["model"];
     for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
         if (!it.value().is_number_integer()) continue;
@@ -179,10 +196,12 @@ Status GemmaTokenizer::finish(const std::string& what) {
     pad_ = vocab_["<pad>"];
     unk_ = vocab_.count("<unk>") ? vocab_["<unk>"] : 3;
     specials_.clear();
-    for (const std::string& s : special_tokens()) {
+    special_start_.fill(false);
+    for (const std::string& s : special_tokens(version_)) {
         // The reference looks a special up as a vocabulary entry; a missing one reads as id 0.
         auto it = vocab_.find(s);
         specials_.emplace_back(s, it == vocab_.end() ? 0 : it->second);
+        if (!s.empty()) special_start_[static_cast<unsigned char>(s[0])] = true;
     }
     return Status::Ok();
 }
@@ -190,7 +209,8 @@ Status GemmaTokenizer::finish(const std::string& what) {
 Result<GemmaTokenizer> GemmaTokenizer::from_sentencepiece(const std::vector<std::string>& tokens,
                                                           const std::vector<float>& scores,
                                                           const std::vector<int64_t>& types,
-                                                          const std::string& what) {
+                                                          const std::string& what,
+                                                          GemmaVersion version) {
     if (scores.size() != tokens.size()) {
         return Status::Error(what + ": " + std::to_string(scores.size()) + " scores for " +
                              std::to_string(tokens.size()) +
@@ -205,6 +225,7 @@ Result<GemmaTokenizer> GemmaTokenizer::from_sentencepiece(const std::vector<std:
     }
     constexpr int64_t kUnused = 5;  // llama.cpp's LLAMA_TOKEN_TYPE_UNUSED
     GemmaTokenizer tok;
+    tok.version_ = version;
     for (size_t i = 0; i < tokens.size(); ++i) {
         if (!types.empty() && types[i] == kUnused) continue;
         tok.vocab_.emplace(tokens[i], static_cast<int>(i));
@@ -283,7 +304,7 @@ std::vector<int> GemmaTokenizer::encode_piece(const std::string& piece) const {
 
 std::vector<int> GemmaTokenizer::encode(const std::string& text) const {
     return byte_level::encode_with_specials(
-        text, specials_, [](unsigned char) { return true; },
+        text, specials_, [this](unsigned char c) { return special_start_[c]; },
         [this](const std::string& run) {
             std::vector<int> ids;
             for (const std::string& piece : Qwen2Tokenizer::pre_tokenize(run)) {
@@ -292,6 +313,18 @@ std::vector<int> GemmaTokenizer::encode(const std::string& text) const {
             }
             return ids;
         });
+}
+
+GemmaPromptTokens gemma3_prompt_tokens(const GemmaTokenizer& tok, const std::string& prompt) {
+    GemmaPromptTokens out;
+    out.ids.push_back(tok.bos_id());
+    out.weights.push_back(1.0f);
+    for (const auto& [text, weight] : parse_prompt_attention(prompt)) {
+        const std::vector<int> part = tok.encode(text);
+        out.ids.insert(out.ids.end(), part.begin(), part.end());
+        out.weights.insert(out.weights.end(), part.size(), weight);
+    }
+    return out;
 }
 
 }  // namespace ggdiff

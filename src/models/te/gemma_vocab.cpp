@@ -19,7 +19,7 @@ bool is_gguf(const std::string& path) {
 
 }  // namespace
 
-Result<GemmaTokenizer> read_gemma_gguf_vocab(const std::string& path) {
+Result<GemmaTokenizer> read_gemma_gguf_vocab(const std::string& path, GemmaVersion version) {
     auto arrays = read_gguf_vocab_arrays(path, "llama", "the SentencePiece model Gemma uses");
     if (!arrays.ok()) return arrays.status();
     const std::vector<std::string>& tokens = arrays->strings["tokenizer.ggml.tokens"];
@@ -31,31 +31,37 @@ Result<GemmaTokenizer> read_gemma_gguf_vocab(const std::string& path) {
     auto types = arrays->ints.find("tokenizer.ggml.token_type");
     return GemmaTokenizer::from_sentencepiece(
         tokens, scores->second, types == arrays->ints.end() ? kNoTypes : types->second,
-        path + " (tokenizer.ggml.*)");
+        path + " (tokenizer.ggml.*)", version);
 }
 
 Result<GemmaTokenizer> load_gemma_tokenizer(const std::vector<std::string>& model_paths,
                                             const std::string& flag, const std::string& llm,
-                                            std::string* source) {
+                                            std::string* source, GemmaVersion version) {
     if (!flag.empty() && is_gguf(flag)) {
-        auto tok = read_gemma_gguf_vocab(flag);
+        auto tok = read_gemma_gguf_vocab(flag, version);
         if (!tok.ok()) return tok.status().with_context("--llm-tokenizer");
         *source = "the vocabulary in " + flag;
         return tok;
     }
-    auto path = find_gemma_tokenizer(model_paths, flag);
+    auto path = find_gemma_tokenizer(model_paths, flag, version);
     if (path.ok()) {
         *source = *path;
-        return GemmaTokenizer::from_path(*path);
+        return GemmaTokenizer::from_path(*path, version);
     }
     if (!flag.empty() || llm.empty()) return path.status();
-    auto tok = read_gemma_gguf_vocab(llm);
+    auto tok = read_gemma_gguf_vocab(llm, version);
     if (tok.ok()) {
         *source = "the vocabulary in " + llm;
         return tok;
     }
     return Status::Error(path.status().message() +
                          "; nor in the --llm file: " + tok.status().message());
+}
+
+Result<GemmaTokenizer> load_gemma3_tokenizer(const std::vector<std::string>& model_paths,
+                                             const std::string& flag, const std::string& llm,
+                                             std::string* source) {
+    return load_gemma_tokenizer(model_paths, flag, llm, source, GemmaVersion::kGemma3);
 }
 
 }  // namespace ggdiff::models
