@@ -10,13 +10,17 @@
  * (with a "control-net") and "end-img" (video) are read when set, so a file that is not
  * an image fails there.
  * Every function that can fail returns 0 on success and non-zero on error;
- * ggdiff_last_error() then says why (per thread).
+ * ggdiff_last_error() then says why (per thread). GGDIFF_ERROR_INPUT means the error is in
+ * what the call asked for, found only once generating (a prompt the model cannot take, such
+ * as a PhotoMaker prompt without its trigger word): the caller's to fix, not the engine's.
  */
 #ifndef GGDIFF_H
 #define GGDIFF_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#define GGDIFF_ERROR_INPUT 2
 
 #ifdef __cplusplus
 extern "C" {

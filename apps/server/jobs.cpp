@@ -504,9 +504,10 @@ void JobManager::run(const std::shared_ptr<Job>& job) {
         job->error_message = "job cancelled by client";
         finish_locked(*job, JobStatus::cancelled);
     } else if (rc != 0 || !ctx.encode_error.empty()) {
-        job->error_code = refused               ? "unsupported_input"
-                          : !load_error.empty() ? "model_load_failed"
-                                                : "generation_failed";
+        job->error_code = refused                    ? "unsupported_input"
+                          : !load_error.empty()      ? "model_load_failed"
+                          : rc == GGDIFF_ERROR_INPUT ? "invalid_input"
+                                                     : "generation_failed";
         job->error_message = rc != 0 ? error : ctx.encode_error;
         finish_locked(*job, JobStatus::failed);
     } else {

@@ -90,6 +90,11 @@ struct JobView {
         return status == JobStatus::completed || status == JobStatus::failed ||
                status == JobStatus::cancelled;
     }
+    // The HTTP status of a failed job: 400 when the request was at fault (an input the model
+    // refuses, a prompt it cannot take), else 500.
+    int failure_http_status() const {
+        return error_code == "invalid_input" || error_code == "unsupported_input" ? 400 : 500;
+    }
 };
 
 enum class Lookup { found, missing, expired };

@@ -223,7 +223,8 @@ void answer(httplib::Response& res, ServerContext& ctx, GenRequest request) {
     auto job = submit_request(ctx, std::move(request), "openai");
     const JobView done = ctx.jobs.wait_done(*job);
     if (done.status == JobStatus::failed) {
-        throw RequestError(500, "", "generation failed: " + done.error_message);
+        throw RequestError(done.failure_http_status(), "",
+                           "generation failed: " + done.error_message);
     }
     if (done.status == JobStatus::cancelled && done.images.empty()) {
         throw RequestError(409, "", "the generation was cancelled before any image was finished");

@@ -281,7 +281,8 @@ void generate(const httplib::Request& req, httplib::Response& res, ServerContext
         auto job = submit_request(ctx, a.gen, img2img ? "img2img" : "txt2img");
         const JobView done = ctx.jobs.wait_done(*job);
         if (done.status == JobStatus::failed) {
-            throw RequestError(500, "", "generation failed: " + done.error_message);
+            throw RequestError(done.failure_http_status(), "",
+                               "generation failed: " + done.error_message);
         }
         // Interrupted jobs answer like A1111: with the images finished before the stop.
         nlohmann::json images = nlohmann::json::array();

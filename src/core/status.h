@@ -12,19 +12,32 @@ class Status {
     Status() = default;
     static Status Ok() { return Status(); }
     static Status Error(std::string message) { return Status(std::move(message)); }
+    // An error in what the caller asked for (a prompt the model cannot take, inputs that do
+    // not go together), found while generating: the C API returns GGDIFF_ERROR_INPUT for it
+    // and the server answers 400 instead of 500.
+    static Status InputError(std::string message) {
+        Status s(std::move(message));
+        s.input_error_ = true;
+        return s;
+    }
 
     bool ok() const { return !failed_; }
     explicit operator bool() const { return ok(); }
     const std::string& message() const { return message_; }
+    bool input_error() const { return input_error_; }
 
     // Prefixes the message with context ("loading x: ..."); no-op on success.
     Status with_context(const std::string& context) const {
-        return ok() ? *this : Status(context + ": " + message_);
+        if (ok()) return *this;
+        Status s(context + ": " + message_);
+        s.input_error_ = input_error_;
+        return s;
     }
 
   private:
     explicit Status(std::string message) : failed_(true), message_(std::move(message)) {}
     bool failed_ = false;
+    bool input_error_ = false;
     std::string message_;
 };
 

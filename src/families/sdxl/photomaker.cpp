@@ -439,12 +439,12 @@ Result<std::optional<IdConditions>> PhotoMaker::conditions(const GenerateOptions
     const int count = static_cast<int>(images.size()) * (cfg_.version == 2 ? cfg_.id_tokens : 1);
     const TriggerTokens t = expand_trigger(tokens, weights, trigger.at(0), count);
     if (!t.found) {
-        return Status::Error(
+        return Status::InputError(
             "PhotoMaker: the prompt has no trigger word \"img\"; put it right after the class "
             "word of the person (\"a photo of a woman img\")");
     }
     if (t.class_at < 0) {
-        return Status::Error(
+        return Status::InputError(
             "PhotoMaker: the trigger word \"img\" must follow a class word (\"man img\", "
             "\"woman img\"); the prompt starts with it");
     }
