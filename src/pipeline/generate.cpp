@@ -362,11 +362,11 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
                                                      const ProgressFn& progress,
                                                      const ImageFn& on_image,
                                                      const PreviewFn& on_preview) {
-    // Everything is validated before any compute.
+    // Everything is validated before any compute; what fails here is the request's fault.
     auto planned = plan_request(o, replicas_.front()->family);
-    if (!planned.ok()) return planned.status();
+    if (!planned.ok()) return Status::InputError(planned.status().message());
     auto hires = plan_hires(o, replicas_.front()->family, *planned, hires_upscalers_dir_);
-    if (!hires.ok()) return hires.status();
+    if (!hires.ok()) return Status::InputError(hires.status().message());
     ImageUpscaleFn hires_model;
     if (*hires && (*hires)->kind == HiresPlan::Kind::Model) {
         auto fn = hires_upscaler((*hires)->model_path, (*hires)->tile_size);

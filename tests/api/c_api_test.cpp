@@ -175,10 +175,26 @@ TEST(CApi, GeneratesAndCancels) {
     // A progress callback returning 0 cancels with an error, and the model stays usable.
     images = nullptr;
     n = 0;
-    EXPECT_NE(ggdiff_generate(model, gen.o, cancel_at_first_step, nullptr, &images, &n), 0);
+    EXPECT_EQ(ggdiff_generate(model, gen.o, cancel_at_first_step, nullptr, &images, &n), 1);
     EXPECT_NE(std::string(ggdiff_last_error()).find("cancel"), std::string::npos)
         << ggdiff_last_error();
     EXPECT_EQ(n, 0);
+
+    // An option this model cannot take (a Wan VACE strength for SD1) is only found when
+    // generating: GGDIFF_ERROR_INPUT, the caller's error, before any compute.
+    {
+        Options vace;
+        ggdiff_options_free(vace.o);
+        vace.o = ggdiff_options_clone(gen.o);
+        ASSERT_EQ(vace.set("vace-strength", "0.5"), 0) << ggdiff_last_error();
+        seen.clear();
+        EXPECT_EQ(ggdiff_generate(model, vace.o, count_calls, &seen, &images, &n),
+                  GGDIFF_ERROR_INPUT);
+        EXPECT_NE(std::string(ggdiff_last_error()).find("--vace-strength"), std::string::npos)
+            << ggdiff_last_error();
+        EXPECT_TRUE(seen.empty());
+        EXPECT_EQ(n, 0);
+    }
 
     // A bad value is refused when set; the options keep the last good one.
     gen.set("batch-count", "1");
