@@ -23,7 +23,43 @@ namespace {
 
 using ltx::LtxAudioVaeConfig;
 
-vae_test::Shapes audio_shapes() {
+// The vocoder under `v`: conv_pre to `c` channels, one upsampler per kernel in `ups_k`, each
+// followed by three AMP blocks (kernels 3, 7, 11), act_post, conv_post.
+void vocoder_shapes(vae_test::Shapes& s, const std::string& v, int64_t in, int64_t c,
+                    const std::vector<int>& ups_k) {
+    auto act = [&](const std::string& p, int64_t ch) {
+        s.push_back({p + "act.alpha", {ch}});
+        s.push_back({p + "act.beta", {ch}});
+        s.push_back({p + "upsample.filter", {1, 1, 12}});
+        s.push_back({p + "downsample.lowpass.filter", {1, 1, 12}});
+    };
+    s.push_back({v + "conv_pre.weight", {c, in, 7}});
+    s.push_back({v + "conv_pre.bias", {c}});
+    const int res_k[3] = {3, 7, 11};
+    for (size_t i = 0; i < ups_k.size(); ++i) {
+        s.push_back({v + "ups." + std::to_string(i) + ".weight", {c, c / 2, ups_k[i]}});
+        s.push_back({v + "ups." + std::to_string(i) + ".bias", {c / 2}});
+        c /= 2;
+        for (int j = 0; j < 3; ++j) {
+            const std::string r = v + "resblocks." + std::to_string(i * 3 + j) + ".";
+            for (int m = 0; m < 3; ++m) {
+                const std::string n = std::to_string(m);
+                for (const char* conv : {"convs1.", "convs2."}) {
+                    s.push_back({r + conv + n + ".weight", {c, c, res_k[j]}});
+                    s.push_back({r + conv + n + ".bias", {c}});
+                }
+                act(r + "acts1." + n + ".", c);
+                act(r + "acts2." + n + ".", c);
+            }
+        }
+    }
+    act(v + "act_post.", c);
+    s.push_back({v + "conv_post.weight", {2, c, 7}});
+}
+
+// `bwe`: with LTX-2.3's bandwidth extension at the widths the reference fixes (a 512-wide
+// vocoder with upsamplers 12, 11, 4, 4, 4; a 512-point STFT, 64 mel bands).
+vae_test::Shapes audio_shapes(bool bwe = false) {
     vae_test::Shapes s;
     const std::string d = "audio_vae.decoder.";
     auto conv2 = [&](const std::string& p, int64_t in, int64_t out, int64_t k) {
@@ -50,37 +86,13 @@ vae_test::Shapes audio_shapes() {
         if (level) conv2(d + "up." + std::to_string(level) + ".upsample.conv.", ch, ch, 3);
     }
     conv2(d + "conv_out.", ch, 2, 3);
-    const std::string v = "vocoder.vocoder.";
-    auto act = [&](const std::string& p, int64_t c) {
-        s.push_back({p + "act.alpha", {c}});
-        s.push_back({p + "act.beta", {c}});
-        s.push_back({p + "upsample.filter", {1, 1, 12}});
-        s.push_back({p + "downsample.lowpass.filter", {1, 1, 12}});
-    };
-    s.push_back({v + "conv_pre.weight", {64, 128, 7}});
-    s.push_back({v + "conv_pre.bias", {64}});
-    const int ups_k[6] = {11, 4, 4, 4, 4, 4};
-    const int res_k[3] = {3, 7, 11};
-    int64_t c = 64;
-    for (int i = 0; i < 6; ++i) {
-        s.push_back({v + "ups." + std::to_string(i) + ".weight", {c, c / 2, ups_k[i]}});
-        s.push_back({v + "ups." + std::to_string(i) + ".bias", {c / 2}});
-        c /= 2;
-        for (int j = 0; j < 3; ++j) {
-            const std::string r = v + "resblocks." + std::to_string(i * 3 + j) + ".";
-            for (int m = 0; m < 3; ++m) {
-                const std::string n = std::to_string(m);
-                for (const char* conv : {"convs1.", "convs2."}) {
-                    s.push_back({r + conv + n + ".weight", {c, c, res_k[j]}});
-                    s.push_back({r + conv + n + ".bias", {c}});
-                }
-                act(r + "acts1." + n + ".", c);
-                act(r + "acts2." + n + ".", c);
-            }
-        }
+    vocoder_shapes(s, "vocoder.vocoder.", 128, 64, {11, 4, 4, 4, 4, 4});
+    if (bwe) {
+        vocoder_shapes(s, "vocoder.bwe_generator.", 128, 512, {12, 11, 4, 4, 4});
+        s.push_back({"vocoder.mel_stft.mel_basis", {64, 257}});
+        s.push_back({"vocoder.mel_stft.stft_fn.forward_basis", {514, 1, 512}});
+        s.push_back({"vocoder.mel_stft.stft_fn.inverse_basis", {514, 1, 512}});
     }
-    act(v + "act_post.", c);
-    s.push_back({v + "conv_post.weight", {2, c, 7}});
     return s;
 }
 
@@ -92,12 +104,13 @@ struct TinyAudio {
     std::string error;
 };
 
-const TinyAudio& tiny_audio() {
-    static TinyAudio m;
-    static bool made = false;
-    if (made) return m;
-    made = true;
-    m.weights = vae_test::random_weights(audio_shapes(), 81);
+const TinyAudio& tiny_audio(bool bwe = false) {
+    static TinyAudio models[2];
+    static bool made[2] = {false, false};
+    TinyAudio& m = models[bwe ? 1 : 0];
+    if (made[bwe ? 1 : 0]) return m;
+    made[bwe ? 1 : 0] = true;
+    m.weights = vae_test::random_weights(audio_shapes(bwe), 81);
     vae_test::Rng rng(9);
     for (float& v : m.weights.at("audio_vae.per_channel_statistics.std-of-means").data) {
         v = 0.5f + static_cast<float>(rng.uniform());
@@ -110,6 +123,32 @@ const TinyAudio& tiny_audio() {
             v *= 0.25f;
     }
     for (float& v : m.weights.at("vocoder.vocoder.conv_post.weight").data) v *= 0.1f;
+    if (bwe) {
+        for (int i = 0; i < 5; ++i) {
+            for (float& v :
+                 m.weights.at("vocoder.bwe_generator.ups." + std::to_string(i) + ".weight").data)
+                v *= 0.25f;
+        }
+        for (float& v : m.weights.at("vocoder.bwe_generator.conv_post.weight").data) v *= 0.1f;
+        // Its input is a log-mel of magnitude ~6: scaled down to the activations of the
+        // 16 kHz vocoder, where the reference's F16 rounding stays small.
+        for (float& v : m.weights.at("vocoder.bwe_generator.conv_pre.weight").data) v *= 0.1f;
+        // A Hann-windowed DFT (real parts, then imaginary) and a non-negative mel bank.
+        constexpr double kPi = 3.14159265358979323846;
+        for (const char* name : {"forward_basis", "inverse_basis"}) {
+            std::vector<float>& fb =
+                m.weights.at(std::string("vocoder.mel_stft.stft_fn.") + name).data;
+            for (int k = 0; k < 514; ++k) {
+                for (int n = 0; n < 512; ++n) {
+                    const double w = 0.5 - 0.5 * std::cos(2 * kPi * n / 512);
+                    const double a = 2 * kPi * (k % 257) * n / 512;
+                    fb[static_cast<size_t>(k * 512 + n)] =
+                        static_cast<float>(k < 257 ? w * std::cos(a) : -w * std::sin(a));
+                }
+            }
+        }
+        for (float& v : m.weights.at("vocoder.mel_stft.mel_basis").data) v = 0.02f * std::fabs(v);
+    }
     // The resampling filters in BF16 as in real checkpoints (the reference turns BF16 filters
     // into the F16 its depthwise convolutions need; F32 or F16 ones it refuses).
     for (auto& [name, w] : m.weights) {
@@ -134,7 +173,8 @@ const TinyAudio& tiny_audio() {
         fake.push_back({name, "BF16", w.shape, testing::to_bytes(b)});
     }
     m.fake = fake;
-    m.file = testing::test_dir("ltx_audio_vae") + "/audio_vae.safetensors";
+    m.file =
+        testing::test_dir(bwe ? "ltx_audio_vae_bwe" : "ltx_audio_vae") + "/audio_vae.safetensors";
     testing::write_safetensors(m.file, fake);
     TensorIndex index;
     Status st = index.add(m.file);
@@ -241,6 +281,133 @@ TEST_P(LtxAudioVaeReference, MatchesTheReferenceEngine) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Frames, LtxAudioVaeReference, ::testing::Values(1, 3));
+
+TEST(LtxAudioVae, BandwidthExtensionComesFromTheWeights) {
+    const TinyAudio& m = tiny_audio(true);
+    ASSERT_EQ(m.error, "");
+    const LtxAudioVaeConfig& c = m.cfg;
+    EXPECT_TRUE(c.has_bwe);
+    EXPECT_EQ(c.vocoder_rate, 16000);
+    EXPECT_EQ(c.sample_rate, 48000);
+    EXPECT_EQ(c.bwe_fft, 512);
+    EXPECT_EQ(c.bwe_mel_bins, 64);
+    EXPECT_EQ(c.bwe_channels, 512);
+    EXPECT_EQ(c.bwe_kernels, (std::vector<int>{12, 11, 4, 4, 4}));
+    EXPECT_EQ(c.bwe_resblock_kernels, (std::vector<int>{3, 7, 11}));
+    // The x3 sinc: 43 symmetric taps summing to about 1 per phase.
+    const std::vector<float> f = ltx::ltx_bwe_resample_filter(3);
+    ASSERT_EQ(f.size(), 43u);
+    for (size_t i = 0; i < f.size(); ++i) EXPECT_FLOAT_EQ(f[i], f[f.size() - 1 - i]);
+    double phase0 = 0;
+    for (size_t i = 0; i < f.size(); i += 3) phase0 += f[i];
+    EXPECT_NEAR(phase0 * 3, 1.0, 0.02);
+
+    // Without its mel bank the extension cannot run: the error names the tensor.
+    std::vector<testing::FakeTensor> fake;
+    for (const auto& t : m.fake) {
+        if (t.name != "vocoder.mel_stft.mel_basis") fake.push_back(t);
+    }
+    const std::string path = testing::test_dir("ltx_audio_bwe_broken") + "/a.safetensors";
+    testing::write_safetensors(path, fake);
+    TensorIndex index;
+    ASSERT_TRUE(index.add(path).ok());
+    auto cfg = ltx::detect_ltx_audio_vae(index, "");
+    ASSERT_FALSE(cfg.ok());
+    EXPECT_NE(cfg.status().message().find("vocoder.mel_stft.mel_basis"), std::string::npos)
+        << cfg.status().message();
+}
+
+// The extension's log-mel against a direct evaluation in double precision: each channel's own
+// STFT (432 zeros in front, 80-sample hop), magnitudes, mel bank, log.
+TEST(LtxAudioVae, BandwidthExtensionMelIsEachChannelsSpectrum) {
+    const TinyAudio& m = tiny_audio(true);
+    ASSERT_EQ(m.error, "");
+    const int64_t t = 240, frames = t / 80;
+    const HostTensor wave = vae_test::random_tensor({t, 2, 1, 1}, 77);
+    auto got = ltx_test::cpu_runner(&m.weights)(
+        [&](nn::Ctx& c, const std::function<ggml_tensor*(const HostTensor&)>& input) {
+            ggml_tensor* w = ggml_reshape_3d(c.ctx, input(wave), t, 2, 1);
+            return std::vector<ggml_tensor*>{ltx::build_ltx_bwe_mel(c, m.cfg, w)};
+        });
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    ASSERT_EQ((*got)[0].ne, (std::vector<int64_t>{64, frames, 2, 1}));
+    const std::vector<float>& fb = m.weights.at("vocoder.mel_stft.stft_fn.forward_basis").data;
+    const std::vector<float>& mb = m.weights.at("vocoder.mel_stft.mel_basis").data;
+    std::vector<float> want;
+    for (int64_t ch = 0; ch < 2; ++ch) {
+        for (int64_t f = 0; f < frames; ++f) {
+            std::vector<double> mag(257);
+            for (int k = 0; k < 257; ++k) {
+                double re = 0, im = 0;
+                for (int n = 0; n < 512; ++n) {
+                    const int64_t i = f * 80 + n - 432;  // 432 zeros in front
+                    if (i < 0) continue;
+                    const double x = wave.data[static_cast<size_t>(ch * t + i)];
+                    re += x * fb[static_cast<size_t>(k * 512 + n)];
+                    im += x * fb[static_cast<size_t>((k + 257) * 512 + n)];
+                }
+                mag[static_cast<size_t>(k)] = std::sqrt(re * re + im * im);
+            }
+            for (int b = 0; b < 64; ++b) {
+                double v = 0;
+                for (int k = 0; k < 257; ++k)
+                    v += mag[static_cast<size_t>(k)] * mb[static_cast<size_t>(b * 257 + k)];
+                want.push_back(static_cast<float>(std::log(std::max(v, 1e-5))));
+            }
+        }
+    }
+    const vae_test::Diff d = vae_test::compare((*got)[0].data, want);
+    EXPECT_LT(d.rel(), 1e-3);
+}
+
+// The whole decode with the bandwidth extension against the reference engine's code with each
+// channel's own log-mel (audio_bwe_<T>.f32: [480 (4 T - 3), 2] at 48 kHz; the reference's own
+// decode mixes the channels' spectra, see ltx_vae_ref/README.md). LTX_VAE_REF_DUMP=DIR writes
+// the inputs (audio_bwe.safetensors, audio_bwe_<T>.latent.f32) and ours (.ours.f32).
+class LtxAudioVaeBweReference : public ::testing::TestWithParam<int> {};
+
+TEST_P(LtxAudioVaeBweReference, MatchesTheReferenceEngine) {
+    const TinyAudio& m = tiny_audio(true);
+    ASSERT_EQ(m.error, "");
+    const int T = GetParam();
+    const HostTensor z = vae_test::random_tensor({16, T, 8, 1}, 700 + T);
+    const std::string name = "audio_bwe_" + std::to_string(T);
+    if (const char* dump = std::getenv("LTX_VAE_REF_DUMP")) {
+        testing::write_bytes(std::string(dump) + "/" + name + ".latent.f32",
+                             testing::to_bytes(z.data));
+        testing::write_safetensors(std::string(dump) + "/audio_bwe.safetensors", m.fake);
+    }
+    auto got = ltx::ltx_decode_audio(m.cfg, z, ltx_test::cpu_runner(&m.weights));
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    if (const char* dump = std::getenv("LTX_VAE_REF_DUMP")) {
+        testing::write_bytes(std::string(dump) + "/" + name + ".ours.f32",
+                             testing::to_bytes(got->data));
+    }
+    EXPECT_EQ(got->ne, (std::vector<int64_t>{3 * (4 * T - 3) * 160, 2, 1, 1}));
+    float peak = 0;
+    for (float v : got->data) {
+        ASSERT_TRUE(std::isfinite(v));
+        ASSERT_LE(std::fabs(v), 1.0f);
+        peak = std::max(peak, std::fabs(v));
+    }
+    EXPECT_GT(peak, 1e-3f);
+    // Three times the samples of the same decode without the extension.
+    auto low = ltx::ltx_decode_audio(tiny_audio(false).cfg, z,
+                                     ltx_test::cpu_runner(&tiny_audio(false).weights));
+    ASSERT_TRUE(low.ok()) << low.status().message();
+    EXPECT_EQ(low->dim(0) * 3, got->dim(0));
+    const std::string file =
+        std::string(GGDIFF_SOURCE_DIR) + "/tests/families/ltx_vae_ref/" + name + ".f32";
+    if (!std::filesystem::exists(file)) GTEST_SKIP() << "no reference output " << file;
+    const std::string bytes = testing::read_bytes(file);
+    ASSERT_EQ(bytes.size(), got->data.size() * sizeof(float));
+    std::vector<float> ref(got->data.size());
+    std::memcpy(ref.data(), bytes.data(), bytes.size());
+    const vae_test::Diff d = vae_test::compare(got->data, ref);
+    EXPECT_LT(d.rel(), 5e-2);  // seen 6.3e-3 (T = 1), 2.9e-2 (T = 3)
+}
+
+INSTANTIATE_TEST_SUITE_P(Frames, LtxAudioVaeBweReference, ::testing::Values(1, 3));
 
 std::vector<float> read_floats(const std::string& file) {
     const std::string bytes = testing::read_bytes(file);

@@ -28,7 +28,7 @@ inline models::WanGraphRun cpu_runner(const std::map<std::string, vae_test::Host
                 return ggml_new_tensor(ctx, GGML_TYPE_F32, 4, d);
             });
         };
-        ggml_init_params p = {ggml_tensor_overhead() * 40000, nullptr, true};
+        ggml_init_params p = {ggml_tensor_overhead() * 80000, nullptr, true};
         ggml_context* dry = ggml_init(p);
         vae_test::HostWeights w(*weights);
         make(dry, &w, {});

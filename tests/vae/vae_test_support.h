@@ -243,7 +243,7 @@ inline Result<std::vector<HostTensor>> run_graph_multi(
     const MultiBuilder& build, bool cpu_kernels, bool f16 = false) {
     ggml_backend_t backend = cpu_backend();
     if (!backend) return Status::Error("no CPU backend");
-    constexpr size_t kGraphSize = 16384;
+    constexpr size_t kGraphSize = 32768;  // as the pipeline's graph runner
     ggml_init_params p = {
         ggml_tensor_overhead() * kGraphSize * 2 + ggml_graph_overhead_custom(kGraphSize, false),
         nullptr, true};

@@ -3,6 +3,8 @@
 #include <ggml.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "core/log.h"
 #include "nn/layers.h"
@@ -159,6 +161,78 @@ ggml_tensor* amp_block(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_tensor* x,
     return x;
 }
 
+// One BigVGAN-style vocoder under `prefix`: mel [bins, T, channels, 1] -> [T * prod(rates),
+// out channels, 1] (no final clamp).
+struct VocoderShape {
+    std::string prefix;
+    int64_t channels;  // conv_pre output, halved by each upsampler
+    const std::vector<int>& rates;
+    const std::vector<int>& kernels;
+    const std::vector<int>& resblock_kernels;
+};
+
+ggml_tensor* vocoder(nn::Ctx& c, const LtxAudioVaeConfig& cfg, const VocoderShape& v,
+                     ggml_tensor* mel) {
+    const int64_t frames = mel->ne[1], in = mel->ne[0] * mel->ne[2];
+    // [bins, T, channels] -> [T, channels * bins] (channel-major).
+    ggml_tensor* x = ggml_cont(c.ctx, ggml_permute(c.ctx, mel, 1, 0, 2, 3));
+    x = ggml_reshape_3d(c.ctx, x, frames, in, 1);
+    int64_t ch = v.channels;
+    x = conv1d(c, x, v.prefix + "conv_pre.", in, ch, 7, 3);
+    const size_t kinds = v.resblock_kernels.size();
+    for (size_t i = 0; i < v.rates.size(); ++i) {
+        const int rate = v.rates[i], k = v.kernels[i];
+        const int64_t next = ch / 2;
+        const std::string p = v.prefix + "ups." + std::to_string(i) + ".";
+        ggml_tensor* w = f32(c.ctx, c.W(p + "weight", {k, next, ch}));
+        ggml_tensor* y = ggml_conv_transpose_1d(c.ctx, w, x, rate, 0, 1);
+        const int pad = (k - rate) / 2;
+        y = ggml_cont(c.ctx, samples(c.ctx, y, pad, y->ne[0] - 2 * pad));
+        x = ggml_add(c.ctx, y,
+                     ggml_reshape_2d(c.ctx, f32(c.ctx, c.W(p + "bias", {next})), 1, next));
+        ch = next;
+        ggml_tensor* sum = nullptr;
+        for (size_t j = 0; j < kinds; ++j) {
+            const std::string r = v.prefix + "resblocks." + std::to_string(i * kinds + j) + ".";
+            ggml_tensor* b = amp_block(c, cfg, x, r, ch, v.resblock_kernels[j]);
+            sum = sum ? ggml_add(c.ctx, sum, b) : b;
+        }
+        x = ggml_scale(c.ctx, sum, 1.0f / static_cast<float>(kinds));
+    }
+    x = activation(c, x, v.prefix + "act_post.", ch);
+    return conv1d(c, x, v.prefix + "conv_post.", ch, cfg.audio_channels, 7, 3, 1, false);
+}
+
+// The bandwidth extension's sinc: zeros of the sinc kept, and the rolloff (as the reference).
+constexpr int kBweSincZeros = 6;
+constexpr double kBweRolloff = 0.99;
+int bwe_sinc_width() {
+    return static_cast<int>(std::ceil(kBweSincZeros / kBweRolloff));
+}
+
+// Upsampler kernels and resblock kernels of the vocoder under `v` (`ups` of them, 3 kinds).
+Status vocoder_kernels(const TensorIndex& index, const std::string& v, size_t ups,
+                       std::vector<int>* kernels, std::vector<int>* resblock_kernels) {
+    kernels->clear();
+    resblock_kernels->clear();
+    for (size_t i = 0;; ++i) {
+        const std::vector<int64_t>* us =
+            shape_of(index, v + "ups." + std::to_string(i) + ".weight");
+        if (!us) break;
+        kernels->push_back(static_cast<int>(us->back()));
+    }
+    if (kernels->size() != ups) {
+        return Status::Error(v + "ups.*: " + std::to_string(kernels->size()) +
+                             " upsamplers, the vocoder has " + std::to_string(ups));
+    }
+    const std::vector<int64_t>* s = nullptr;
+    for (int j = 0; j < 3; ++j) {
+        GGDIFF_TRY(need(index, v + "resblocks." + std::to_string(j) + ".convs1.0.weight", 3, &s));
+        resblock_kernels->push_back(static_cast<int>((*s)[2]));
+    }
+    return need(index, v + "conv_post.weight", 3, &s);
+}
+
 }  // namespace
 
 bool find_ltx_audio_vae(const TensorIndex& index, std::string* prefix) {
@@ -213,26 +287,60 @@ Result<LtxAudioVaeConfig> detect_ltx_audio_vae(const TensorIndex& index,
     }
     // The reference fixes the upsampling rates (16 kHz from 160-sample mel frames).
     cfg.upsample_rates = {5, 2, 2, 2, 2, 2};
-    for (size_t i = 0;; ++i) {
-        const std::vector<int64_t>* us =
-            shape_of(index, v + "ups." + std::to_string(i) + ".weight");
-        if (!us) break;
-        cfg.upsample_kernels.push_back(static_cast<int>(us->back()));
-    }
-    if (cfg.upsample_kernels.size() != cfg.upsample_rates.size()) {
-        return Status::Error(v + "ups.*: " + std::to_string(cfg.upsample_kernels.size()) +
-                             " upsamplers, the vocoder has 6 (rates 5, 2, 2, 2, 2, 2)");
+    {
+        const Status st = vocoder_kernels(index, v, cfg.upsample_rates.size(),
+                                          &cfg.upsample_kernels, &cfg.resblock_kernels);
+        if (!st.ok()) {
+            return Status::Error(st.message().find("upsamplers") != std::string::npos
+                                     ? st.message() + " (rates 5, 2, 2, 2, 2, 2)"
+                                     : st.message());
+        }
     }
     if ((cfg.vocoder_channels >> cfg.upsample_rates.size()) < 1) {
         return Status::Error(v + "conv_pre.weight: " + std::to_string(cfg.vocoder_channels) +
                              " channels cannot be halved 6 times");
     }
-    for (int j = 0; j < 3; ++j) {
-        GGDIFF_TRY(need(index, v + "resblocks." + std::to_string(j) + ".convs1.0.weight", 3, &s));
-        cfg.resblock_kernels.push_back(static_cast<int>((*s)[2]));
+    cfg.sample_rate = cfg.vocoder_rate;
+    const std::string b = prefix + "vocoder.bwe_generator.";
+    cfg.has_bwe = index.has_prefix(b);
+    if (!cfg.has_bwe) return cfg;
+    // The bandwidth extension: its STFT and mel bank from the file, its vocoder's widths and
+    // kernels from the weights; rates, hop and ratio fixed as in the reference.
+    const std::string m = prefix + "vocoder.mel_stft.";
+    GGDIFF_TRY(need(index, m + "stft_fn.forward_basis", 3, &s));
+    cfg.bwe_fft = (*s)[2];
+    if ((*s)[1] != 1 || (*s)[0] != cfg.bwe_fft + 2 || cfg.bwe_fft <= cfg.bwe_hop) {
+        return Status::Error(m +
+                             "stft_fn.forward_basis is not [n_fft + 2, 1, n_fft] with n_fft > " +
+                             std::to_string(cfg.bwe_hop));
     }
-    GGDIFF_TRY(need(index, v + "conv_post.weight", 3, &s));
-    cfg.has_bwe = index.has_prefix(prefix + "vocoder.bwe_generator.");
+    GGDIFF_TRY(need(index, m + "mel_basis", 2, &s));
+    cfg.bwe_mel_bins = (*s)[0];
+    if ((*s)[1] != cfg.bwe_fft / 2 + 1) {
+        return Status::Error(m + "mel_basis has " + std::to_string((*s)[1]) +
+                             " frequencies, the STFT " + std::to_string(cfg.bwe_fft / 2 + 1));
+    }
+    GGDIFF_TRY(need(index, b + "conv_pre.weight", 3, &s));
+    cfg.bwe_channels = (*s)[0];
+    if ((*s)[1] != cfg.bwe_mel_bins * cfg.audio_channels) {
+        return Status::Error(b + "conv_pre.weight takes " + std::to_string((*s)[1]) +
+                             " channels, expected " +
+                             std::to_string(cfg.bwe_mel_bins * cfg.audio_channels));
+    }
+    if ((cfg.bwe_channels >> cfg.bwe_rates.size()) < 1) {
+        return Status::Error(b + "conv_pre.weight: " + std::to_string(cfg.bwe_channels) +
+                             " channels cannot be halved 5 times");
+    }
+    {
+        const Status st = vocoder_kernels(index, b, cfg.bwe_rates.size(), &cfg.bwe_kernels,
+                                          &cfg.bwe_resblock_kernels);
+        if (!st.ok()) {
+            return Status::Error(st.message().find("upsamplers") != std::string::npos
+                                     ? st.message() + " (rates 6, 5, 2, 2, 2)"
+                                     : st.message());
+        }
+    }
+    cfg.sample_rate = cfg.vocoder_rate * cfg.bwe_ratio;
     return cfg;
 }
 
@@ -271,36 +379,98 @@ ggml_tensor* build_ltx_audio_mel(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_
 
 ggml_tensor* build_ltx_vocoder(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_tensor* mel,
                                bool clamp) {
-    const std::string v = cfg.prefix + "vocoder.vocoder.";
-    const int64_t frames = mel->ne[1], in = mel->ne[0] * mel->ne[2];
-    // [bins, T, channels] -> [T, channels * bins] (channel-major).
-    ggml_tensor* x = ggml_cont(c.ctx, ggml_permute(c.ctx, mel, 1, 0, 2, 3));
-    x = ggml_reshape_3d(c.ctx, x, frames, in, 1);
-    int64_t ch = cfg.vocoder_channels;
-    x = conv1d(c, x, v + "conv_pre.", in, ch, 7, 3);
-    const size_t kinds = cfg.resblock_kernels.size();
-    for (size_t i = 0; i < cfg.upsample_rates.size(); ++i) {
-        const int rate = cfg.upsample_rates[i], k = cfg.upsample_kernels[i];
-        const int64_t next = ch / 2;
-        const std::string p = v + "ups." + std::to_string(i) + ".";
-        ggml_tensor* w = f32(c.ctx, c.W(p + "weight", {k, next, ch}));
-        ggml_tensor* y = ggml_conv_transpose_1d(c.ctx, w, x, rate, 0, 1);
-        const int pad = (k - rate) / 2;
-        y = ggml_cont(c.ctx, samples(c.ctx, y, pad, y->ne[0] - 2 * pad));
-        x = ggml_add(c.ctx, y,
-                     ggml_reshape_2d(c.ctx, f32(c.ctx, c.W(p + "bias", {next})), 1, next));
-        ch = next;
-        ggml_tensor* sum = nullptr;
-        for (size_t j = 0; j < kinds; ++j) {
-            const std::string r = v + "resblocks." + std::to_string(i * kinds + j) + ".";
-            ggml_tensor* b = amp_block(c, cfg, x, r, ch, cfg.resblock_kernels[j]);
-            sum = sum ? ggml_add(c.ctx, sum, b) : b;
-        }
-        x = ggml_scale(c.ctx, sum, 1.0f / static_cast<float>(kinds));
-    }
-    x = activation(c, x, v + "act_post.", ch);
-    x = conv1d(c, x, v + "conv_post.", ch, cfg.audio_channels, 7, 3, 1, false);
+    const VocoderShape shape{cfg.prefix + "vocoder.vocoder.", cfg.vocoder_channels,
+                             cfg.upsample_rates, cfg.upsample_kernels, cfg.resblock_kernels};
+    ggml_tensor* x = vocoder(c, cfg, shape, mel);
     return clamp ? ggml_clamp(c.ctx, x, -1.0f, 1.0f) : x;
+}
+
+std::vector<float> ltx_bwe_resample_filter(int ratio) {
+    constexpr double kPi = 3.14159265358979323846;
+    const int width = bwe_sinc_width();
+    const int taps = 2 * width * ratio + 1;
+    std::vector<float> f(static_cast<size_t>(taps));
+    for (int i = 0; i < taps; ++i) {
+        const double t = (static_cast<double>(i) / ratio - width) * kBweRolloff;
+        const double tc = std::clamp(t, -double(kBweSincZeros), double(kBweSincZeros));
+        const double w = std::cos(tc * kPi / kBweSincZeros / 2.0);
+        const double sinc = t == 0.0 ? 1.0 : std::sin(kPi * t) / (kPi * t);
+        f[static_cast<size_t>(i)] = static_cast<float>(sinc * w * w * kBweRolloff / ratio);
+    }
+    return f;
+}
+
+ggml_tensor* build_ltx_bwe_mel(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_tensor* wave) {
+    // The STFT as a strided convolution (n_fft - hop zeros in front), magnitudes of the (real,
+    // imaginary) halves, the mel filter bank, log. One channel at a time: ggml_conv_1d lays a
+    // batch of several inputs out wrongly when the kernel has several outputs (the reference
+    // convolves both channels at once and so mixes their spectra; see docs/ltx2_vae.md).
+    const std::string m = cfg.prefix + "vocoder.mel_stft.";
+    const int64_t nfft = cfg.bwe_fft, freqs = nfft / 2 + 1, t = wave->ne[0], ch = wave->ne[1];
+    const int hop = cfg.bwe_hop;
+    ggml_tensor* basis = f32(c.ctx, c.W(m + "stft_fn.forward_basis", {nfft, 1, 2 * freqs}));
+    ggml_tensor* mel_basis = f32(c.ctx, c.W(m + "mel_basis", {freqs, cfg.bwe_mel_bins}));
+    ggml_tensor* out = nullptr;
+    for (int64_t k = 0; k < ch; ++k) {
+        ggml_tensor* x = ggml_view_3d(c.ctx, wave, t, 1, 1, wave->nb[1], wave->nb[1],
+                                      static_cast<size_t>(k) * wave->nb[1]);
+        x = ggml_pad_ext(c.ctx, ggml_cont(c.ctx, x), static_cast<int>(nfft - hop), 0, 0, 0, 0, 0, 0,
+                         0);
+        ggml_tensor* spec = ggml_conv_1d(c.ctx, basis, x, hop, 0, 1);  // [frames, 2 freqs, 1]
+        const int64_t frames = spec->ne[0];
+        auto half = [&](int64_t first) {
+            return ggml_view_2d(c.ctx, spec, frames, freqs, spec->nb[1],
+                                static_cast<size_t>(first) * spec->nb[1]);
+        };
+        ggml_tensor* mag = ggml_sqrt(
+            c.ctx, ggml_add(c.ctx, ggml_sqr(c.ctx, half(0)), ggml_sqr(c.ctx, half(freqs))));
+        mag = ggml_cont(c.ctx, ggml_transpose(c.ctx, mag));      // [freqs, frames]
+        ggml_tensor* mel = ggml_mul_mat(c.ctx, mel_basis, mag);  // [mels, frames]
+        mel = ggml_reshape_3d(c.ctx, mel, mel->ne[0], mel->ne[1], 1);
+        out = out ? ggml_concat(c.ctx, out, mel, 2) : mel;
+    }
+    return ggml_log(c.ctx, ggml_clamp(c.ctx, out, 1e-5f, std::numeric_limits<float>::max()));
+}
+
+ggml_tensor* build_ltx_bwe(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_tensor* wave,
+                           ggml_tensor* filter) {
+    const int64_t t = wave->ne[0], ch = wave->ne[1];
+    const int r = cfg.bwe_ratio, hop = cfg.bwe_hop;
+    // Zero-padded to whole hops.
+    ggml_tensor* x = ggml_reshape_3d(c.ctx, wave, t, 1, ch);
+    if (t % hop != 0) x = ggml_pad(c.ctx, x, static_cast<int>(hop - t % hop), 0, 0, 0);
+    const int64_t tp = x->ne[0];
+
+    ggml_tensor* mel = build_ltx_bwe_mel(c, cfg, ggml_reshape_3d(c.ctx, x, tp, ch, 1));
+    const VocoderShape shape{cfg.prefix + "vocoder.bwe_generator.", cfg.bwe_channels, cfg.bwe_rates,
+                             cfg.bwe_kernels, cfg.bwe_resblock_kernels};
+    ggml_tensor* residual = vocoder(c, cfg, shape, mel);  // [tp * r, ch, 1]
+
+    // The skip path: x r by a transposed convolution with the sinc taps (each sample followed
+    // by r - 1 zeros, correlated with the reversed taps), `width` samples replicated each side
+    // first and cut off after, times r.
+    const int width = bwe_sinc_width();
+    const int64_t taps = filter->ne[0];
+    ggml_tensor* s = replicate_pad(c.ctx, x, width, width);  // [L, 1, ch]
+    const int64_t l = s->ne[0];
+    s = ggml_reshape_3d(c.ctx, s, 1, l, ch);
+    ggml_tensor* zeros = ggml_scale(c.ctx, s, 0.0f);
+    for (int i = 1; i < r; ++i) s = ggml_concat(c.ctx, s, zeros, 0);
+    s = ggml_reshape_3d(c.ctx, ggml_cont(c.ctx, s), r * l, 1, ch);
+    ggml_tensor* rev = nullptr;
+    for (int64_t i = taps - 1; i >= 0; --i) {
+        ggml_tensor* tap = ggml_view_3d(c.ctx, filter, 1, 1, 1, filter->nb[1], filter->nb[2],
+                                        static_cast<size_t>(i) * filter->nb[0]);
+        rev = rev ? ggml_concat(c.ctx, rev, tap, 0) : ggml_cont(c.ctx, tap);
+    }
+    ggml_tensor* up = ggml_conv_1d(c.ctx, ggml_reshape_3d(c.ctx, rev, taps, 1, 1), s, 1,
+                                   static_cast<int>(taps - 1), 1);
+    up = ggml_scale(c.ctx, ggml_cont(c.ctx, samples(c.ctx, up, 2 * width * r, r * tp)),
+                    static_cast<float>(r));
+    up = ggml_reshape_3d(c.ctx, up, r * tp, ch, 1);
+
+    ggml_tensor* y = ggml_clamp(c.ctx, ggml_add(c.ctx, residual, up), -1.0f, 1.0f);
+    return ggml_cont(c.ctx, samples(c.ctx, y, 0, r * t));
 }
 
 Result<HostTensor> ltx_decode_audio(const LtxAudioVaeConfig& cfg, const HostTensor& latent,
@@ -313,15 +483,17 @@ Result<HostTensor> ltx_decode_audio(const LtxAudioVaeConfig& cfg, const HostTens
                              std::to_string(latent.dim(1)) + ", " + std::to_string(latent.dim(2)) +
                              "]");
     }
+    HostTensor filter;
     if (cfg.has_bwe) {
-        GGDIFF_LOG_WARN(
-            "the LTX vocoder's bandwidth extension (48 kHz) is not supported yet: the audio is "
-            "its %d Hz waveform",
-            cfg.sample_rate);
+        std::vector<float> taps = ltx_bwe_resample_filter(cfg.bwe_ratio);
+        filter = HostTensor({static_cast<int64_t>(taps.size()), 1, 1, 1});
+        filter.data = std::move(taps);
     }
     auto r = run([&](nn::Ctx& c, const std::function<ggml_tensor*(const HostTensor&)>& input) {
         ggml_tensor* mel = build_ltx_audio_mel(c, cfg, input(latent));
-        return std::vector<ggml_tensor*>{build_ltx_vocoder(c, cfg, mel)};
+        ggml_tensor* wave = build_ltx_vocoder(c, cfg, mel);
+        if (cfg.has_bwe) wave = build_ltx_bwe(c, cfg, wave, input(filter));
+        return std::vector<ggml_tensor*>{wave};
     });
     if (!r.ok()) return r.status().with_context("LTX audio VAE decode");
     if (r->size() != 1) return Status::Error("LTX audio VAE: the graph returned no waveform");

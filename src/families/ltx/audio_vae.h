@@ -15,8 +15,13 @@
 // resblocks.J.{acts1,acts2}.K.{act.alpha, act.beta, upsample.filter,
 // downsample.lowpass.filter}, act_post.*, conv_post.weight}.
 //
-// Not supported yet: the bandwidth extension to 48 kHz (vocoder.bwe_generator.*); with it
-// present the decoder returns the 16 kHz waveform and says so.
+// With a bandwidth extension (vocoder.bwe_generator.*, vocoder.mel_stft.*: LTX-2.3's audio
+// VAE) the 16 kHz waveform goes on to 48 kHz as the reference does: zero-padded to a multiple
+// of the 80-sample hop, its log-mel spectrogram (512-point STFT as a strided convolution with
+// the file's forward_basis, magnitudes through the file's mel_basis, log of at least 1e-5)
+// runs through a second vocoder of the same kind (rates 6, 5, 2, 2, 2; no final clamp), whose
+// output is added to the waveform upsampled x3 by a Hann-windowed sinc (43 taps, rolloff
+// 0.99, edges replicated), clamped to [-1, 1] and cut to 3x the samples.
 #pragma once
 
 #include <string>
@@ -44,9 +49,19 @@ struct LtxAudioVaeConfig {
     std::vector<int> upsample_kernels;       // from the weights
     std::vector<int> resblock_kernels;       // {3, 7, 11}
     std::vector<int> dilations = {1, 3, 5};  // of every AMP block
-    int sample_rate = 16000;                 // of the waveform the vocoder makes
+    int sample_rate = 16000;                 // of the waveform ltx_decode_audio returns
+    int vocoder_rate = 16000;                // of the waveform the first vocoder makes
     int hop = 160;                           // samples per mel frame
-    bool has_bwe = false;                    // a bandwidth extension the decoder skips
+    // The bandwidth extension (48 kHz), when the file has one.
+    bool has_bwe = false;
+    int bwe_ratio = 3;           // 48 kHz / 16 kHz
+    int bwe_hop = 80;            // STFT hop of its log-mel
+    int64_t bwe_fft = 512;       // STFT length (forward_basis)
+    int64_t bwe_mel_bins = 64;   // mel_basis rows
+    int64_t bwe_channels = 512;  // its vocoder's conv_pre output
+    std::vector<int> bwe_rates = {6, 5, 2, 2, 2};
+    std::vector<int> bwe_kernels;           // from the weights
+    std::vector<int> bwe_resblock_kernels;  // from the weights
 
     int mel_frames(int latent_frames) const { return 4 * latent_frames - 3; }
 };
@@ -66,7 +81,21 @@ ggml_tensor* build_ltx_audio_mel(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_
 ggml_tensor* build_ltx_vocoder(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_tensor* mel,
                                bool clamp = true);
 
-// Both through `run` (one graph): latent [16, T, 8, 1] -> waveform [samples, channels, 1, 1].
+// The extension's log-mel: waveform [T, channels, 1] (T a multiple of bwe_hop) -> [mels,
+// T / bwe_hop, channels], each channel's spectrum on its own.
+ggml_tensor* build_ltx_bwe_mel(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_tensor* wave);
+
+// The bandwidth extension: waveform [T, channels, 1] at vocoder_rate -> [T * bwe_ratio,
+// channels, 1] at sample_rate; `filter` is ltx_bwe_resample_filter(cfg.bwe_ratio) as a graph
+// input.
+ggml_tensor* build_ltx_bwe(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_tensor* wave,
+                           ggml_tensor* filter);
+
+// The Hann-windowed sinc taps of the x `ratio` upsampler (2 * 7 * ratio + 1 of them).
+std::vector<float> ltx_bwe_resample_filter(int ratio);
+
+// Both through `run` (one graph): latent [16, T, 8, 1] -> waveform [samples, channels, 1, 1]
+// at cfg.sample_rate (the bandwidth extension included when the file has one).
 Result<HostTensor> ltx_decode_audio(const LtxAudioVaeConfig& cfg, const HostTensor& latent,
                                     const models::WanGraphRun& run);
 
