@@ -194,6 +194,44 @@ const TinyAudio& tiny_audio(bool bwe = false) {
     return m;
 }
 
+// detect_ltx_audio_vae on m's file without the tensors whose names start with `drop`.
+Result<LtxAudioVaeConfig> detect_without(const TinyAudio& m, const std::string& drop,
+                                         const std::string& dir) {
+    std::vector<testing::FakeTensor> fake;
+    for (const auto& t : m.fake) {
+        if (t.name.rfind(drop, 0) != 0) fake.push_back(t);
+    }
+    const std::string path = testing::test_dir(dir) + "/a.safetensors";
+    testing::write_safetensors(path, fake);
+    TensorIndex index;
+    const Status st = index.add(path);
+    if (!st.ok()) return st;
+    return ltx::detect_ltx_audio_vae(index, "");
+}
+
+// A decoded waveform: finite, within [-1, 1], not silent.
+void expect_waveform(const HostTensor& wave) {
+    float peak = 0;
+    for (float v : wave.data) {
+        ASSERT_TRUE(std::isfinite(v));
+        ASSERT_LE(std::fabs(v), 1.0f);
+        peak = std::max(peak, std::fabs(v));
+    }
+    EXPECT_GT(peak, 1e-3f);  // a real signal
+}
+
+// `got` against tests/families/ltx_vae_ref/<name>.f32 (skipped when the file is missing).
+void expect_reference(const std::vector<float>& got, const std::string& name, double rel) {
+    const std::string file =
+        std::string(GGDIFF_SOURCE_DIR) + "/tests/families/ltx_vae_ref/" + name + ".f32";
+    if (!std::filesystem::exists(file)) GTEST_SKIP() << "no reference output " << file;
+    const std::string bytes = testing::read_bytes(file);
+    ASSERT_EQ(bytes.size(), got.size() * sizeof(float));
+    std::vector<float> ref(got.size());
+    std::memcpy(ref.data(), bytes.data(), bytes.size());
+    EXPECT_LT(vae_test::compare(got, ref).rel(), rel);
+}
+
 TEST(LtxAudioVae, ConfigComesFromTheWeights) {
     const TinyAudio& m = tiny_audio();
     ASSERT_EQ(m.error, "");
@@ -216,16 +254,7 @@ TEST(LtxAudioVae, ConfigComesFromTheWeights) {
 TEST(LtxAudioVae, MissingVocoderIsNamed) {
     const TinyAudio& m = tiny_audio();
     ASSERT_EQ(m.error, "");
-    std::vector<testing::FakeTensor> fake;
-    for (const auto& [name, w] : m.weights) {
-        if (name.rfind("vocoder.vocoder.ups.5.", 0) == 0) continue;
-        fake.push_back({name, "F32", w.shape, testing::to_bytes(w.data)});
-    }
-    const std::string path = testing::test_dir("ltx_audio_broken") + "/a.safetensors";
-    testing::write_safetensors(path, fake);
-    TensorIndex index;
-    ASSERT_TRUE(index.add(path).ok());
-    auto cfg = ltx::detect_ltx_audio_vae(index, "");
+    auto cfg = detect_without(m, "vocoder.vocoder.ups.5.", "ltx_audio_broken");
     ASSERT_FALSE(cfg.ok());
     EXPECT_NE(cfg.status().message().find("vocoder.vocoder.ups"), std::string::npos)
         << cfg.status().message();
@@ -260,24 +289,10 @@ TEST_P(LtxAudioVaeReference, MatchesTheReferenceEngine) {
     auto got = ltx::ltx_decode_audio(m.cfg, z, ltx_test::cpu_runner(&m.weights));
     ASSERT_TRUE(got.ok()) << got.status().message();
     EXPECT_EQ(got->ne, (std::vector<int64_t>{(4 * T - 3) * 160, 2, 1, 1}));
-    float peak = 0;
-    for (float v : got->data) {
-        ASSERT_TRUE(std::isfinite(v));
-        ASSERT_LE(std::fabs(v), 1.0f);
-        peak = std::max(peak, std::fabs(v));
-    }
-    EXPECT_GT(peak, 1e-3f);  // a real signal
-    const std::string file =
-        std::string(GGDIFF_SOURCE_DIR) + "/tests/families/ltx_vae_ref/" + name + ".f32";
-    if (!std::filesystem::exists(file)) GTEST_SKIP() << "no reference output " << file;
-    const std::string bytes = testing::read_bytes(file);
-    ASSERT_EQ(bytes.size(), got->data.size() * sizeof(float));
-    std::vector<float> ref(got->data.size());
-    std::memcpy(ref.data(), bytes.data(), bytes.size());
-    const vae_test::Diff d = vae_test::compare(got->data, ref);
+    expect_waveform(*got);
     // The reference rounds activations to F16 in its convolutions (the decoder's, and the
     // vocoder's 2x down-sampling): seen 7.8e-3 (T = 1) and 2.6e-2 (T = 3) of the peak.
-    EXPECT_LT(d.rel(), 5e-2);
+    expect_reference(got->data, name, 5e-2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Frames, LtxAudioVaeReference, ::testing::Values(1, 3));
@@ -303,15 +318,7 @@ TEST(LtxAudioVae, BandwidthExtensionComesFromTheWeights) {
     EXPECT_NEAR(phase0 * 3, 1.0, 0.02);
 
     // Without its mel bank the extension cannot run: the error names the tensor.
-    std::vector<testing::FakeTensor> fake;
-    for (const auto& t : m.fake) {
-        if (t.name != "vocoder.mel_stft.mel_basis") fake.push_back(t);
-    }
-    const std::string path = testing::test_dir("ltx_audio_bwe_broken") + "/a.safetensors";
-    testing::write_safetensors(path, fake);
-    TensorIndex index;
-    ASSERT_TRUE(index.add(path).ok());
-    auto cfg = ltx::detect_ltx_audio_vae(index, "");
+    auto cfg = detect_without(m, "vocoder.mel_stft.mel_basis", "ltx_audio_bwe_broken");
     ASSERT_FALSE(cfg.ok());
     EXPECT_NE(cfg.status().message().find("vocoder.mel_stft.mel_basis"), std::string::npos)
         << cfg.status().message();
@@ -384,27 +391,13 @@ TEST_P(LtxAudioVaeBweReference, MatchesTheReferenceEngine) {
                              testing::to_bytes(got->data));
     }
     EXPECT_EQ(got->ne, (std::vector<int64_t>{3 * (4 * T - 3) * 160, 2, 1, 1}));
-    float peak = 0;
-    for (float v : got->data) {
-        ASSERT_TRUE(std::isfinite(v));
-        ASSERT_LE(std::fabs(v), 1.0f);
-        peak = std::max(peak, std::fabs(v));
-    }
-    EXPECT_GT(peak, 1e-3f);
+    expect_waveform(*got);
     // Three times the samples of the same decode without the extension.
     auto low = ltx::ltx_decode_audio(tiny_audio(false).cfg, z,
                                      ltx_test::cpu_runner(&tiny_audio(false).weights));
     ASSERT_TRUE(low.ok()) << low.status().message();
     EXPECT_EQ(low->dim(0) * 3, got->dim(0));
-    const std::string file =
-        std::string(GGDIFF_SOURCE_DIR) + "/tests/families/ltx_vae_ref/" + name + ".f32";
-    if (!std::filesystem::exists(file)) GTEST_SKIP() << "no reference output " << file;
-    const std::string bytes = testing::read_bytes(file);
-    ASSERT_EQ(bytes.size(), got->data.size() * sizeof(float));
-    std::vector<float> ref(got->data.size());
-    std::memcpy(ref.data(), bytes.data(), bytes.size());
-    const vae_test::Diff d = vae_test::compare(got->data, ref);
-    EXPECT_LT(d.rel(), 5e-2);  // seen 6.3e-3 (T = 1), 2.9e-2 (T = 3)
+    expect_reference(got->data, name, 5e-2);  // seen 6.3e-3 (T = 1), 2.9e-2 (T = 3)
 }
 
 INSTANTIATE_TEST_SUITE_P(Frames, LtxAudioVaeBweReference, ::testing::Values(1, 3));

@@ -210,9 +210,23 @@ int bwe_sinc_width() {
     return static_cast<int>(std::ceil(kBweSincZeros / kBweRolloff));
 }
 
-// Upsampler kernels and resblock kernels of the vocoder under `v` (`ups` of them, 3 kinds).
-Status vocoder_kernels(const TensorIndex& index, const std::string& v, size_t ups,
-                       std::vector<int>* kernels, std::vector<int>* resblock_kernels) {
+// The vocoder under `v` on `in` input channels: its width (conv_pre's output, halved once per
+// rate), upsampler kernels (one per rate) and resblock kernels (3 kinds).
+Status detect_vocoder(const TensorIndex& index, const std::string& v, int64_t in,
+                      const std::vector<int>& rates, int64_t* channels, std::vector<int>* kernels,
+                      std::vector<int>* resblock_kernels) {
+    const size_t ups = rates.size();
+    const std::vector<int64_t>* s = nullptr;
+    GGDIFF_TRY(need(index, v + "conv_pre.weight", 3, &s));
+    *channels = (*s)[0];
+    if ((*s)[1] != in) {
+        return Status::Error(v + "conv_pre.weight takes " + std::to_string((*s)[1]) +
+                             " channels, expected " + std::to_string(in));
+    }
+    if ((*channels >> ups) < 1) {
+        return Status::Error(v + "conv_pre.weight: " + std::to_string(*channels) +
+                             " channels cannot be halved " + std::to_string(ups) + " times");
+    }
     kernels->clear();
     resblock_kernels->clear();
     for (size_t i = 0;; ++i) {
@@ -222,10 +236,12 @@ Status vocoder_kernels(const TensorIndex& index, const std::string& v, size_t up
         kernels->push_back(static_cast<int>(us->back()));
     }
     if (kernels->size() != ups) {
+        std::string list;
+        for (int r : rates) list += (list.empty() ? "" : ", ") + std::to_string(r);
         return Status::Error(v + "ups.*: " + std::to_string(kernels->size()) +
-                             " upsamplers, the vocoder has " + std::to_string(ups));
+                             " upsamplers, the vocoder has " + std::to_string(ups) + " (rates " +
+                             list + ")");
     }
-    const std::vector<int64_t>* s = nullptr;
     for (int j = 0; j < 3; ++j) {
         GGDIFF_TRY(need(index, v + "resblocks." + std::to_string(j) + ".convs1.0.weight", 3, &s));
         resblock_kernels->push_back(static_cast<int>((*s)[2]));
@@ -278,28 +294,10 @@ Result<LtxAudioVaeConfig> detect_ltx_audio_vae(const TensorIndex& index,
     int blocks = 0;
     while (index.has(d + "up.0.block." + std::to_string(blocks) + ".conv1.conv.weight")) ++blocks;
     cfg.res_blocks = blocks - 1;
-    GGDIFF_TRY(need(index, v + "conv_pre.weight", 3, &s));
-    cfg.vocoder_channels = (*s)[0];
-    if ((*s)[1] != cfg.mel_bins * cfg.audio_channels) {
-        return Status::Error(v + "conv_pre.weight takes " + std::to_string((*s)[1]) +
-                             " channels, expected " +
-                             std::to_string(cfg.mel_bins * cfg.audio_channels));
-    }
     // The reference fixes the upsampling rates (16 kHz from 160-sample mel frames).
     cfg.upsample_rates = {5, 2, 2, 2, 2, 2};
-    {
-        const Status st = vocoder_kernels(index, v, cfg.upsample_rates.size(),
-                                          &cfg.upsample_kernels, &cfg.resblock_kernels);
-        if (!st.ok()) {
-            return Status::Error(st.message().find("upsamplers") != std::string::npos
-                                     ? st.message() + " (rates 5, 2, 2, 2, 2, 2)"
-                                     : st.message());
-        }
-    }
-    if ((cfg.vocoder_channels >> cfg.upsample_rates.size()) < 1) {
-        return Status::Error(v + "conv_pre.weight: " + std::to_string(cfg.vocoder_channels) +
-                             " channels cannot be halved 6 times");
-    }
+    GGDIFF_TRY(detect_vocoder(index, v, cfg.mel_bins * cfg.audio_channels, cfg.upsample_rates,
+                              &cfg.vocoder_channels, &cfg.upsample_kernels, &cfg.resblock_kernels));
     cfg.sample_rate = cfg.vocoder_rate;
     const std::string b = prefix + "vocoder.bwe_generator.";
     cfg.has_bwe = index.has_prefix(b);
@@ -320,26 +318,8 @@ Result<LtxAudioVaeConfig> detect_ltx_audio_vae(const TensorIndex& index,
         return Status::Error(m + "mel_basis has " + std::to_string((*s)[1]) +
                              " frequencies, the STFT " + std::to_string(cfg.bwe_fft / 2 + 1));
     }
-    GGDIFF_TRY(need(index, b + "conv_pre.weight", 3, &s));
-    cfg.bwe_channels = (*s)[0];
-    if ((*s)[1] != cfg.bwe_mel_bins * cfg.audio_channels) {
-        return Status::Error(b + "conv_pre.weight takes " + std::to_string((*s)[1]) +
-                             " channels, expected " +
-                             std::to_string(cfg.bwe_mel_bins * cfg.audio_channels));
-    }
-    if ((cfg.bwe_channels >> cfg.bwe_rates.size()) < 1) {
-        return Status::Error(b + "conv_pre.weight: " + std::to_string(cfg.bwe_channels) +
-                             " channels cannot be halved 5 times");
-    }
-    {
-        const Status st = vocoder_kernels(index, b, cfg.bwe_rates.size(), &cfg.bwe_kernels,
-                                          &cfg.bwe_resblock_kernels);
-        if (!st.ok()) {
-            return Status::Error(st.message().find("upsamplers") != std::string::npos
-                                     ? st.message() + " (rates 6, 5, 2, 2, 2)"
-                                     : st.message());
-        }
-    }
+    GGDIFF_TRY(detect_vocoder(index, b, cfg.bwe_mel_bins * cfg.audio_channels, cfg.bwe_rates,
+                              &cfg.bwe_channels, &cfg.bwe_kernels, &cfg.bwe_resblock_kernels));
     cfg.sample_rate = cfg.vocoder_rate * cfg.bwe_ratio;
     return cfg;
 }
