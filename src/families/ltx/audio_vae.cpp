@@ -106,6 +106,26 @@ ggml_tensor* replicate_pad(ggml_context* ctx, ggml_tensor* x, int left, int righ
     return x;
 }
 
+// x [L, 1, ch] upsampled r times by a transposed convolution with `taps` [k, 1, 1] (each sample
+// followed by r - 1 zeros, correlated with the reversed taps), then samples [first, first + n)
+// times r. Channels ride in the batch dimension of the filter.
+ggml_tensor* transposed_upsample(ggml_context* ctx, ggml_tensor* x, ggml_tensor* taps, int r,
+                                 int64_t first, int64_t n) {
+    const int64_t l = x->ne[0], ch = x->ne[2], k = taps->ne[0];
+    ggml_tensor* s = ggml_reshape_3d(ctx, x, 1, l, ch);
+    ggml_tensor* zeros = ggml_scale(ctx, s, 0.0f);
+    for (int i = 1; i < r; ++i) s = ggml_concat(ctx, s, zeros, 0);
+    s = ggml_reshape_3d(ctx, ggml_cont(ctx, s), r * l, 1, ch);
+    ggml_tensor* rev = nullptr;
+    for (int64_t i = k - 1; i >= 0; --i) {
+        ggml_tensor* tap = ggml_view_3d(ctx, taps, 1, 1, 1, taps->nb[1], taps->nb[2],
+                                        static_cast<size_t>(i) * taps->nb[0]);
+        rev = rev ? ggml_concat(ctx, rev, tap, 0) : ggml_cont(ctx, tap);
+    }
+    ggml_tensor* y = ggml_conv_1d(ctx, rev, s, 1, static_cast<int>(k - 1), 1);
+    return ggml_scale(ctx, ggml_cont(ctx, samples(ctx, y, first, n)), static_cast<float>(r));
+}
+
 // Anti-aliased Snake-beta on x [T, C, 1]: x2 up (zeros between samples, the transposed
 // 12-tap filter, times 2), x + sin^2(x e^alpha) / (e^beta + eps), x2 down (12-tap low-pass,
 // stride 2); edges replicated. Channels ride in the batch dimension of the filters.
@@ -118,21 +138,7 @@ ggml_tensor* activation(nn::Ctx& c, ggml_tensor* x, const std::string& p, int64_
     const int up_left = up_pad * r + (k - r) / 2;
     x = ggml_reshape_3d(c.ctx, x, t, 1, ch);
     x = replicate_pad(c.ctx, x, up_pad, up_pad);
-    const int64_t tp = x->ne[0];
-    // Zero-stuffed: each sample followed by r - 1 zeros.
-    ggml_tensor* s = ggml_reshape_3d(c.ctx, x, 1, tp, ch);
-    s = ggml_concat(c.ctx, s, ggml_scale(c.ctx, s, 0.0f), 0);
-    s = ggml_reshape_3d(c.ctx, ggml_cont(c.ctx, s), r * tp, 1, ch);
-    // The transposed convolution is a correlation with the reversed filter.
-    ggml_tensor* rev = nullptr;
-    for (int i = k - 1; i >= 0; --i) {
-        ggml_tensor* tap = ggml_view_3d(c.ctx, up, 1, 1, 1, up->nb[1], up->nb[2],
-                                        static_cast<size_t>(i) * up->nb[0]);
-        rev = rev ? ggml_concat(c.ctx, rev, tap, 0) : ggml_cont(c.ctx, tap);
-    }
-    ggml_tensor* y = ggml_conv_1d(c.ctx, rev, s, 1, k - 1, 1);
-    y = ggml_scale(c.ctx, ggml_cont(c.ctx, samples(c.ctx, y, up_left, r * t)),
-                   static_cast<float>(r));
+    ggml_tensor* y = transposed_upsample(c.ctx, x, up, r, up_left, r * t);
     // Snake-beta.
     ggml_tensor* alpha =
         ggml_reshape_3d(c.ctx, ggml_exp(c.ctx, f32(c.ctx, c.W(p + "act.alpha", {ch}))), 1, 1, ch);
@@ -426,27 +432,11 @@ ggml_tensor* build_ltx_bwe(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_tensor
                              cfg.bwe_kernels, cfg.bwe_resblock_kernels};
     ggml_tensor* residual = vocoder(c, cfg, shape, mel);  // [tp * r, ch, 1]
 
-    // The skip path: x r by a transposed convolution with the sinc taps (each sample followed
-    // by r - 1 zeros, correlated with the reversed taps), `width` samples replicated each side
-    // first and cut off after, times r.
+    // The skip path: `width` samples replicated each side, upsampled r times by the sinc taps,
+    // the padding's share cut off.
     const int width = bwe_sinc_width();
-    const int64_t taps = filter->ne[0];
-    ggml_tensor* s = replicate_pad(c.ctx, x, width, width);  // [L, 1, ch]
-    const int64_t l = s->ne[0];
-    s = ggml_reshape_3d(c.ctx, s, 1, l, ch);
-    ggml_tensor* zeros = ggml_scale(c.ctx, s, 0.0f);
-    for (int i = 1; i < r; ++i) s = ggml_concat(c.ctx, s, zeros, 0);
-    s = ggml_reshape_3d(c.ctx, ggml_cont(c.ctx, s), r * l, 1, ch);
-    ggml_tensor* rev = nullptr;
-    for (int64_t i = taps - 1; i >= 0; --i) {
-        ggml_tensor* tap = ggml_view_3d(c.ctx, filter, 1, 1, 1, filter->nb[1], filter->nb[2],
-                                        static_cast<size_t>(i) * filter->nb[0]);
-        rev = rev ? ggml_concat(c.ctx, rev, tap, 0) : ggml_cont(c.ctx, tap);
-    }
-    ggml_tensor* up = ggml_conv_1d(c.ctx, ggml_reshape_3d(c.ctx, rev, taps, 1, 1), s, 1,
-                                   static_cast<int>(taps - 1), 1);
-    up = ggml_scale(c.ctx, ggml_cont(c.ctx, samples(c.ctx, up, 2 * width * r, r * tp)),
-                    static_cast<float>(r));
+    ggml_tensor* up = transposed_upsample(c.ctx, replicate_pad(c.ctx, x, width, width), filter, r,
+                                          2 * width * r, r * tp);
     up = ggml_reshape_3d(c.ctx, up, r * tp, ch, 1);
 
     ggml_tensor* y = ggml_clamp(c.ctx, ggml_add(c.ctx, residual, up), -1.0f, 1.0f);
