@@ -16,6 +16,10 @@ distributions, drawn directly in the stored types:
                          it; else f16 normal with that deviation
   kernels (> 2 dims)     f16 normal, gain / sqrt(fan_in); more than 4 dims are merged into the
                          last GGUF dimension as ggml expects of a Conv3d weight
+  "#! f32: hint;..."      matrices and tables whose name holds a hint are stored as f32 normal
+                         with the deviation above (for tensors the reference concatenates or adds
+                         to f32 activations as they are: LTX-2's learnable_registers, its
+                         scale_shift_table modulation tables)
   "#! zero: REGEX"        tensors whose name matches the regular expression are all zeros and are
                          left as holes in the file (a sparse file: they take no disk space and no
                          draws from the generator). A transformer layer whose weights are all
@@ -40,6 +44,7 @@ RESIDUAL_OUT = ("o_proj", "down_proj", "linear_fc2", "attn.proj")
 NORM_HINTS = ("norm",)
 Q4_STD = np.sqrt((16 * 16 - 1) / 12.0)  # deviation of integers uniform in -8..7
 ROWS = []  # ("#! rows:" regex, rows kept random)
+F32_HINTS = []  # "#! f32:" hints
 
 
 def read_list(path):
@@ -51,6 +56,8 @@ def read_list(path):
             ROWS.append((re.compile(pattern.strip()), int(count)))
         if line.startswith("#! zero:"):
             zero = re.compile(line.split(":", 1)[1].strip())
+        if line.startswith("#! f32:"):
+            F32_HINTS.extend(h.strip() for h in line.split(":", 1)[1].split(";") if h.strip())
         if line.startswith("#! f16:"):
             keep = [h.strip() for h in line.split(":", 1)[1].split(";") if h.strip()]
         if line.startswith("#! gains:"):
@@ -77,7 +84,7 @@ def deviation(name, shape, gains):
 
 
 def stored_type(name, shape, keep):
-    if len(shape) == 1:
+    if len(shape) == 1 or any(h in name for h in F32_HINTS):
         return F32
     if any(h in name for h in keep):
         return F16
@@ -96,6 +103,8 @@ def ggml_dims(shape):
 
 def draw(rng, name, shape, kind, gains):
     n = int(np.prod(shape))
+    if kind == F32 and len(shape) > 1:
+        return (rng.standard_normal(n, dtype=np.float32) * deviation(name, shape, gains)).astype("<f4").tobytes()
     if kind == F32:
         z = rng.standard_normal(n, dtype=np.float32)
         gain = next((g for hint, g in gains if hint in name), 1.0)
