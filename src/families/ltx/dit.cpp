@@ -238,6 +238,16 @@ Result<LtxDitConfig> detect_ltx_dit(const TensorIndex& index, const std::string&
             "this LTX DiT has caption projections (LTX-2.0 layout): not supported yet; "
             "LTX-2.3 checkpoints run");
     }
+    // Cross-attention AdaLN modulates the text context with the stream's own width, tiled
+    // across the context (ggml's broadcast, as the reference; equal widths in real files).
+    if (cfg.cross_adaln &&
+        (cfg.context % cfg.hidden != 0 || cfg.audio_context % cfg.audio_hidden != 0)) {
+        return Status::Error(string_format(
+            "%sprompt_scale_shift_table: the %lld / %lld-wide text contexts are not multiples of "
+            "the %lld / %lld-wide streams that modulate them",
+            p.c_str(), (long long)cfg.context, (long long)cfg.audio_context, (long long)cfg.hidden,
+            (long long)cfg.audio_hidden));
+    }
     if (cfg.audio_in != cfg.audio_channels * cfg.audio_bins) {
         return Status::Error(string_format(
             "%saudio_patchify_proj takes %lld features; LTX audio latents have 8 x 16", p.c_str(),
@@ -422,8 +432,9 @@ ggml_tensor* text_attention(nn::Ctx& c, const LtxDitConfig& cfg, const std::stri
                      mod_row(c, mods, b + table, rows, 7, 7, dim));
     ggml_tensor* ctx = context;
     if (prompt_mods) {
-        ctx = nn::modulate(c.ctx, context, mod_row(c, prompt_mods, b + prompt_table, 2, 0, 0, cdim),
-                           mod_row(c, prompt_mods, b + prompt_table, 2, 1, 1, cdim));
+        // At the stream's width, tiled across a wider context by ggml's broadcast.
+        ctx = nn::modulate(c.ctx, context, mod_row(c, prompt_mods, b + prompt_table, 2, 0, 0, dim),
+                           mod_row(c, prompt_mods, b + prompt_table, 2, 1, 1, dim));
     }
     ggml_tensor* o = attention(c, b + attn, q, ctx, dim, cdim, heads, head_dim, cfg.gated);
     return gate(c.ctx, o, mod_row(c, mods, b + table, rows, 8, 8, dim));
