@@ -293,6 +293,29 @@ int ggdiff_image_check_path(const char* path);
 int ggdiff_video_save(const ggdiff_image* frames, int count, int fps, const char* path,
                       int with_parameters);
 
+/* A sound track: `frames` samples per channel, interleaved (frame i, channel c at
+ * samples[i * channels + c]), floats in [-1, 1]. */
+typedef struct ggdiff_audio {
+    int sample_rate;
+    int channels;
+    int64_t frames;
+    const float* samples;
+} ggdiff_audio;
+
+/* The sound track of the batch item whose frames the on_image callback of
+ * ggdiff_generate_each(_preview) is being called with (audio-video models: LTX-2), valid
+ * during that call; `out` is zeroed when the item has none. */
+int ggdiff_generated_audio(const ggdiff_model* model, ggdiff_audio* out);
+
+/* ggdiff_video_save with a sound track (`audio` null or empty: none): AVI carries it as a
+ * 16-bit PCM stream; WebP cannot, so it goes to a .wav file next to the video (the path with
+ * its extension replaced by .wav). */
+int ggdiff_video_save_audio(const ggdiff_image* frames, int count, int fps, const char* path,
+                            int with_parameters, const ggdiff_audio* audio);
+
+/* Writes `audio` as a 16-bit PCM WAV file. */
+int ggdiff_audio_save_wav(const ggdiff_audio* audio, const char* path);
+
 /* The in-memory counterpart of ggdiff_video_save: `format` "avi" or "webp" ("webm" is an
  * error: no WebM encoder in this build); quality 1..100 (AVI: JPEG quality of the frames;
  * WebP: 100 is lossless); the first frame's parameters text, when non-empty, is embedded.

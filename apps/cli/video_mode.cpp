@@ -126,6 +126,7 @@ std::string frame_file_name(const std::string& output, int item, int64_t begin_i
 namespace {
 
 struct VideoState {
+    ggdiff_model* model = nullptr;  // for the items' sound tracks
     std::string output;
     FramePattern pattern;
     int64_t begin_idx = -1;
@@ -146,6 +147,19 @@ void saved_image(const std::string& path, const ggdiff_image* image) {
                  static_cast<long long>(image->seed));
 }
 
+// The item's sound track (audio-video models) as a WAV file beside its frames.
+void save_audio_track(VideoState* st, const std::string& path) {
+    ggdiff_audio audio{};
+    if (ggdiff_generated_audio(st->model, &audio) != 0 || !audio.samples) return;
+    if (ggdiff_audio_save_wav(&audio, path.c_str()) != 0) {
+        print_error(ggdiff_last_error());
+        st->failures++;
+        return;
+    }
+    std::fprintf(stderr, "saved %s (%lld samples, %d Hz)\n", escape_controls(path).c_str(),
+                 static_cast<long long>(audio.frames), audio.sample_rate);
+}
+
 void on_frame(const ggdiff_image* image, int index, void* user) {
     auto* st = static_cast<VideoState*>(user);
     const int item = index / st->frames;
@@ -161,6 +175,15 @@ void on_frame(const ggdiff_image* image, int index, void* user) {
             return;
         }
         saved_image(path, image);
+        if (frame + 1 == st->frames) {
+            // Named after the item's first frame.
+            const std::string first =
+                st->pattern.has_pattern
+                    ? format_frame_name(st->pattern,
+                                        std::max<int64_t>(0, st->begin_idx) + index - frame)
+                    : path;
+            save_audio_track(st, base_name(first) + ".wav");
+        }
         return;
     }
     if (frame == 0) {
@@ -177,13 +200,23 @@ void on_frame(const ggdiff_image* image, int index, void* user) {
     for (size_t i = 0; i < st->images.size(); ++i) st->images[i].data = st->pixels[i].data();
     st->images[0].parameters = st->parameters.empty() ? nullptr : st->parameters.data();
     const std::string path = video_file_name(st->output, item, st->begin_idx);
-    if (ggdiff_video_save(st->images.data(), static_cast<int>(st->images.size()), st->fps,
-                          path.c_str(), st->metadata ? 1 : 0) != 0) {
+    ggdiff_audio audio{};
+    if (ggdiff_generated_audio(st->model, &audio) != 0) audio = ggdiff_audio{};
+    if (ggdiff_video_save_audio(st->images.data(), static_cast<int>(st->images.size()), st->fps,
+                                path.c_str(), st->metadata ? 1 : 0,
+                                audio.samples ? &audio : nullptr) != 0) {
         print_error(ggdiff_last_error());
         st->failures++;
     } else {
         std::fprintf(stderr, "saved %s (%d frames, %d fps)\n", escape_controls(path).c_str(),
                      static_cast<int>(st->images.size()), st->fps);
+        if (audio.samples) {
+            const bool avi = lower(std::filesystem::path(path).extension().string()) == ".avi";
+            std::fprintf(stderr, "  with %lld samples of sound at %d Hz%s\n",
+                         static_cast<long long>(audio.frames), audio.sample_rate,
+                         avi ? " (PCM track)"
+                             : (" in " + escape_controls(base_name(path) + ".wav")).c_str());
+        }
     }
     st->pixels.clear();
     st->images.clear();
@@ -263,6 +296,7 @@ int run_vid_gen(const CliRun& cli) {
         print_error(ggdiff_last_error());
         return 1;
     }
+    st.model = model;
     int count = 0;
     if (ggdiff_image_count(model, o, &count) != 0) {
         print_error(ggdiff_last_error());

@@ -520,6 +520,7 @@ GenRequest parse_vid_gen(const nlohmann::json& body, ServerContext& ctx) {
     r.fps =
         static_cast<int>(f.integer("fps", 1, 240)
                              .value_or(default_fps >= 1 && default_fps <= 240 ? default_fps : 16));
+    r.set_int("fps", r.fps, "fps");  // LTX-2 times its sound track and positions by it
     r.set_number("moe-boundary", f.number("moe_boundary", -1e9, 1e9), "moe_boundary");
     // sd-server sends vace_strength 1 with every request: it means "not used"; another value
     // goes to the engine option.

@@ -10,4 +10,6 @@
 struct ggdiff_model {
     std::unique_ptr<ggdiff::Engine> engine;
     ggdiff::ModelOptions files;  // what it was loaded from (for ggdiff_loaded_model_info)
+    // The sound track of the item being handed to on_image (ggdiff_generated_audio).
+    std::shared_ptr<const ggdiff::AudioTrack> audio;
 };

@@ -4,10 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "api/api_handles.h"
 #include "api/c_api_internal.h"
 #include "core/safe_text.h"
 #include "ggdiff.h"
 #include "image/video_io.h"
+#include "image/wav.h"
 
 using ggdiff::api::fail;
 
@@ -39,9 +41,71 @@ ggdiff::Status to_frames(const ggdiff_image* frames, int count, std::vector<ggdi
     return ggdiff::Status::Ok();
 }
 
+// A C sound track as an AudioTrack (empty for null or no samples).
+ggdiff::Status to_audio(const ggdiff_audio* a, ggdiff::AudioTrack& out) {
+    out = ggdiff::AudioTrack{};
+    if (!a || !a->samples || a->frames <= 0) return ggdiff::Status::Ok();
+    if (a->channels < 1 || a->sample_rate < 1) {
+        return ggdiff::Status::Error("audio: " + std::to_string(a->channels) + " channels at " +
+                                     std::to_string(a->sample_rate) + " Hz");
+    }
+    out.sample_rate = a->sample_rate;
+    out.channels = a->channels;
+    out.samples.assign(a->samples, a->samples + a->frames * a->channels);
+    return ggdiff::validate_audio(out);
+}
+
 }  // namespace
 
 extern "C" {
+
+int ggdiff_generated_audio(const ggdiff_model* model, ggdiff_audio* out) {
+    if (!model || !out) return fail("ggdiff_generated_audio: null argument");
+    *out = ggdiff_audio{};
+    if (const auto& a = model->audio; a && !a->empty()) {
+        out->sample_rate = a->sample_rate;
+        out->channels = a->channels;
+        out->frames = static_cast<int64_t>(a->sample_count());
+        out->samples = a->samples.data();
+    }
+    return 0;
+}
+
+int ggdiff_video_save_audio(const ggdiff_image* frames, int count, int fps, const char* path,
+                            int with_parameters, const ggdiff_audio* audio) {
+    if (!frames || !path) return fail("ggdiff_video_save_audio: null argument");
+    try {
+        std::vector<ggdiff::Image> images;
+        ggdiff::Status st = to_frames(frames, count, images);
+        ggdiff::AudioTrack track;
+        if (st.ok()) st = to_audio(audio, track);
+        if (!st.ok())
+            return fail(st.with_context("cannot write video " + ggdiff::quote_name(path)));
+        ggdiff::VideoWriteOptions wo;
+        wo.fps = fps;
+        if (with_parameters && frames[0].parameters) wo.parameters = frames[0].parameters;
+        if (!track.empty()) wo.audio = &track;
+        st = ggdiff::write_video(path, images, wo);
+        if (!st.ok()) return fail(st);
+        return 0;
+    } catch (const std::exception& e) {
+        return fail(std::string("writing the video failed: ") + e.what());
+    }
+}
+
+int ggdiff_audio_save_wav(const ggdiff_audio* audio, const char* path) {
+    if (!audio || !path) return fail("ggdiff_audio_save_wav: null argument");
+    try {
+        ggdiff::AudioTrack track;
+        ggdiff::Status st = to_audio(audio, track);
+        if (st.ok() && track.empty()) st = ggdiff::Status::Error("no audio samples");
+        if (st.ok()) st = ggdiff::write_wav(path, track);
+        if (!st.ok()) return fail(st.with_context("cannot write " + ggdiff::quote_name(path)));
+        return 0;
+    } catch (const std::exception& e) {
+        return fail(std::string("writing the WAV file failed: ") + e.what());
+    }
+}
 
 int ggdiff_video_save(const ggdiff_image* frames, int count, int fps, const char* path,
                       int with_parameters) {

@@ -313,7 +313,9 @@ int ggdiff_generate_each_preview(ggdiff_model* model, const ggdiff_options* opti
             img.seed = g.seed;
             img.data = const_cast<unsigned char*>(g.image.pixels.data());
             img.parameters = const_cast<char*>(g.infotext.c_str());
+            model->audio = g.audio;
             on_image(&img, index++, user);
+            model->audio.reset();
         };
         ggdiff::PreviewFn preview;
         if (on_preview) {

@@ -41,10 +41,13 @@ void add_output_options(std::vector<OptionSpec>& out) {
         .help("Number of the first image file of a batch; -1 = the first is NAME.EXT, then _1");
     opt(out, g, "disable-image-metadata", OptType::Bool, kFrontend)
         .help("Do not write the generation settings into image files");
-    opt(out, g, "fps", OptType::Int, kFrontend)
+    opt(out, g, "fps", OptType::Int, kGenerate)
         .range(kMinVideoFps, kMaxVideoFps)
         .def("16")
-        .help("-M vid_gen: frames per second of the video files written (1 to 240)");
+        .help(
+            "-M vid_gen: frames per second of the video files written (1 to 240); LTX-2 also "
+            "times its sound track and its video positions by it")
+        .bind(to_int(GGDIFF_FIELD(gen.fps)));
 
     g = "Convert (-M convert)";
     opt(out, g, "convert-name", OptType::Bool, kFrontend)

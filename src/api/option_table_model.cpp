@@ -10,9 +10,6 @@ void add_model_options(std::vector<OptionSpec>& out) {
     auto file = [&](const char* name, const char* help, auto field) {
         return opt(out, g, name, OptType::Path, kModel).help(help).bind(to_text(field));
     };
-    auto planned = [&](const char* name, const char* help) {
-        return opt(out, g, name, OptType::Path, kModel).help(help).not_yet();
-    };
 
     opt(out, g, "model", OptType::Path, kModel | kRepeatable)
         .short_name("m")
@@ -58,8 +55,14 @@ void add_model_options(std::vector<OptionSpec>& out) {
          "Edit: HF/ComfyUI 'visual.*' safetensors or a llama.cpp mmproj GGUF)",
          GGDIFF_FIELD(model.llm_vision))
         .alias("qwen2vl_vision");
-    planned("audio-vae", "Audio VAE (audio-video models)");
-    planned("embeddings-connectors", "Text embeddings connector weights (LTX)");
+    file("audio-vae",
+         "Audio VAE with its vocoder (LTX-2: the sound track of the video, e.g. "
+         "ltx-2.3-22b-dev_audio_vae.safetensors)",
+         GGDIFF_FIELD(model.audio_vae));
+    file("embeddings-connectors",
+         "LTX-2 text embedding projections and embeddings connectors (e.g. "
+         "ltx-2.3-22b-dev_embeddings_connectors.safetensors)",
+         GGDIFF_FIELD(model.embeddings_connectors));
     file("tokenizer",
          "CLIP tokenizer to use instead of the built-in one: a merges.txt, vocab.json or "
          "tokenizer.json file, or a folder holding them (or a tokenizer/ folder)",

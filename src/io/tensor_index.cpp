@@ -77,6 +77,10 @@ std::string prefix_for_role(const std::string& role) {
         {"control_net", "control_model."},
         {"photo_maker", "photo_maker."},
         {"upscale_model", "upscaler."},
+        // LTX-2's part files keep their own names (audio_vae.*, text_embedding_projection.*,
+        // model.diffusion_model.*_embeddings_connector.*), as the reference loads them.
+        {"audio_vae", ""},
+        {"embeddings_connectors", ""},
     };
     for (const auto& [name, prefix] : kRoles) {
         if (r == name) return prefix;

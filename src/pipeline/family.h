@@ -156,6 +156,9 @@ class Autoencoder {
     virtual Result<HostTensor> decode_preview(const HostTensor& latent) { return decode(latent); }
     // Whether a TAESD decodes (the images, or the previews): --preview tae needs one.
     virtual bool has_taesd() const { return false; }
+    // The sound track the last decode() made (an audio-video model's: LTX-2), handed over
+    // once; null: none.
+    virtual std::shared_ptr<const AudioTrack> take_audio() { return nullptr; }
 };
 
 // What a video model takes besides the prompt, made from the request's images (-i first frame,
@@ -287,6 +290,15 @@ struct Family {
     // decodes together. nullptr: an image model, one image per latent frame, and
     // --video-frames above 1 is an error.
     int (*output_frames)(const GenerateOptions&) = nullptr;
+    // Channels per latent frame for a request of width x height, when they depend on it
+    // (LTX-2: the video's 128 plus the packed audio's share, which depends on the size, frames
+    // and fps); nullptr: latent_channels.
+    int (*request_latent_channels)(const GenerateOptions&, int width, int height) = nullptr;
+    // The noise levels of `steps` steps for a request of width x height when --scheduler is
+    // not given (LTX-2's ltx2 schedule, shifted by the video's token count); null: the
+    // sampler's and the parameterization's default schedule.
+    std::function<std::vector<float>(const GenerateOptions&, int width, int height, int steps)>
+        default_sigmas;
     // A video model's conditions from the request's images, for an output of width x height x
     // frames (Family::output_frames); null: the family takes none (--end-img is refused).
     std::function<Result<VideoConditions>(const GenerateOptions&, int width, int height, int frames,

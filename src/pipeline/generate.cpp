@@ -344,6 +344,9 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
         GGDIFF_LOG_DEBUG("VAE decode: %.2fs", t.decode);
         run.phase("decode", 1, 1, t.decode);
         std::vector<GeneratedImage> images = decoded_images(*img, seed, info);
+        if (auto audio = f.vae->take_audio()) {
+            for (GeneratedImage& g : images) g.audio = audio;
+        }
         if (job.upscaler) GGDIFF_TRY(upscale_images(job, run, images));
         run.finish_item(b, std::move(images));
     }

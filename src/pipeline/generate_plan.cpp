@@ -305,7 +305,10 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     p.latent_w = p.width / d;
     p.latent_h = p.height / d;
     p.frames = latent_frames(f, o);
-    p.latent_c = static_cast<int64_t>(f.latent_channels) * p.frames;
+    const int channels = f.request_latent_channels
+                             ? f.request_latent_channels(o, p.width, p.height)
+                             : f.latent_channels;
+    p.latent_c = static_cast<int64_t>(channels) * p.frames;
     // Last: the expert's plan is a copy of the finished one.
     if (f.high_noise) {
         GGDIFF_TRY(plan_high_noise(o, f, p, high_noise_steps));
@@ -328,6 +331,10 @@ Result<std::vector<float>> schedule_sigmas(const GenerateOptions& o, const Famil
     }
     kind = o.scheduler.value_or(kind);
     p.schedule = kind;
+    if (!o.scheduler && f.default_sigmas) {
+        p.schedule.reset();  // the family's own: no A1111 schedule name
+        return f.default_sigmas(o, width, height, steps);
+    }
     // Resolution-dependent schedules count the latent's pixels.
     sampling::ScheduleOptions so;
     so.image_seq_len =

@@ -62,6 +62,8 @@ Result<TensorIndex> open_model_files(const ModelOptions& options) {
         {"control-net", &o.control_net},
         {"pulid-weights", &o.pulid_weights},
         {"photo-maker", &o.photo_maker},
+        {"audio-vae", &o.audio_vae},
+        {"embeddings-connectors", &o.embeddings_connectors},
     };
     bool any = false;
     for (const auto& [role, path] : roles) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ struct ModelOptions {
     std::string vae_format = "auto";
     std::string clip_l, clip_g, t5xxl, llm;
     std::string llm_vision;   // --llm_vision: the LLM's vision tower in its own file
+    // --audio-vae, --embeddings-connectors: LTX-2's audio VAE (+ vocoder) and its text
+    // projections / embeddings connectors, each in its own file
+    std::string audio_vae, embeddings_connectors;
     std::string clip_vision;  // --clip_vision: a CLIP vision encoder (Wan image-to-video)
     std::string taesd;        // --taesd
     // --taesd-preview-only: with --taesd, TAESD decodes the previews only; the final images
@@ -210,6 +214,7 @@ struct GenerateOptions {
     // --video-frames: frames of a video model's result (Wan: aligned down to 4n + 1); image
     // models refuse more than 1.
     int video_frames = 1;
+    int fps = 16;  // --fps: a video's frame rate (LTX-2 times its audio and positions by it)
     HighNoiseOptions high_noise;
     std::string output_model_name;  // for metadata (file base name)
     // --phase-peaks: each phase's figures get the phase's own peak resident set (the
@@ -219,10 +224,14 @@ struct GenerateOptions {
     PreviewOptions preview;
 };
 
+struct AudioTrack;
+
 struct GeneratedImage {
     Image image;
     int64_t seed = 0;
     std::string infotext;  // A1111 parameters text
+    // A video model's sound track (LTX-2), on every frame of the item it goes with; null: none.
+    std::shared_ptr<const AudioTrack> audio;
 };
 
 // Progress: phase name ("text", "sampling", "decode", ...), step (1-based), total,

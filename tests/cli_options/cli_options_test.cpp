@@ -413,8 +413,8 @@ TEST(FlagCoverage, UnsupportedValuesOfWorkingFlags) {
         args.insert(args.end(), tail.begin(), tail.end());
         EXPECT_TRUE(contains(parse_error(args), message)) << message;
     }
-    EXPECT_EQ(parse_error({"-m", "m.gguf", "--audio-vae", "a.safetensors"}),
-              "--audio-vae is not supported yet");
+    EXPECT_EQ(parse_error({"-m", "m.gguf", "--tensor-type-rules", "^vae=f16"}),
+              "--tensor-type-rules is not supported yet");
     parse_ok(
         {"-m", "m.gguf", "--preview", "none", "--vae-format", "auto", "--scheduler", "karras"});
 }

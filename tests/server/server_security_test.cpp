@@ -65,7 +65,7 @@ TEST(ServerFlags, HelpListsEveryFlagAndBadCommandLinesFail) {
     EXPECT_EQ(per_request.exit_code, 2);
     EXPECT_NE(per_request.err.find("requests carry their images"), std::string::npos)
         << per_request.err;
-    const CliRun not_yet = run_server_cli({"-m", "x", "--audio-vae", "a.safetensors"});
+    const CliRun not_yet = run_server_cli({"-m", "x", "--tensor-type-rules", "^vae=f16"});
     EXPECT_EQ(not_yet.exit_code, 2);
     EXPECT_NE(not_yet.err.find("not supported yet"), std::string::npos) << not_yet.err;
     const CliRun no_key = run_server_cli({"-m", "x", "--api-key-file", "/nonexistent/key"});
