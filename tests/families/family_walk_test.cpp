@@ -92,6 +92,7 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"ideogram4_tiny/D", "ideogram4"},  // tests/golden: 4608-wide DiT on 13 Qwen3-VL states
     {"ideogram4_tiny/U", "ideogram4"},  // with its unconditional DiT
     {"lens_tiny", "lens"},              // tests/golden: MMDiT on four stacked GPT-OSS states (GGUF)
+    {"ltx_tiny", "ltx2"},  // tests/golden: audio-video DiT, embeddings connectors, Gemma 3 (GGUF)
 };
 
 // The part flags -M info and -M convert read (others, e.g. --upscale-model, are left out).

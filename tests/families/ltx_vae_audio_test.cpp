@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <string>
 
+#include <unistd.h>
+
 #include "../io/io_test_util.h"
 #include "../vae/vae_test_support.h"
 #include "families/ltx/audio_vae.h"
@@ -173,8 +175,10 @@ const TinyAudio& tiny_audio(bool bwe = false) {
         fake.push_back({name, "BF16", w.shape, testing::to_bytes(b)});
     }
     m.fake = fake;
-    m.file =
-        testing::test_dir(bwe ? "ltx_audio_vae_bwe" : "ltx_audio_vae") + "/audio_vae.safetensors";
+    // A folder per process: ctest runs these tests side by side, and test_dir empties it.
+    m.file = testing::test_dir((bwe ? "ltx_audio_vae_bwe_" : "ltx_audio_vae_") +
+                               std::to_string(getpid())) +
+             "/audio_vae.safetensors";
     testing::write_safetensors(m.file, fake);
     TensorIndex index;
     Status st = index.add(m.file);
@@ -191,6 +195,7 @@ const TinyAudio& tiny_audio(bool bwe = false) {
             m.error = cfg.status().message();
         }
     }
+    std::filesystem::remove(m.file);  // the weights stay in m.fake (the index maps the file)
     return m;
 }
 
@@ -201,10 +206,12 @@ Result<LtxAudioVaeConfig> detect_without(const TinyAudio& m, const std::string& 
     for (const auto& t : m.fake) {
         if (t.name.rfind(drop, 0) != 0) fake.push_back(t);
     }
-    const std::string path = testing::test_dir(dir) + "/a.safetensors";
+    const std::string path =
+        testing::test_dir(dir + "_" + std::to_string(getpid())) + "/a.safetensors";
     testing::write_safetensors(path, fake);
     TensorIndex index;
     const Status st = index.add(path);
+    std::filesystem::remove(path);
     if (!st.ok()) return st;
     return ltx::detect_ltx_audio_vae(index, "");
 }

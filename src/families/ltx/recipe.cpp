@@ -36,6 +36,24 @@ bool detect(const TensorIndex& index) {
            index.has(p + "audio_patchify_proj.weight") && index.has(p + "patchify_proj.weight");
 }
 
+// A DiT file given with -m alone in its stored names (unsloth's GGUF, a bare safetensors):
+// filed under model.diffusion_model. like --diffusion-model.
+bool bare_ltx(const std::vector<std::string>& names) {
+    bool patch = false, audio = false, adaln = false;
+    for (const std::string& n : names) {
+        patch = patch || n == "patchify_proj.weight";
+        audio = audio || n == "audio_patchify_proj.weight";
+        adaln = adaln || n == "adaln_single.emb.timestep_embedder.linear_1.bias";
+    }
+    return patch && audio && adaln;
+}
+
+const ModelLayout kLtxLayout = [] {
+    ModelLayout l;
+    l.bare_diffusion = bare_ltx;
+    return l;
+}();
+
 int latent_frames(const GenerateOptions& o) {
     return static_cast<int>(models::ltx_latent_frames(o.video_frames));
 }
@@ -373,6 +391,8 @@ extern const FamilyRecipe kLtx2Recipe = {
     "audio_patchify_proj.weight",
     detect,
     load,
-    "diffusion-model,llm,vae,audio-vae,embeddings-connectors"};
+    "diffusion-model,llm,vae,audio-vae,embeddings-connectors",
+    &kLtxLayout,
+    {"transformer_blocks"}};
 
 }  // namespace ggdiff
