@@ -38,12 +38,13 @@ class KernelScope {
 bool enabled(const ggml_context* ctx);
 
 // Weight types the kernels read as they are (widened to f32 block by block where needed):
-// f32, f16 and bf16 for every kernel; matrices (mul_mat) also take ggml's quantized types.
+// f32, f16 and bf16 for every kernel (quantized matrices stay on ggml's own product).
 bool weight_type_ok(ggml_type type);
 
-// ggml_mul_mat(a, b) for f32, f16, bf16 or quantized a and f32 b whose rows are contiguous: a [K,
+// ggml_mul_mat(a, b) for f32, f16 or bf16 a and f32 b whose rows are contiguous: a [K,
 // M, A2, A3], b [K, N, B2, B3] -> [M, N, B2, B3], with a broadcast over the outer dimensions. An
-// f16 a or bf16 or quantized a is widened to f32 block by block as the product goes.
+// f16 or bf16 a is widened to f32 block by block as the product goes. Quantized a is left to
+// ggml, whose product rounds the activations to its q8 types as the reference engine's does.
 bool can_mul_mat(const ggml_tensor* a, const ggml_tensor* b);
 ggml_tensor* mul_mat(ggml_context* ctx, ggml_tensor* a, ggml_tensor* b);
 

@@ -314,6 +314,20 @@ TEST_F(CpuKernels, ConvolutionsReadF16AndBf16KernelsAsStored) {
     ggml_free(ctx);
 }
 
+TEST_F(CpuKernels, QuantizedMatricesStayOnGgmlsProduct) {
+    // ggml rounds the activations of a quantized product to q8 blocks; the reference engine
+    // does too, so the kernels leave those products alone.
+    ggml_init_params p = {4 * ggml_tensor_overhead(), nullptr, true};
+    ggml_context* ctx = ggml_init(p);
+    ggml_tensor* x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 8);
+    for (ggml_type t : {GGML_TYPE_Q4_0, GGML_TYPE_Q8_0}) {
+        ggml_tensor* w = ggml_new_tensor_2d(ctx, t, 64, 16);
+        EXPECT_FALSE(ggdiff::cpu::can_mul_mat(w, x)) << ggml_type_name(t);
+    }
+    EXPECT_TRUE(ggdiff::cpu::can_mul_mat(ggml_new_tensor_2d(ctx, GGML_TYPE_F16, 64, 16), x));
+    ggml_free(ctx);
+}
+
 TEST_F(CpuKernels, MulMatWidensBf16Matrices) {
     auto a = random_values(320 * 300, 15);
     const auto b = random_values(320 * 20, 16);
