@@ -447,6 +447,14 @@ void on_preview(const ggdiff_image* image, int step, int total, void* user) {
     p.step = step;
     p.total = total;
     p.count++;
+    // The preview of a step comes before that step's progress report: a client that sees the
+    // image sees its step too.
+    JobProgress& g = c->job->progress;
+    if (g.phase != "sampling" || g.step < step) {
+        g.phase = "sampling";
+        g.step = step;
+        g.total = total;
+    }
     c->job->version++;
     c->cv->notify_all();
 }
