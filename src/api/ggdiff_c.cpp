@@ -224,7 +224,7 @@ int ggdiff_model_load(const ggdiff_options* options, ggdiff_model** out_model) {
         auto engine =
             ggdiff::Engine::load(ggdiff::effective_model_options(options->opts), &request);
         if (!engine.ok()) return fail(engine.status());
-        *out_model = new ggdiff_model{std::move(*engine), options->opts.model};
+        *out_model = new ggdiff_model{std::move(*engine), options->opts.model, nullptr};
         return 0;
     } catch (const std::exception& e) {
         return fail(std::string("loading failed: ") + e.what());

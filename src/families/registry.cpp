@@ -120,11 +120,12 @@ Status check_part_files(const FamilyRecipe& recipe, const ModelOptions& options)
                              ": PuLID-FLUX works with FLUX.1 models only, and this is a " +
                              recipe.display + " model");
     }
-    // LTX-2's own part files (families/ltx/recipe.cpp).
-    for (const auto& [flag, path] : {std::pair<const char*, const std::string*>{
-                                         "audio-vae", &options.audio_vae},
-                                     {"embeddings-connectors", &options.embeddings_connectors}}) {
-        if (!path->empty() && std::string(recipe.id) != "ltx2") {
+    // Part files only a family that lists them reads (LTX-2's, families/ltx/recipe.cpp).
+    const std::string lists = std::string(",") + (recipe.part_files ? recipe.part_files : "") + ",";
+    for (const auto& [flag, path] :
+         {std::pair<const char*, const std::string*>{"audio-vae", &options.audio_vae},
+          {"embeddings-connectors", &options.embeddings_connectors}}) {
+        if (!path->empty() && lists.find(std::string(",") + flag + ",") == std::string::npos) {
             return Status::Error(std::string("--") + flag + " " + *path + ": " + recipe.display +
                                  " models have no part that reads it (LTX-2 does); leave it out");
         }

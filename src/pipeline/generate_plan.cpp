@@ -305,9 +305,8 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     p.latent_w = p.width / d;
     p.latent_h = p.height / d;
     p.frames = latent_frames(f, o);
-    const int channels = f.request_latent_channels
-                             ? f.request_latent_channels(o, p.width, p.height)
-                             : f.latent_channels;
+    const int channels = f.request_latent_channels ? f.request_latent_channels(o, p.width, p.height)
+                                                   : f.latent_channels;
     p.latent_c = static_cast<int64_t>(channels) * p.frames;
     // Last: the expert's plan is a copy of the finished one.
     if (f.high_noise) {

@@ -34,7 +34,7 @@ struct ModelOptions {
     // (PiD): "auto", "flux", "sd3" or "flux2".
     std::string vae_format = "auto";
     std::string clip_l, clip_g, t5xxl, llm;
-    std::string llm_vision;   // --llm_vision: the LLM's vision tower in its own file
+    std::string llm_vision;  // --llm_vision: the LLM's vision tower in its own file
     // --audio-vae, --embeddings-connectors: LTX-2's audio VAE (+ vocoder) and its text
     // projections / embeddings connectors, each in its own file
     std::string audio_vae, embeddings_connectors;
