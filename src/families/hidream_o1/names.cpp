@@ -33,6 +33,9 @@ const ModelLayout kHiDreamO1Layout = {
     hidream_names,
     to_canonical,
     "HiDream-O1 names: the leading 'model.' dropped",
+    {},
+    {},
+    nullptr,
 };
 
 }  // namespace ggdiff
