@@ -443,6 +443,20 @@ ggml_tensor* build_ltx_bwe(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_tensor
     return ggml_cont(c.ctx, samples(c.ctx, y, 0, r * t));
 }
 
+HostTensor ltx_bwe_filter(const LtxAudioVaeConfig& cfg) {
+    if (!cfg.has_bwe) return HostTensor();
+    std::vector<float> taps = ltx_bwe_resample_filter(cfg.bwe_ratio);
+    HostTensor filter({static_cast<int64_t>(taps.size()), 1, 1, 1});
+    filter.data = std::move(taps);
+    return filter;
+}
+
+ggml_tensor* build_ltx_audio_decode(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_tensor* latent,
+                                    ggml_tensor* bwe_filter) {
+    ggml_tensor* wave = build_ltx_vocoder(c, cfg, build_ltx_audio_mel(c, cfg, latent));
+    return cfg.has_bwe ? build_ltx_bwe(c, cfg, wave, bwe_filter) : wave;
+}
+
 Result<HostTensor> ltx_decode_audio(const LtxAudioVaeConfig& cfg, const HostTensor& latent,
                                     const models::WanGraphRun& run) {
     if (latent.dim(0) != cfg.latent_bins || latent.dim(2) != cfg.latent_channels ||
@@ -453,17 +467,10 @@ Result<HostTensor> ltx_decode_audio(const LtxAudioVaeConfig& cfg, const HostTens
                              std::to_string(latent.dim(1)) + ", " + std::to_string(latent.dim(2)) +
                              "]");
     }
-    HostTensor filter;
-    if (cfg.has_bwe) {
-        std::vector<float> taps = ltx_bwe_resample_filter(cfg.bwe_ratio);
-        filter = HostTensor({static_cast<int64_t>(taps.size()), 1, 1, 1});
-        filter.data = std::move(taps);
-    }
+    const HostTensor filter = ltx_bwe_filter(cfg);
     auto r = run([&](nn::Ctx& c, const std::function<ggml_tensor*(const HostTensor&)>& input) {
-        ggml_tensor* mel = build_ltx_audio_mel(c, cfg, input(latent));
-        ggml_tensor* wave = build_ltx_vocoder(c, cfg, mel);
-        if (cfg.has_bwe) wave = build_ltx_bwe(c, cfg, wave, input(filter));
-        return std::vector<ggml_tensor*>{wave};
+        return std::vector<ggml_tensor*>{
+            build_ltx_audio_decode(c, cfg, input(latent), cfg.has_bwe ? input(filter) : nullptr)};
     });
     if (!r.ok()) return r.status().with_context("LTX audio VAE decode");
     if (r->size() != 1) return Status::Error("LTX audio VAE: the graph returned no waveform");

@@ -94,6 +94,16 @@ ggml_tensor* build_ltx_bwe(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_tensor
 // The Hann-windowed sinc taps of the x `ratio` upsampler (2 * 7 * ratio + 1 of them).
 std::vector<float> ltx_bwe_resample_filter(int ratio);
 
+// ltx_bwe_resample_filter(cfg.bwe_ratio) as a [taps, 1, 1, 1] graph input; empty without the
+// extension.
+HostTensor ltx_bwe_filter(const LtxAudioVaeConfig& cfg);
+
+// The whole decode as one graph (what a module declares its weights with, and what
+// ltx_decode_audio runs): latent -> log-mel -> vocoder (-> bandwidth extension, `bwe_filter`
+// being ltx_bwe_filter(cfg) as an input; nullptr without one).
+ggml_tensor* build_ltx_audio_decode(nn::Ctx& c, const LtxAudioVaeConfig& cfg, ggml_tensor* latent,
+                                    ggml_tensor* bwe_filter);
+
 // Both through `run` (one graph): latent [16, T, 8, 1] -> waveform [samples, channels, 1, 1]
 // at cfg.sample_rate (the bandwidth extension included when the file has one).
 Result<HostTensor> ltx_decode_audio(const LtxAudioVaeConfig& cfg, const HostTensor& latent,

@@ -223,10 +223,12 @@ Result<std::unique_ptr<LtxAutoencoder>> make_autoencoder(
     std::unique_ptr<ModuleRunner> ar;
     if (audio) {
         const ltx::LtxAudioVaeConfig& a = *audio;
-        auto r = make_module(ctx, ctx.placement.vae, "audio VAE", [&a](GraphBuilder& gb) {
+        // The whole decode, the bandwidth extension's weights included when the file has it.
+        const HostTensor filter = ltx::ltx_bwe_filter(a);
+        auto r = make_module(ctx, ctx.placement.vae, "audio VAE", [&a, &filter](GraphBuilder& gb) {
             ggml_tensor* z = gb.input(HostTensor({a.latent_bins, 2, a.latent_channels, 1}));
-            ggml_tensor* mel = ltx::build_ltx_audio_mel(gb.nn(), a, z);
-            return std::vector<ggml_tensor*>{ltx::build_ltx_vocoder(gb.nn(), a, mel)};
+            return std::vector<ggml_tensor*>{
+                ltx::build_ltx_audio_decode(gb.nn(), a, z, a.has_bwe ? gb.input(filter) : nullptr)};
         });
         if (!r.ok()) return r.status();
         ar = std::move(*r);
