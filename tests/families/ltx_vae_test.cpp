@@ -265,6 +265,13 @@ struct DecodeCase {
     int tile_frames, tile_overlap;  // 0: whole sequence
 };
 
+// Test names from the values, not their bytes (padding bytes differ between the listing ctest
+// makes and the run, and the test is then not found).
+void PrintTo(const DecodeCase& c, std::ostream* os) {
+    *os << (c.timestep ? "timestep_" : "plain_") << c.frames << "_" << c.tile_frames << "_"
+        << c.tile_overlap;
+}
+
 class LtxVideoVaeDecode : public ::testing::TestWithParam<DecodeCase> {};
 
 TEST_P(LtxVideoVaeDecode, MatchesNumpyForward) {
@@ -332,6 +339,10 @@ struct RefCase {
     int frames;
     int tile_frames, tile_overlap;
 };
+
+void PrintTo(const RefCase& c, std::ostream* os) {
+    *os << c.name;
+}
 
 class LtxVideoVaeReference : public ::testing::TestWithParam<RefCase> {};
 
