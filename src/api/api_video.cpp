@@ -110,20 +110,7 @@ int ggdiff_audio_save_wav(const ggdiff_audio* audio, const char* path) {
 int ggdiff_video_save(const ggdiff_image* frames, int count, int fps, const char* path,
                       int with_parameters) {
     if (!frames || !path) return fail("ggdiff_video_save: null argument");
-    try {
-        std::vector<ggdiff::Image> images;
-        ggdiff::Status st = to_frames(frames, count, images);
-        if (!st.ok())
-            return fail(st.with_context("cannot write video " + ggdiff::quote_name(path)));
-        ggdiff::VideoWriteOptions wo;
-        wo.fps = fps;
-        if (with_parameters && frames[0].parameters) wo.parameters = frames[0].parameters;
-        st = ggdiff::write_video(path, images, wo);
-        if (!st.ok()) return fail(st);
-        return 0;
-    } catch (const std::exception& e) {
-        return fail(std::string("writing the video failed: ") + e.what());
-    }
+    return ggdiff_video_save_audio(frames, count, fps, path, with_parameters, nullptr);
 }
 
 int ggdiff_video_encode(const ggdiff_image* frames, int count, int fps, const char* format,
