@@ -53,12 +53,16 @@ EncodedImage encode_result(const ggdiff_image& image, const std::string& format,
     return out;
 }
 
-std::string to_base64(const EncodedImage& image) {
-    char* text = ggdiff_base64_encode(image.bytes.data(), image.bytes.size());
+std::string to_base64(const std::vector<uint8_t>& bytes) {
+    char* text = ggdiff_base64_encode(bytes.data(), bytes.size());
     if (!text) throw std::runtime_error(ggdiff_last_error());
     std::string out(text);
     std::free(text);
     return out;
+}
+
+std::string to_base64(const EncodedImage& image) {
+    return to_base64(image.bytes);
 }
 
 const char* mime_type(const std::string& format) {

@@ -34,6 +34,14 @@ struct EncodedImage {
     std::string parameters;  // A1111 infotext (also embedded unless metadata is off)
     int frame_count = 0;     // a video container (format webp or avi): its frames
     int fps = 0;             // and their rate
+    // A video's sound track (audio-video models: LTX-2.3); audio_samples 0: none. An AVI
+    // carries it as its PCM stream (audio_in_container); otherwise audio_wav holds it as a
+    // 16-bit PCM WAV file.
+    int audio_sample_rate = 0;
+    int audio_channels = 0;
+    int64_t audio_samples = 0;  // per channel
+    bool audio_in_container = false;
+    std::vector<uint8_t> audio_wav;
 };
 
 // Encodes with `quality` (JPEG/WebP, 1..100). Throws std::runtime_error on failure.
@@ -41,6 +49,7 @@ EncodedImage encode_result(const ggdiff_image& image, const std::string& format,
                            bool embed_parameters);
 
 std::string to_base64(const EncodedImage& image);
+std::string to_base64(const std::vector<uint8_t>& bytes);
 
 // Inpainting masks as the engine takes them (--mask: white repaints, black keeps, grey is a
 // soft weight), made from what each API sends:

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <random>
 
+#include "sound.h"
+
 namespace ggdiff::server {
 
 namespace {
@@ -255,7 +257,8 @@ void JobManager::purge_locked() {
             continue;
         }
         finished.push_back(kv.second);
-        for (const EncodedImage& img : j.images) bytes += static_cast<int64_t>(img.bytes.size());
+        for (const EncodedImage& img : j.images)
+            bytes += static_cast<int64_t>(img.bytes.size() + img.audio_wav.size());
     }
     for (const std::string& id : due) expire_locked(id);
     // Past the count or memory cap the oldest results go first; the latest always stays.
@@ -264,7 +267,7 @@ void JobManager::purge_locked() {
     for (size_t i = 0; i + 1 < finished.size(); ++i) {
         if (finished.size() - i <= kMaxKeptJobs && bytes <= max_result_bytes_) break;
         for (const EncodedImage& img : finished[i]->images) {
-            bytes -= static_cast<int64_t>(img.bytes.size());
+            bytes -= static_cast<int64_t>(img.bytes.size() + img.audio_wav.size());
         }
         expire_locked(finished[i]->id);
     }
@@ -318,6 +321,10 @@ struct RunContext {
     std::vector<std::vector<unsigned char>> frame_pixels;
     std::vector<ggdiff_image> frames;
     std::string frame_parameters;
+    // The model that runs the job, and the video's sound track (audio-video models: LTX-2.3),
+    // copied with its first frame (the library's is valid only during on_image).
+    const ggdiff_model* model;
+    SoundTrack sound;
 };
 
 int on_progress(const char* phase, int step, int total, double, void* user) {
@@ -349,6 +356,7 @@ void keep_frame(const ggdiff_image* image, RunContext* c) {
     frame.parameters = nullptr;
     c->frames.push_back(frame);
     if (c->frames.size() == 1 && image->parameters) c->frame_parameters = image->parameters;
+    if (c->frames.size() == 1) c->sound = current_sound_track(c->model);
     std::lock_guard<std::mutex> lock(*c->mutex);
     Job& j = *c->job;
     j.progress.images_done = static_cast<int>(c->frames.size());
@@ -356,23 +364,41 @@ void keep_frame(const ggdiff_image* image, RunContext* c) {
     c->cv->notify_all();
 }
 
-// The kept frames as one container (webp or avi) at the request's fps.
+// The kept frames as one container (webp or avi) at the request's fps, with the sound track
+// when there is one: in the AVI as its PCM stream, beside a WebP as WAV bytes.
 void encode_video_result(RunContext& c) {
     const GenRequest& r = c.job->request;
     if (c.frames.empty()) return;
     for (size_t i = 0; i < c.frames.size(); ++i) c.frames[i].data = c.frame_pixels[i].data();
     c.frames[0].parameters =
         r.embed_metadata && !c.frame_parameters.empty() ? c.frame_parameters.data() : nullptr;
-    unsigned char* bytes = nullptr;
-    size_t size = 0;
-    if (ggdiff_video_encode(c.frames.data(), static_cast<int>(c.frames.size()), r.fps,
-                            r.output_format.c_str(), r.quality, &bytes, &size) != 0) {
-        c.encode_error = ggdiff_last_error();
+    const int count = static_cast<int>(c.frames.size());
+    EncodedImage video;
+    try {
+        if (!c.sound.empty() && r.output_format == "avi") {
+            video.bytes = avi_with_sound(c.frames.data(), count, r.fps, c.sound);
+            video.audio_in_container = true;
+        } else {
+            unsigned char* bytes = nullptr;
+            size_t size = 0;
+            if (ggdiff_video_encode(c.frames.data(), count, r.fps, r.output_format.c_str(),
+                                    r.quality, &bytes, &size) != 0) {
+                c.encode_error = ggdiff_last_error();
+                return;
+            }
+            video.bytes.assign(bytes, bytes + size);
+            std::free(bytes);
+            if (!c.sound.empty()) video.audio_wav = sound_to_wav(c.sound);
+        }
+    } catch (const std::exception& e) {
+        c.encode_error = e.what();
         return;
     }
-    EncodedImage video;
-    video.bytes.assign(bytes, bytes + size);
-    std::free(bytes);
+    if (!c.sound.empty()) {
+        video.audio_sample_rate = c.sound.sample_rate;
+        video.audio_channels = c.sound.channels;
+        video.audio_samples = c.sound.frames();
+    }
     video.format = r.output_format;
     video.width = c.frames[0].width;
     video.height = c.frames[0].height;
@@ -382,6 +408,7 @@ void encode_video_result(RunContext& c) {
     video.fps = r.fps;
     c.frame_pixels.clear();
     c.frames.clear();
+    c.sound = SoundTrack{};
     std::lock_guard<std::mutex> lock(*c.mutex);
     c.job->images.push_back(std::move(video));
     c.job->version++;
@@ -462,7 +489,7 @@ void on_preview(const ggdiff_image* image, int step, int total, void* user) {
 }  // namespace
 
 void JobManager::run(const std::shared_ptr<Job>& job) {
-    RunContext ctx{this, job.get(), &mutex_, &cv_, "", {}, {}, ""};
+    RunContext ctx{this, job.get(), &mutex_, &cv_, "", {}, {}, "", nullptr, {}};
     const auto t0 = Clock::now();
     std::shared_ptr<LoadedModel> model;
     std::string load_error;
@@ -481,6 +508,8 @@ void JobManager::run(const std::shared_ptr<Job>& job) {
             if (!load_error.empty()) {
                 model.reset();
                 refused = true;
+            } else {
+                ctx.model = model->model;
             }
         }
         std::lock_guard<std::mutex> lock(mutex_);
@@ -496,6 +525,7 @@ void JobManager::run(const std::shared_ptr<Job>& job) {
                             : ggdiff_generate_each_preview(model->model, job->options.get(),
                                                            on_progress, on_image, on_preview, &ctx);
     model.reset();  // the library may unload it now
+    ctx.model = nullptr;
     if (rc == 0 && job->request.video) encode_video_result(ctx);
     const std::string error = rc == 0                                         ? ""
                               : job->kind != "upscale" && !load_error.empty() ? load_error

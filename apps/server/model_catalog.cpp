@@ -224,7 +224,9 @@ bool is_model_part_option(const std::string& name) {
                                         "t5xxl",
                                         "llm",
                                         "llm_vision",
-                                        "clip_vision"};
+                                        "clip_vision",
+                                        "embeddings-connectors",
+                                        "audio-vae"};
     for (const char* p : parts)
         if (name == p) return true;
     return false;

@@ -38,8 +38,8 @@ struct Catalog {
 };
 
 // The engine options naming one part of a model ("model", "diffusion-model", "vae", "t5xxl",
-// ...): a catalog entry replaces all of them; the rest of the command line (tokenizers,
-// placement, weight type) stays.
+// LTX-2.3's "embeddings-connectors" and "audio-vae", ...): a catalog entry replaces all of them;
+// the rest of the command line (tokenizers, placement, weight type) stays.
 bool is_model_part_option(const std::string& name);
 
 // Reads the catalog: `config.engine_options`' model first (when -m or --diffusion-model was

@@ -46,6 +46,27 @@ bool plan_memory(const ggdiff_options* options, int64_t* need, int64_t* availabl
     return *available > 0;
 }
 
+// What a video model makes, for /sdcpp/v1/capabilities: the frame step (a video has
+// 1 + step * n frames, other counts aligned down; found as the first count the model makes as
+// asked: Wan 4, LTX-2.3 8) and whether it has sound (LTX-2.3 loaded with --audio-vae, the only
+// family that takes one). Null for an image model (one frame per video).
+nlohmann::json video_info(const ggdiff_model* model, const ggdiff_options* load_options) {
+    OptionsPtr probe(ggdiff_options_new());
+    if (!probe) return nullptr;
+    for (int frames = 2; frames <= 65; ++frames) {
+        int count = 0;
+        if (ggdiff_options_set(probe.get(), "video-frames", std::to_string(frames).c_str()) != 0 ||
+            ggdiff_image_count(model, probe.get(), &count) != 0) {
+            return nullptr;
+        }
+        if (count == frames) {
+            return {{"frames_step", frames - 1},
+                    {"audio", ggdiff_options_is_set(load_options, "audio-vae") == 1}};
+        }
+    }
+    return nullptr;
+}
+
 std::string mib(int64_t bytes) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / 1048576.0);
@@ -413,6 +434,7 @@ void ModelLibrary::loader() {
             info["file"] = fs::path(entry.path).filename().string();
             info["title"] = entry.title;
             info["model_name"] = entry.name;
+            info["video"] = video_info(model, options.get());
             std::fprintf(stderr, "loaded %s in %.1f s\n", k.c_str(), seconds);
         } else {
             std::fprintf(stderr, "error: loading %s: %s\n", k.c_str(), error.c_str());

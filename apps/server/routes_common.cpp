@@ -1,4 +1,5 @@
 // What the route families share: queuing a request as a job, the job's JSON, and /health.
+#include <algorithm>
 #include <cstdio>
 
 #include "http_util.h"
@@ -71,6 +72,22 @@ nlohmann::json job_json(const JobView& v, bool images) {
                        {"frame_count", video.frame_count}, {"width", video.width},
                        {"height", video.height},           {"seed", video.seed},
                        {"parameters", video.parameters}};
+        // Its sound track (audio-video models: LTX-2.3 with an audio VAE): an AVI carries
+        // it as its PCM stream; beside a WebP it comes as a WAV file.
+        if (video.audio_samples > 0) {
+            nlohmann::json audio = {{"sample_rate", video.audio_sample_rate},
+                                    {"channels", video.audio_channels},
+                                    {"sample_count", video.audio_samples},
+                                    {"duration_seconds", static_cast<double>(video.audio_samples) /
+                                                             std::max(1, video.audio_sample_rate)},
+                                    {"in_container", video.audio_in_container}};
+            if (!video.audio_in_container) {
+                audio["format"] = "wav";
+                audio["mime_type"] = "audio/wav";
+                audio["b64_json"] = to_base64(video.audio_wav);
+            }
+            j["result"]["audio"] = audio;
+        }
     } else if (images && !v.images.empty()) {
         nlohmann::json list = nlohmann::json::array();
         for (size_t i = 0; i < v.images.size(); ++i) {

@@ -169,10 +169,15 @@ nlohmann::json capabilities(ServerContext& ctx, const std::string& model) {
         {"events", true}};
     const nlohmann::json formats = {"png", "jpeg", "webp"};
     const nlohmann::json defaults = defaults_json(ctx, model);
+    // A video model's frame step and sound (model_library.cpp: video_info); null: an image
+    // model, one frame per video.
+    const nlohmann::json video = info.contains("video") ? info["video"] : nlohmann::json(nullptr);
+    const bool audio = video.is_object() && video.value("audio", false);
     // Every model takes vid_gen: an image model makes one frame per video (a video model's
     // family decides its frames). webm is sd-server's default; this build has no encoder.
     const nlohmann::json video_features = {
         {"init_image", true},
+        {"audio", audio},
         {"end_image", info.value("end_image", false) && option_supported("end-img")},
         {"control_frames", info.value("control_video", false) && option_supported("control-video")},
         {"high_noise_sample_params", option_supported("high-noise-steps")},
@@ -196,6 +201,8 @@ nlohmann::json capabilities(ServerContext& ctx, const std::string& model) {
           {"family", info.contains("family") ? info["family"] : nlohmann::json(nullptr)},
           {"family_id", info.contains("family_id") ? info["family_id"] : nlohmann::json(nullptr)},
           {"vae", info.contains("vae") ? info["vae"] : nlohmann::json(nullptr)},
+          // A video model: {"frames_step": 8 (a video has 1 + 8n frames), "audio"}; null else.
+          {"video", video},
           // What the model uses where "defaults" below says null (the model decides).
           {"defaults", info.contains("defaults") ? info["defaults"] : nlohmann::json(nullptr)}}},
         {"version", std::string("ggdiff ") + ggdiff_version()},
