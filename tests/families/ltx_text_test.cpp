@@ -358,9 +358,13 @@ TEST_F(LtxText, MatchesTheNumpyForward) {
         ModuleDevices where;
         ModuleRunner llm(index, -1, where, 2, "Gemma 3"), proj(index, -1, where, 2, "proj");
         ASSERT_TRUE(ltx_prepare_text(llm, proj, *cfg).ok());
+        // It numbers the tokens 1024 - t .. 1023 as the reference does (it pads the prompt on
+        // the left to 1024 tokens): the same attention, but RoPE rounds differently there than
+        // at 0 .. t-1, so it agrees with run_text and the numpy forward to their tolerance.
         auto ctx = ltx_encode_tokens(llm, proj, index, *cfg, kIds, {});
         ASSERT_TRUE(ctx.ok()) << ctx.status().message();
-        EXPECT_LT(max_diff(*ctx, r.context), 1e-5);
+        EXPECT_LT(max_diff(*ctx, r.context), 2e-3);
+        EXPECT_GT(max_diff(*ctx, r.context), 0.0) << "the tokens' positions start at 1024 - t";
         std::vector<float> w(kIds.size(), 1.0f);
         w[2] = 1.5f;
         auto weighted = ltx_encode_tokens(llm, proj, index, *cfg, kIds, w);

@@ -14,6 +14,8 @@ namespace ggdiff::models {
 
 namespace {
 
+constexpr int64_t kLtxPromptLength = 1024;  // the reference's padded prompt length
+
 const TensorInfo* matrix(const TensorIndex& index, const std::string& name) {
     const TensorInfo* t = index.find(name);
     return t && t->shape.size() == 2 ? t : nullptr;
@@ -144,7 +146,12 @@ Result<HostTensor> ltx_encode_tokens(ModuleRunner& llm, ModuleRunner& proj,
     auto embeds = gemma_embed(index, cfg.llm, ids);
     if (!embeds.ok()) return embeds.status();
     std::vector<int32_t> pos(static_cast<size_t>(t));
-    for (int64_t i = 0; i < t; ++i) pos[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+    // The reference pads the prompt on the left to 1024 tokens (masked out) and numbers all of
+    // them, so the prompt's tokens sit at positions 1024 - t .. 1023. The attention sees only
+    // their differences, but RoPE's rounding at those positions is the reference's, so they
+    // get the same numbers here.
+    const int64_t first = std::max<int64_t>(0, kLtxPromptLength - t);
+    for (int64_t i = 0; i < t; ++i) pos[static_cast<size_t>(i)] = static_cast<int32_t>(first + i);
     const bool masks = cfg.llm.needs_masks(t);
     HostTensor global, window;
     if (masks) {
