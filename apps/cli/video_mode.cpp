@@ -266,6 +266,18 @@ int progress_bar(const char* phase, int step, int total, double secs, void*) {
 
 int run_vid_gen(const CliRun& cli) {
     ggdiff_options* o = cli.options.get();
+    if (cli.flag("fit-dry-run")) {
+        // The --auto-fit plan as JSON on stdout, as -M img_gen prints it; no weights are loaded.
+        char* json = nullptr;
+        const int rc = ggdiff_auto_fit_plan(o, &json);
+        if (rc != 0) {
+            print_error(ggdiff_last_error());
+        } else {
+            std::printf("%s\n", json);
+        }
+        std::free(json);
+        return rc;
+    }
     VideoState st;
     st.output = cli.text("output");
     st.begin_idx = cli.integer("output-begin-idx");

@@ -173,6 +173,9 @@ struct VideoConditions {
     // stable-diffusion.cpp does; empty: none.
     std::vector<float> frame_keep;
     std::vector<float> latent;
+    // The latent channels frame_keep holds (LTX-2's video channels, not the sound packed after
+    // them); 0: every channel. Values between 0 and 1 blend (LTX-2's -i at --strength).
+    int held_channels = 0;
     HostTensor vace_context;     // DenoiseBatch::vace_context, or empty
     float vace_strength = 1.0f;  // DenoiseBatch::vace_strength
     // Latent frames at the start that only condition the denoiser (Wan VACE's reference

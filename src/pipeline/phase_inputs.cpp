@@ -129,7 +129,9 @@ void hold_frames(DenoiseInputs& in, const GeneratePlan& p) {
     in.init.latent = in.video.latent;
     in.init.keep.assign(p.latent_numel(), 1.0f);
     // Planes are channel-major: plane c * frames + t.
+    const size_t held = static_cast<size_t>(in.video.held_channels);
     for (size_t i = 0; i < in.init.keep.size(); ++i) {
+        if (held && i / plane / frames >= held) continue;
         in.init.keep[i] = in.video.frame_keep[(i / plane) % frames];
     }
 }

@@ -11,13 +11,22 @@ namespace ggdiff {
 
 std::vector<ggml_tensor*> LtxDenoiser::build(GraphBuilder& gb, const models::LtxDitConfig& cfg,
                                              const HostTensor& video, const HostTensor* audio,
-                                             float sigma, const HostTensor& context, float fps) {
+                                             float sigma, const HostTensor& context, float fps,
+                                             const std::vector<float>* frame_mask) {
     const int64_t w = video.dim(0), h = video.dim(1), f = video.dim(2);
     const int64_t steps = audio ? audio->dim(1) : 0;
     const int64_t l = context.dim(1);
     models::LtxDitInputs in;
     in.video = gb.input(video);
     in.sigma = gb.input(HostTensor({1}, sigma));
+    if (frame_mask) {
+        HostTensor ts({w * h * f});
+        for (int64_t k = 0; k < f; ++k) {
+            std::fill_n(ts.data.begin() + k * w * h, w * h,
+                        (*frame_mask)[static_cast<size_t>(k)] * sigma);
+        }
+        in.video_sigma = gb.input(ts);
+    }
     in.context = gb.input(context);
     models::LtxRope vr = models::ltx_video_rope(cfg, w, h, f, fps);
     in.video_cos = gb.input(std::move(vr.cos));
@@ -90,7 +99,10 @@ Result<HostTensor> LtxDenoiser::run(const DenoiseBatch& b) {
             (long long)planes, (long long)t, (long long)c, (long long)steps,
             (long long)(packed * t)));
     }
-    if (b.frame_keep) return Status::Error("LTX: held latent frames are not supported yet");
+    if (b.frame_keep && static_cast<int64_t>(b.frame_keep->size()) != t) {
+        return Status::Error(string_format("LTX: %zu held-frame values for %lld latent frames",
+                                           b.frame_keep->size(), (long long)t));
+    }
     if (cfg_.out_channels != c) {
         return Status::Error("LTX: a DiT whose output channels differ from its input's");
     }
@@ -119,8 +131,8 @@ Result<HostTensor> LtxDenoiser::run(const DenoiseBatch& b) {
         video.ne = {w, h, t, c};  // the DiT's [W, H, F, C]: the same memory
         const float sigma = b.timesteps[static_cast<size_t>(i)];
         auto res = runner_->run([&](GraphBuilder& gb) {
-            return build(gb, cfg_, video, steps > 0 ? &audio : nullptr, sigma, context,
-                         layout_.fps);
+            return build(gb, cfg_, video, steps > 0 ? &audio : nullptr, sigma, context, layout_.fps,
+                         b.frame_keep);
         });
         if (!res.ok()) return res.status();
         HostTensor v = std::move((*res)[0]);

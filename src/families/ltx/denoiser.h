@@ -4,10 +4,13 @@
 // steps, the connectors' positions), runs the DiT at the item's timestep (sigma, as FLUX-style
 // flow denoisers take it) on its text context ([video + audio width, L, 1]), and packs the
 // video and audio velocities back in the same layout (zero tail). Items run one at a time.
-// Image-to-video's held frames (DenoiseBatch::frame_keep) are not supported yet.
+// Image-to-video: DenoiseBatch::frame_keep holds one mask value per latent frame (1 sampled,
+// 1 - strength for a frame given by -i); the video tokens of frame f then run at timestep
+// mask[f] * sigma, as the reference's per-token timesteps do (the audio keeps sigma).
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "families/ltx/dit.h"
 #include "pipeline/family.h"
@@ -41,7 +44,8 @@ class LtxDenoiser : public Denoiser {
     // The DiT graph for one item (declares the weights; tests).
     static std::vector<ggml_tensor*> build(GraphBuilder& gb, const models::LtxDitConfig& cfg,
                                            const HostTensor& video, const HostTensor* audio,
-                                           float sigma, const HostTensor& context, float fps);
+                                           float sigma, const HostTensor& context, float fps,
+                                           const std::vector<float>* frame_mask = nullptr);
 
   private:
     LtxDenoiser() = default;

@@ -90,8 +90,8 @@ ggml_tensor* mod_row(nn::Ctx& c, ggml_tensor* mods, const std::string& table, in
                      int64_t table_row, int64_t mods_row, int64_t dim) {
     ggml_tensor* t = table_f32(c, table, dim, rows);
     ggml_tensor* tr = ggml_view_1d(c.ctx, t, dim, table_row * dim * ggml_element_size(t));
-    ggml_tensor* m = ggml_view_3d(c.ctx, mods, dim, 1, mods->ne[2], mods->nb[1], mods->nb[2],
-                                  mods_row * dim * ggml_element_size(mods));
+    ggml_tensor* m = ggml_view_3d(c.ctx, mods, dim, mods->ne[1], mods->ne[2], mods->nb[1],
+                                  mods->nb[2], mods_row * dim * ggml_element_size(mods));
     return ggml_add(c.ctx, ggml_cont(c.ctx, m), tr);
 }
 
@@ -137,14 +137,21 @@ ggml_tensor* attention(nn::Ctx& c, const std::string& p, ggml_tensor* x, ggml_te
 }
 
 // AdaLayerNormSingle: (linear(silu(emb)), emb) with emb = linear_2(silu(linear_1(sinusoidal(t)))).
+// One modulation vector per sample ([rows * dim, 1, N]), or with `per_token` one per token of
+// a single sample ([rows * dim, T, 1]: t holds T timesteps).
 std::pair<ggml_tensor*, ggml_tensor*> adaln_single(nn::Ctx& c, const std::string& p, ggml_tensor* t,
-                                                   int64_t dim, int64_t rows) {
+                                                   int64_t dim, int64_t rows,
+                                                   bool per_token = false) {
     ggml_tensor* f = ggml_timestep_embedding(c.ctx, t, 256, 10000);
     ggml_tensor* h = nn::linear(c, f, p + "emb.timestep_embedder.linear_1", 256, dim);
     ggml_tensor* emb =
         nn::linear(c, ggml_silu(c.ctx, h), p + "emb.timestep_embedder.linear_2", dim, dim);
     ggml_tensor* out = nn::linear(c, ggml_silu(c.ctx, emb), p + "linear", dim, rows * dim);
     const int64_t n = t->ne[0];
+    if (per_token) {
+        return {ggml_reshape_3d(c.ctx, out, rows * dim, n, 1),
+                ggml_reshape_3d(c.ctx, emb, dim, n, 1)};
+    }
     return {ggml_reshape_3d(c.ctx, out, rows * dim, 1, n), ggml_reshape_3d(c.ctx, emb, dim, 1, n)};
 }
 
@@ -386,13 +393,19 @@ LtxRope ltx_connector_rope(const LtxConnectorConfig& cc, int64_t tokens) {
     return ltx_rope(pos, 1, cc.hidden, cc.heads, true);
 }
 
-LtxTimeMods build_ltx_time_mods(nn::Ctx& c, const LtxDitConfig& cfg, ggml_tensor* sigma,
-                                bool audio) {
+LtxTimeMods build_ltx_time_mods(nn::Ctx& c, const LtxDitConfig& cfg, ggml_tensor* sigma, bool audio,
+                                ggml_tensor* video_sigma) {
     const std::string& p = cfg.prefix;
     LtxTimeMods m;
     ggml_tensor* t = ggml_scale(c.ctx, sigma, 1000.0f);
-    std::tie(m.video, m.video_embedded) =
-        adaln_single(c, p + "adaln_single.", t, cfg.hidden, cfg.coeff());
+    if (video_sigma) {
+        std::tie(m.video, m.video_embedded) =
+            adaln_single(c, p + "adaln_single.", ggml_scale(c.ctx, video_sigma, 1000.0f),
+                         cfg.hidden, cfg.coeff(), true);
+    } else {
+        std::tie(m.video, m.video_embedded) =
+            adaln_single(c, p + "adaln_single.", t, cfg.hidden, cfg.coeff());
+    }
     if (!audio) return m;
     std::tie(m.audio, m.audio_embedded) =
         adaln_single(c, p + "audio_adaln_single.", t, cfg.audio_hidden, cfg.coeff());
@@ -545,7 +558,9 @@ LtxDitOutputs build_ltx_dit(nn::Ctx& c, const LtxDitConfig& cfg, const LtxDitInp
         a_context = connector(c, p + "audio_embeddings_connector.", cfg.audio_connector, a_context,
                               {in.aconn_cos, in.aconn_sin});
     }
-    const LtxTimeMods t = build_ltx_time_mods(c, cfg, in.sigma, ax != nullptr);
+    // Per-token timesteps come for one sample of W*H*F tokens (the denoiser's invariant).
+    GGML_ASSERT(!in.video_sigma || (n == 1 && in.video_sigma->ne[0] == w * h * f));
+    const LtxTimeMods t = build_ltx_time_mods(c, cfg, in.sigma, ax != nullptr, in.video_sigma);
     LtxBlockInputs bi;
     bi.v_context = v_context;
     bi.a_context = a_context;

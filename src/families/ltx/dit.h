@@ -90,9 +90,13 @@ int64_t ltx_connector_length(const LtxConnectorConfig& cc, int64_t tokens);
 
 // The graph inputs of one DiT evaluation.
 struct LtxDitInputs {
-    ggml_tensor* video = nullptr;      // [W, H, F, C * N]
-    ggml_tensor* audio = nullptr;      // [16, steps, 8, N] or null (video only)
-    ggml_tensor* sigma = nullptr;      // [N]
+    ggml_tensor* video = nullptr;  // [W, H, F, C * N]
+    ggml_tensor* audio = nullptr;  // [16, steps, 8, N] or null (video only)
+    ggml_tensor* sigma = nullptr;  // [N]
+    // [W*H*F]: the video tokens' own timesteps (image-to-video: a given frame's tokens at
+    // mask * sigma), for one sample (N = 1); null: sigma. The audio stream, the text AdaLN and
+    // the audio-video AdaLNs keep `sigma`, as the reference does.
+    ggml_tensor* video_sigma = nullptr;
     ggml_tensor* context = nullptr;    // [video + audio width, L, N]
     ggml_tensor* video_cos = nullptr;  // ltx_video_rope
     ggml_tensor* video_sin = nullptr;
@@ -117,15 +121,16 @@ LtxDitOutputs build_ltx_dit(nn::Ctx& c, const LtxDitConfig& cfg, const LtxDitInp
 
 // The timestep modulations every block shares, from sigma [N]: [rows * dim, 1, N] each
 // (audio ones null without audio; prompt ones null without cross-attention AdaLN), and the
-// embedded timesteps the output layers modulate with.
+// embedded timesteps the output layers modulate with. With `video_sigma` ([T], one sample) the
+// video ones are per token: [rows * dim, T, 1] and [dim, T, 1].
 struct LtxTimeMods {
     ggml_tensor *video = nullptr, *audio = nullptr, *video_prompt = nullptr,
                 *audio_prompt = nullptr, *av_video = nullptr, *av_audio = nullptr,
                 *a2v_gate = nullptr, *v2a_gate = nullptr, *video_embedded = nullptr,
                 *audio_embedded = nullptr;
 };
-LtxTimeMods build_ltx_time_mods(nn::Ctx& c, const LtxDitConfig& cfg, ggml_tensor* sigma,
-                                bool audio);
+LtxTimeMods build_ltx_time_mods(nn::Ctx& c, const LtxDitConfig& cfg, ggml_tensor* sigma, bool audio,
+                                ggml_tensor* video_sigma = nullptr);
 
 // One block alone: vx [hidden, T, N], ax [audio hidden, Ta, N] or null, the text contexts
 // already through the connectors.

@@ -15,11 +15,14 @@
 #include "families/ltx/audio_vae.h"
 #include "families/ltx/denoiser.h"
 #include "families/ltx/latents.h"
+#include "families/ltx/lora.h"
 #include "families/ltx/text.h"
 #include "families/ltx/video_vae.h"
+#include "image/input_fit.h"
 #include "image/wav.h"
 #include "models/te/gemma_vocab.h"
 #include "pipeline/family.h"
+#include "pipeline/latent_image.h"
 #include "pipeline/parts/module_setup.h"
 #include "tokenizers/gemma_tokenizer.h"
 
@@ -76,8 +79,11 @@ Status check_request(const GenerateOptions& o) {
         GGDIFF_LOG_WARN("--video-frames %d: LTX-2 makes 8n+1 frames; making %d", o.video_frames,
                         output_frames(o));
     }
-    if (o.init_image) {
-        return Status::Error("LTX-2: image-to-video (-i) is not supported yet");
+    if (o.init_image || o.end_image) {
+        // first_frame_condition below builds -i as the reference does, but its frames do not
+        // match the reference's yet (docs/ltx2.md); --end-img (keyframe tokens) is not built.
+        return Status::Error(std::string("LTX-2: image-to-video (") +
+                             (o.init_image ? "-i" : "--end-img") + ") is not supported yet");
     }
     if (o.vae_tiling.enabled) {
         return Status::Error(
@@ -134,24 +140,33 @@ models::WanGraphRun graph_run(ModuleRunner& runner) {
 class LtxAutoencoder : public Autoencoder {
   public:
     // `audio` unset (no --audio-vae): no sound track.
+    // `encoder_runner` null: the VAE file has no encoder (no image-to-video).
     LtxAutoencoder(const ltx::LtxVideoVaeConfig& video,
                    const std::optional<ltx::LtxAudioVaeConfig>& audio,
                    std::unique_ptr<ModuleRunner> video_runner,
-                   std::unique_ptr<ModuleRunner> audio_runner)
+                   std::unique_ptr<ModuleRunner> audio_runner,
+                   std::unique_ptr<ModuleRunner> encoder_runner)
         : video_(video),
           audio_(audio),
           video_runner_(std::move(video_runner)),
-          audio_runner_(std::move(audio_runner)) {}
+          audio_runner_(std::move(audio_runner)),
+          encoder_runner_(std::move(encoder_runner)) {}
 
     void set_layout(const LtxLatentLayout& layout) { layout_ = layout; }
     int downscale() const override { return video_.space_scale(); }
-    bool can_encode() const override { return false; }
-    Result<HostTensor> encode(const HostTensor&, sampling::Rng&) override {
-        return Status::Error("LTX-2: encoding images (image-to-video) is not supported yet");
+    bool can_encode() const override { return encoder_runner_ != nullptr; }
+    // One image [W, H, 3, 1] -> its latent frame [W/32, H/32, 128, 1] (the posterior mean,
+    // normalized: the reference's encode_first_stage of a one-frame video).
+    Result<HostTensor> encode(const HostTensor& image, sampling::Rng&) override {
+        if (!encoder_runner_) {
+            return Status::Error("this LTX VAE has no encoder weights: -i needs a full VAE");
+        }
+        return ltx::ltx_encode_video(video_, image, graph_run(*encoder_runner_));
     }
     void end_phase() override {
         video_runner_->end_phase();
         if (audio_runner_) audio_runner_->end_phase();
+        if (encoder_runner_) encoder_runner_->end_phase();
     }
     std::shared_ptr<const AudioTrack> take_audio() override { return std::move(track_); }
 
@@ -204,7 +219,7 @@ class LtxAutoencoder : public Autoencoder {
 
     ltx::LtxVideoVaeConfig video_;
     std::optional<ltx::LtxAudioVaeConfig> audio_;
-    std::unique_ptr<ModuleRunner> video_runner_, audio_runner_;
+    std::unique_ptr<ModuleRunner> video_runner_, audio_runner_, encoder_runner_;
     LtxLatentLayout layout_;
     std::shared_ptr<const AudioTrack> track_;
 };
@@ -233,7 +248,44 @@ Result<std::unique_ptr<LtxAutoencoder>> make_autoencoder(
         if (!r.ok()) return r.status();
         ar = std::move(*r);
     }
-    return std::make_unique<LtxAutoencoder>(video, audio, std::move(*vr), std::move(ar));
+    std::unique_ptr<ModuleRunner> er;
+    if (video.has_encoder) {
+        const int s = video.space_scale();
+        auto r =
+            make_module(ctx, ctx.placement.vae, "video VAE encoder", [&video, s](GraphBuilder& gb) {
+                return std::vector<ggml_tensor*>{
+                    ltx::build_ltx_encode(gb.nn(), video, gb.input(HostTensor({s, s, 3, 1})))};
+            });
+        if (!r.ok()) return r.status();
+        er = std::move(*r);
+    }
+    return std::make_unique<LtxAutoencoder>(video, audio, std::move(*vr), std::move(ar),
+                                            std::move(er));
+}
+
+// -i: the image's latent becomes latent frame 0, sampled with the mask 1 - --strength (its
+// tokens at that fraction of each step's timestep, the prediction blended back towards it), as
+// the reference's image-to-video does; the sound and the other frames are sampled as usual.
+Result<VideoConditions> first_frame_condition(LtxAutoencoder& vae, const GenerateOptions& o,
+                                              int width, int height, sampling::Rng& rng) {
+    VideoConditions vc;
+    if (!o.init_image) return vc;
+    auto enc = vae.encode(image_to_tensor(fit_input_image(*o.init_image, width, height)), rng);
+    if (!enc.ok()) return enc.status().with_context("LTX-2: encoding the first frame (-i)");
+    const int64_t w = width / 32, h = height / 32, t = latent_frames(o), plane = w * h;
+    if (enc->dim(0) != w || enc->dim(1) != h || enc->dim(2) != kVideoChannels) {
+        return Status::Error("LTX-2: the VAE encoded -i to a latent of another shape");
+    }
+    const int64_t planes = static_cast<int64_t>(request_channels(o, width, height)) * t;
+    vc.used_init_image = true;
+    vc.held_channels = static_cast<int>(kVideoChannels);
+    vc.frame_keep.assign(static_cast<size_t>(t), 1.0f);
+    vc.frame_keep[0] = 1.0f - std::clamp(o.strength, 0.0f, 1.0f);
+    vc.latent.assign(static_cast<size_t>(plane * planes), 0.0f);
+    for (int64_t c = 0; c < kVideoChannels; ++c) {
+        std::copy_n(enc->data.begin() + c * plane, plane, vc.latent.begin() + c * t * plane);
+    }
+    return vc;
 }
 
 Result<std::unique_ptr<LtxText>> make_text(const FamilyContext& ctx,
@@ -369,16 +421,17 @@ Result<Family> load(const FamilyContext& ctx) {
     // VAE before sampling.
     LtxDenoiser* d = denoiser->get();
     LtxAutoencoder* a = ae->get();
-    f.video_conditions = [d, a](const GenerateOptions& o, int, int, int,
-                                sampling::Rng&) -> Result<VideoConditions> {
+    f.video_conditions = [d, a](const GenerateOptions& o, int width, int height, int,
+                                sampling::Rng& rng) -> Result<VideoConditions> {
         LtxLatentLayout layout;
         layout.frames = latent_frames(o);
         layout.audio_steps = audio_steps(o);
         layout.fps = static_cast<float>(std::max(1, o.fps));
         d->set_layout(layout);
         a->set_layout(layout);
-        return VideoConditions{};
+        return first_frame_condition(*a, o, width, height, rng);
     };
+    f.lora_targets.push_back(ltx_lora_target((*denoiser)->runner(), kDit));
     f.denoiser = std::move(*denoiser);
     f.vae = std::move(*ae);
     return f;
