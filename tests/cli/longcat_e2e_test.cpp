@@ -69,7 +69,11 @@ TEST_F(LongCatFiles, DiffusersPipelineFolder) {
     const std::string out = dir_ + "/diffusers.png";
     RunResult r = generate({"-m", folder}, out);
     ASSERT_TRUE(r.succeeded()) << r.describe();
-    expect_same(out, original(), 0.0, "diffusers LongCatImagePipeline folder");
+    // The folder's tensors are laid out as diffusers stores them (split q/k/v, the diffusers
+    // VAE) and reach partly other kernels: on an AVX-512 machine a few pixels came out one
+    // level apart (mean 0.004, max 1; 0.000 elsewhere), so "the same image" allows that and no
+    // more (a wrong mapping moves it by whole levels everywhere).
+    expect_same(out, original(), 0.05, "diffusers LongCatImagePipeline folder");
 }
 
 // The DiT converted to a q8_0 GGUF is still LongCat and stays near the golden image; the A1111
