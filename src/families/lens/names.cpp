@@ -25,18 +25,7 @@ bool is_bare_lens(const std::vector<std::string>& names) {
 }
 
 std::vector<std::string> lens_lora_keys(const std::string& weight) {
-    std::vector<std::string> keys;
-    if (!ends_with(weight, ".weight")) return keys;
-    const std::string path = weight.substr(0, weight.size() - std::string(".weight").size());
-    dit_lora::original_keys(path, &keys);
-    dit_lora::diffusers_keys(path, &keys);
-    std::vector<std::string> unique;
-    for (std::string& k : keys) {
-        if (std::find(unique.begin(), unique.end(), k) == unique.end()) {
-            unique.push_back(std::move(k));
-        }
-    }
-    return unique;
+    return dit_lora::same_path_keys(weight);
 }
 
 LoraTarget lens_lora_target(ModuleRunner& runner, const std::string& prefix) {

@@ -25,6 +25,21 @@ void diffusers_keys(const std::string& path, std::vector<std::string>* keys) {
     for (const char* p : {"transformer_", "", "lycoris_"}) keys->push_back(p + u);
 }
 
+std::vector<std::string> same_path_keys(const std::string& weight) {
+    std::vector<std::string> keys;
+    if (!ends_with(weight, ".weight")) return keys;
+    const std::string path = weight.substr(0, weight.size() - std::string(".weight").size());
+    original_keys(path, &keys);
+    diffusers_keys(path, &keys);
+    std::vector<std::string> unique;
+    for (std::string& k : keys) {
+        if (std::find(unique.begin(), unique.end(), k) == unique.end()) {
+            unique.push_back(std::move(k));
+        }
+    }
+    return unique;
+}
+
 void add_row_keys(const std::vector<std::string>& keys, const std::vector<LoraRows>& rows,
                   std::vector<LoraRowKey>* out) {
     for (const std::string& k : keys) out->push_back({k, rows});

@@ -20,6 +20,9 @@ namespace ggdiff::dit_lora {
 // Keys of `path` (a module path relative to the DiT) in the original and diffusers namings.
 void original_keys(const std::string& path, std::vector<std::string>* keys);
 void diffusers_keys(const std::string& path, std::vector<std::string>* keys);
+// The keys of a weight ("<path>.weight") whose module path is the same in the original files
+// and in diffusers (Lens, LTX-2): both namings' keys, each once; none for a non-weight.
+std::vector<std::string> same_path_keys(const std::string& weight);
 
 void add_row_keys(const std::vector<std::string>& keys, const std::vector<LoraRows>& rows,
                   std::vector<LoraRowKey>* out);
