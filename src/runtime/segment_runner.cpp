@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "runtime/tensor_upload.h"
 
 namespace ggdiff {
 namespace {
@@ -307,16 +308,16 @@ Status SegmentRunner::upload(WeightStore& weights, int segment, bool async) {
         if (info->ggml_type == static_cast<int>(t->type) && info->nbytes == nb) {
             const uint8_t* src = weights.index().raw(*info);
             if (async) {
-                ggml_backend_tensor_set_async(backend_, t, src, 0, nb);
+                set_tensor_in_pieces_async(backend_, t, src, 0, nb);
             } else {
-                ggml_backend_tensor_set(t, src, 0, nb);
+                set_tensor_in_pieces(t, src, 0, nb);
             }
         } else {
             // Converted weights (--type) go through a host buffer, synchronously.
             staging.resize(nb);
             Status st = weights.index().read(*info, t->type, staging.data());
             if (!st.ok()) return st.with_context("reading " + n);
-            ggml_backend_tensor_set(t, staging.data(), 0, nb);
+            set_tensor_in_pieces(t, staging.data(), 0, nb);
         }
         if (pages_out_ && !async) weights.index().release(*info);
         stats_.uploaded_bytes += nb;

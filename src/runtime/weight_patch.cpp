@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "runtime/tensor_upload.h"
+
 namespace ggdiff {
 namespace {
 
@@ -82,7 +84,7 @@ Status WeightPatcher::add(const std::string& name, const std::vector<float>& del
     GGDIFF_TRY(to_f32(t, bytes, n, w));
     for (size_t i = 0; i < w.size(); ++i) w[i] += delta[i];
     from_f32(t, w, bytes);
-    if (!host) ggml_backend_tensor_set(t, staging.data(), offset, size);
+    if (!host) set_tensor_in_pieces(t, staging.data(), offset, size);
     return Status::Ok();
 }
 
@@ -101,7 +103,7 @@ Status WeightPatcher::restore() {
         }
         Status st = store_.index().read(*info, t->type, dst);
         if (!st.ok()) return st.with_context("restoring " + name);
-        if (!host) ggml_backend_tensor_set(t, staging.data(), 0, ggml_nbytes(t));
+        if (!host) set_tensor_in_pieces(t, staging.data(), 0, ggml_nbytes(t));
         store_.index().release(*info);
     }
     touched_.clear();

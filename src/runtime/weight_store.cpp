@@ -9,6 +9,7 @@
 #include "io/checkpoint_file.h"
 #include "io/weight_type.h"
 #include "runtime/cpu_kernels.h"
+#include "runtime/tensor_upload.h"
 
 namespace ggdiff {
 namespace {
@@ -219,7 +220,7 @@ Status WeightStore::read_into(const TensorList& list) {
         }
         Status st = index_.read(*it->second, t->type, dst);
         if (!st.ok()) return st.with_context("reading " + name);
-        if (!host) ggml_backend_tensor_set(t, staging.data(), 0, nb);
+        if (!host) set_tensor_in_pieces(t, staging.data(), 0, nb);
         // The weight now lives in its own buffer: the file's pages can go (they would
         // otherwise stay in this process's resident set next to the copy).
         index_.release(*it->second);
