@@ -15,6 +15,7 @@
 
 #include "bench_options.h"
 #include "ggdiff.h"
+#include "huge_pages_exec.h"
 
 namespace {
 
@@ -48,6 +49,7 @@ int on_progress(const char* phase, int step, int total, double secs, void* user)
 }  // namespace
 
 int main(int argc, char** argv) {
+    ggdiff::app::restart_with_huge_pages(argv);
     ggdiff::bench::BenchArgs args;
     std::string error;
     if (!ggdiff::bench::parse_bench_args(argc, argv, args, error)) {

@@ -8,6 +8,7 @@
 
 #include "cli_options.h"
 #include "ggdiff.h"
+#include "huge_pages_exec.h"
 #include "modes.h"
 
 namespace {
@@ -121,6 +122,7 @@ int generate(const CliRun& cli) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    ggdiff::app::restart_with_huge_pages(argv);
     CliRun cli;
     std::string error;
     if (!ggdiff::cli::parse_cli(argc, argv, cli, error)) {

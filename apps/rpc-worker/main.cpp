@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ggdiff.h"
+#include "huge_pages_exec.h"
 #include "mem_limit_proxy.h"
 
 namespace {
@@ -183,6 +184,7 @@ int serve_with_mem_limit(const std::string& ip, int port, const std::vector<std:
 }  // namespace
 
 int main(int argc, char** argv) {
+    ggdiff::app::restart_with_huge_pages(argv);
     CLI::App app{"ggdiff-rpc: serve local ggml devices over the ggml RPC protocol"};
     std::string host = "127.0.0.1";
     int port = 50052;

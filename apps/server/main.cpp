@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "a1111.h"
+#include "huge_pages_exec.h"
 #include "jobs.h"
 #include "lora_dir.h"
 #include "model_host.h"
@@ -35,6 +36,7 @@ void stop_when_running(httplib::Server& server) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    ggdiff::app::restart_with_huge_pages(argv);
     using namespace ggdiff::server;
     ParseOutcome parsed = parse_server_args(argc, argv);
     if (parsed.action == ParseAction::help) {

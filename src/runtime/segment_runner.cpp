@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "runtime/huge_pages.h"
 #include "runtime/tensor_upload.h"
 
 namespace ggdiff {
@@ -270,6 +271,7 @@ Status SegmentRunner::allocate(WeightStore& weights) {
                                                module_.c_str(), mib(size), what, device_.c_str()));
         }
         ggml_backend_buffer_set_usage(b, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        advise_huge_pages(b);
         buffers_.push_back(b);
         return b;
     };

@@ -9,6 +9,7 @@
 #include "io/checkpoint_file.h"
 #include "io/weight_type.h"
 #include "runtime/cpu_kernels.h"
+#include "runtime/huge_pages.h"
 #include "runtime/tensor_upload.h"
 
 namespace ggdiff {
@@ -195,6 +196,7 @@ Status WeightStore::allocate(const TensorList& list, const BufferTypeFn& buft_fo
                                                size / 1048576.0, ggml_backend_buft_name(types[g])));
         }
         ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        advise_huge_pages(buf);
         out.push_back(buf);
         ggml_tallocr alloc = ggml_tallocr_new(buf);
         for (ggml_tensor* t : groups[g]) {
