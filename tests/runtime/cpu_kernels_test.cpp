@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
 
 #include "runtime/cpu_kernels.h"
+#include "runtime/cpu_kernels_impl.h"
 
 namespace {
 
@@ -155,6 +157,33 @@ TEST_F(CpuKernels, MulMatWidensF16Matrices) {
         for (float& x : a) x = ggml_fp16_to_fp32(ggml_fp32_to_fp16(x));
         EXPECT_LT(rel_error(got, mul_mat_ref(a, b, c.k, c.m, c.n, 1, c.b2)), 1e-5)
             << c.k << "x" << c.m << "x" << c.n;
+    }
+}
+
+// Widening f16 rows (vectorized where the CPU allows) gives exactly ggml's conversion, for
+// every length (whole vectors and tails) and every kind of value (subnormals, infinities, NaN).
+TEST(CpuWiden, F16RowsWidenExactly) {
+    std::vector<uint16_t> bits;
+    for (uint32_t v = 0; v < 65536; v += 7) bits.push_back(static_cast<uint16_t>(v));
+    for (uint16_t special : {0x0000, 0x8000, 0x0001, 0x03ff, 0x7c00, 0xfc00, 0x7e00, 0x7bff}) {
+        bits.push_back(special);
+    }
+    for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 33, 100, static_cast<int>(bits.size())}) {
+        std::vector<float> got(static_cast<size_t>(n) + 1, -1.0f);
+        ggdiff::cpu::widen_row(GGML_TYPE_F16, bits.data(), got.data(), n);
+        for (int64_t i = 0; i < n; ++i) {
+            const float want = ggml_fp16_to_fp32(bits[static_cast<size_t>(i)]);
+            if (std::isnan(want)) {  // the hardware quiets signalling NaNs
+                ASSERT_TRUE(std::isnan(got[static_cast<size_t>(i)])) << "n " << n << " value " << i;
+                continue;
+            }
+            uint32_t a, b;
+            std::memcpy(&a, &got[static_cast<size_t>(i)], 4);
+            std::memcpy(&b, &want, 4);
+            ASSERT_EQ(a, b) << "n " << n << " value " << i << " bits 0x" << std::hex
+                            << bits[static_cast<size_t>(i)];
+        }
+        EXPECT_EQ(got[static_cast<size_t>(n)], -1.0f) << "wrote past the row, n " << n;
     }
 }
 
