@@ -443,6 +443,8 @@ void read_common_tail(const Fields& f, const nlohmann::json& body, GenRequest& r
         }
         if (vt->boolean("temporal_tiling").value_or(false))
             r.set("temporal-tiling", "true", vt->path("temporal_tiling"));
+        if (auto args = vt->string("extra_tiling_args", 4096); args && !args->empty())
+            r.set("extra-tiling-args", *args, vt->path("extra_tiling_args"));
     }
     // Live previews: true (the server's --preview method, proj when it has none), false, or a
     // method; the job status and events then carry the latest one.

@@ -1,5 +1,6 @@
 // Schema entries of one generation: prompt, size, sampling, noise, VAE tiling.
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "api/option_decl.h"
@@ -54,6 +55,49 @@ std::function<Status(ApiOptions&, OptionValue&)> image_file(const char* flag, F 
         field(o) = std::move(*img);
         return Status::Ok();
     };
+}
+
+// --extra-tiling-args: "key=value,..." of the temporal tiling sizes (sd-cli's keys). An
+// unknown key or a bad number is an error naming it; "" restores the defaults.
+Status parse_extra_tiling_args(const std::string& text, TilingOptions& t) {
+    const TilingOptions defaults;
+    int frames = defaults.temporal_frames, overlap = defaults.temporal_overlap;
+    size_t at = 0;
+    while (at <= text.size()) {
+        const size_t comma = std::min(text.find(',', at), text.size());
+        std::string item = text.substr(at, comma - at);
+        at = comma + 1;
+        item.erase(0, item.find_first_not_of(" \t"));
+        item.erase(item.find_last_not_of(" \t") + 1);
+        if (item.empty()) continue;
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos) {
+            return Status::Error("--extra-tiling-args: '" + item + "' is not key=value");
+        }
+        const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+        char* end = nullptr;
+        const long n = std::strtol(value.c_str(), &end, 10);
+        const bool number = !value.empty() && end && *end == '\0' && n >= 0 && n <= 4096;
+        if (key == "temporal_tile_frames") {
+            if (!number || n < 1) {
+                return Status::Error("--extra-tiling-args temporal_tile_frames: '" + value +
+                                     "' is not a whole number from 1 to 4096");
+            }
+            frames = static_cast<int>(n);
+        } else if (key == "temporal_tile_overlap") {
+            if (!number) {
+                return Status::Error("--extra-tiling-args temporal_tile_overlap: '" + value +
+                                     "' is not a whole number from 0 to 4096");
+            }
+            overlap = static_cast<int>(n);
+        } else {
+            return Status::Error("--extra-tiling-args: unknown key '" + key +
+                                 "' (known: temporal_tile_frames, temporal_tile_overlap)");
+        }
+    }
+    t.temporal_frames = frames;
+    t.temporal_overlap = overlap;
+    return Status::Ok();
 }
 
 }  // namespace
@@ -304,6 +348,21 @@ void add_generation_options(std::vector<OptionSpec>& out) {
         .def("0.5")
         .help("Tile overlap as a fraction of the tile")
         .bind(to_float(GGDIFF_FIELD(gen.vae_tiling.overlap)));
+    opt(out, g, "temporal-tiling", OptType::Bool, kGenerate)
+        .help(
+            "Decode a video in windows of latent frames (LTX-2's video VAE, which otherwise "
+            "decodes every frame in one graph; sizes from --extra-tiling-args). Wan's video VAE "
+            "already decodes one latent frame at a time, so for Wan it changes nothing (as in "
+            "sd-cli)")
+        .bind(to_bool(GGDIFF_FIELD(gen.vae_tiling.temporal)));
+    opt(out, g, "extra-tiling-args", OptType::String, kGenerate)
+        .help(
+            "Temporal tiling sizes, key=value,...: temporal_tile_frames (latent frames per "
+            "window, default 4), temporal_tile_overlap (latent frames shared by neighbouring "
+            "windows, default 1); used with --temporal-tiling")
+        .bind([](ApiOptions& o, OptionValue& v) -> Status {
+            return parse_extra_tiling_args(v.text, o.gen.vae_tiling);
+        });
 
     g = "Model family switches";
     opt(out, g, "qwen-image-layers", OptType::Int, kGenerate)

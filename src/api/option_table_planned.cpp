@@ -17,13 +17,6 @@ void add_planned_options(std::vector<OptionSpec>& out) {
     g = "VAE";
     later(g, "vae-relative-tile-size", OptType::Pair,
           "Tile size relative to the image, XxY: < 1 a fraction, >= 1 tiles per side");
-    opt(out, g, "temporal-tiling", OptType::Bool, kGenerate)
-        .help("Tile video VAE decoding over time (LTX video VAEs in sd-cli)")
-        .no_effect(
-            "Wan's video VAE already decodes one latent frame at a time, so its memory does not "
-            "grow with the frame count (sd-cli ignores the flag for Wan too); the LTX video VAE "
-            "it tiles is not supported yet");
-    later(g, "extra-tiling-args", OptType::String, "Extra tiling parameters, key=value,...");
     later(g, "force-sdxl-vae-conv-scale", OptType::Bool, "Apply the conv scale of the SDXL VAE");
 
     g = "High-noise expert (Wan 2.2)";

@@ -159,6 +159,9 @@ class Autoencoder {
     // The sound track the last decode() made (an audio-video model's: LTX-2), handed over
     // once; null: none.
     virtual std::shared_ptr<const AudioTrack> take_audio() { return nullptr; }
+    // Whether decode() tiles by itself as the request's --vae-tiling says (the engine then
+    // does not split the latent into tiles for it).
+    virtual bool tiles_itself() const { return false; }
 };
 
 // What a video model takes besides the prompt, made from the request's images (-i first frame,

@@ -114,6 +114,10 @@ struct TilingOptions {
     bool enabled = false;
     int tile_w = 32, tile_h = 32;  // latent units
     float overlap = 0.5f;
+    // --temporal-tiling: a video VAE that decodes all frames in one graph (LTX-2) decodes
+    // windows of temporal_frames latent frames sharing temporal_overlap (--extra-tiling-args).
+    bool temporal = false;
+    int temporal_frames = 4, temporal_overlap = 1;
 };
 
 // Live previews during sampling (--preview, --preview-interval, --preview-noisy): what the

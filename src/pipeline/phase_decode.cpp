@@ -19,7 +19,8 @@ Result<HostTensor> decode_once(Family& f, const GeneratePlan& p, const HostTenso
     auto decode = [&f, preview](const HostTensor& z) {
         return preview ? f.vae->decode_preview(z) : f.vae->decode(z);
     };
-    if (!tiling.enabled) return decode(latent);
+    // A VAE that tiles its own decode (LTX-2's packed video and sound) gets the latent whole.
+    if (!tiling.enabled || f.vae->tiles_itself()) return decode(latent);
     models::TileOptions to;
     to.tile_w = tiling.tile_w;
     to.tile_h = tiling.tile_h;
@@ -49,19 +50,14 @@ Result<HostTensor> decode_once(Family& f, const GeneratePlan& p, const HostTenso
     HostTensor img;
     if (f.output_frames) {
         // A video: each tile is a whole video of that region, decoded causally over time, as
-        // the reference engine tiles a video. [W, H, 3, F] is laid out as [W, H, 3F, 1], so
-        // the frames blend as channels.
-        int64_t frames = 0;
-        GGDIFF_TRY(models::run_tiled(latent, img, static_cast<float>(f.vae->downscale()), to,
-                                     [&](const HostTensor& in, HostTensor& out) -> Status {
-                                         auto r = decode(in);
-                                         if (!r.ok()) return r.status();
-                                         frames = r->dim(3);
-                                         out = std::move(*r);
-                                         out.ne = {out.dim(0), out.dim(1), out.dim(2) * frames, 1};
-                                         return Status::Ok();
-                                     }));
-        img.ne = {img.dim(0), img.dim(1), img.dim(2) / frames, frames};
+        // the reference engine tiles a video.
+        GGDIFF_TRY(models::run_tiled_video(latent, img, static_cast<float>(f.vae->downscale()), to,
+                                           [&](const HostTensor& in, HostTensor& out) {
+                                               auto r = decode(in);
+                                               if (!r.ok()) return r.status();
+                                               out = std::move(*r);
+                                               return Status::Ok();
+                                           }));
         return img;
     }
     if (p.frames == 1) {

@@ -285,4 +285,37 @@ TEST(OptionSchema, TypedValuesReachThePipelineOptions) {
     EXPECT_FALSE(o.gen.phase_peaks);
 }
 
+// --temporal-tiling and --extra-tiling-args (LTX-2's windows of latent frames): sd-cli's two keys
+// set the window sizes, anything else fails naming the key or value, "" restores the defaults.
+TEST(OptionSchema, TemporalTilingArgumentsAreParsedAndChecked) {
+    ggdiff::api::ApiOptions o;
+    EXPECT_FALSE(o.gen.vae_tiling.temporal);
+    ASSERT_TRUE(ggdiff::api::set_option(o, "temporal-tiling", "").ok());
+    EXPECT_TRUE(o.gen.vae_tiling.temporal);
+    EXPECT_EQ(o.gen.vae_tiling.temporal_frames, 4);
+    EXPECT_EQ(o.gen.vae_tiling.temporal_overlap, 1);
+    ggdiff::Status st = ggdiff::api::set_option(
+        o, "extra-tiling-args", " temporal_tile_frames=3 , temporal_tile_overlap=0 ");
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(o.gen.vae_tiling.temporal_frames, 3);
+    EXPECT_EQ(o.gen.vae_tiling.temporal_overlap, 0);
+    const std::pair<const char*, const char*> bad[] = {
+        {"temporal_tile_frames=0", "temporal_tile_frames: '0'"},
+        {"temporal_tile_frames=two", "temporal_tile_frames: 'two'"},
+        {"temporal_tile_overlap=-1", "temporal_tile_overlap: '-1'"},
+        {"temporal_tile_frames", "'temporal_tile_frames' is not key=value"},
+        {"tile_frames=2", "unknown key 'tile_frames'"},
+    };
+    for (const auto& [text, words] : bad) {
+        st = ggdiff::api::set_option(o, "extra-tiling-args", text);
+        EXPECT_FALSE(st.ok()) << text;
+        EXPECT_TRUE(contains(st.message(), words)) << st.message();
+        EXPECT_TRUE(contains(st.message(), "--extra-tiling-args")) << st.message();
+        EXPECT_EQ(o.gen.vae_tiling.temporal_frames, 3) << text;  // a bad value changes nothing
+    }
+    ASSERT_TRUE(ggdiff::api::set_option(o, "extra-tiling-args", "").ok());
+    EXPECT_EQ(o.gen.vae_tiling.temporal_frames, 4);
+    EXPECT_EQ(o.gen.vae_tiling.temporal_overlap, 1);
+}
+
 }  // namespace

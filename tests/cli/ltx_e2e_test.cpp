@@ -5,10 +5,11 @@
 // (160 (4 ceil(frames / fps * 25) - 3) stereo samples at 16 kHz), the same bytes for the same
 // seed, other frames for another seed or prompt; an AVI carries the frames and a PCM track of
 // that length, a WebP gets the sound as a .wav beside it; without --audio-vae a warning and no
-// sound; clear errors for a missing --embeddings-connectors, --llm, tokenizer or VAE, and for
-// --audio-vae given to another family.
+// sound; --temporal-tiling decodes in windows of latent frames; clear errors for a missing
+// --embeddings-connectors, --llm, tokenizer or VAE, and for --audio-vae given to another family.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -160,6 +161,40 @@ TEST_F(LtxCli, VideoFilesCarryTheSound) {
     auto track = ggdiff::decode_wav(wav.data(), wav.size());
     ASSERT_TRUE(track.ok()) << track.status().message() << "\n" << w.describe();
     EXPECT_EQ(static_cast<int64_t>(track->sample_count()), expected_samples(1, 16));
+}
+
+// --temporal-tiling decodes the video in windows of latent frames (here 2, sharing 1): the same
+// frames up to the window edges (each window starts from the frame the last one kept, as the
+// reference's does), the same sound track (not tiled); a bad --extra-tiling-args key fails
+// before anything loads.
+TEST_F(LtxCli, TemporalTilingDecodesInWindows) {
+    RunResult whole = run(parts(), "u_%02d.png", 17);
+    ASSERT_TRUE(whole.succeeded()) << whole.describe();
+    std::vector<std::string> tiled_args = parts();
+    tiled_args.insert(tiled_args.end(), {"--temporal-tiling", "--extra-tiling-args",
+                                         "temporal_tile_frames=2,temporal_tile_overlap=1", "-v"});
+    RunResult tiled = run(tiled_args, "t_%02d.png", 17);
+    ASSERT_TRUE(tiled.succeeded()) << tiled.describe();
+    EXPECT_FALSE(fs::exists(dir_ + "/t_17.png"));
+    EXPECT_EQ(read_bytes(dir_ + "/u_00.wav"), read_bytes(dir_ + "/t_00.wav"));
+    double most = 0.0, total = 0.0;
+    for (int i = 0; i < 17; ++i) {
+        char a[32], b[32];
+        std::snprintf(a, sizeof a, "/u_%02d.png", i);
+        std::snprintf(b, sizeof b, "/t_%02d.png", i);
+        auto d = e2e::compare_images(dir_ + a, dir_ + b);
+        ASSERT_TRUE(d.ok) << d.error << "\n" << tiled.describe();
+        most = std::max(most, d.mean_abs);
+        total += d.mean_abs;
+    }
+    std::printf("temporal tiling vs whole: mean abs diff %.3f per frame, at most %.3f\n",
+                total / 17, most);
+    EXPECT_GT(most, 0.0) << "the windows changed nothing: was the video tiled at all?";
+    EXPECT_LT(total / 17, 12.0);  // 7.4 on this fixture
+
+    std::vector<std::string> bad = parts();
+    bad.insert(bad.end(), {"--temporal-tiling", "--extra-tiling-args", "temporal_frames=2"});
+    expect_refused(bad, "unknown key 'temporal_frames'");
 }
 
 TEST_F(LtxCli, NoAudioVaeNoSound) {

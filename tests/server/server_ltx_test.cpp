@@ -227,8 +227,8 @@ TEST(ServerLtx, ItsPartsStayWithItsModel) {
 }
 
 // What LTX-2.3 does not take is refused naming it: a 400 where the server knows it from the
-// model (a last frame, a control video), a failed job (invalid_input) where only the engine
-// does (an init image, VAE tiling); the server then still serves.
+// model (a last frame, a control video) or the request (bad tiling arguments), a failed job
+// (invalid_input) where only the engine does (an init image); the server then still serves.
 TEST(ServerLtx, RefusalsKeepTheServerServing) {
     if (!prerequisites_ok()) return;
     ServerProcess server(model_args(), true, "", false);
@@ -239,7 +239,11 @@ TEST(ServerLtx, RefusalsKeepTheServerServing) {
         {{{"prompt", "x"}, {"end_image", image}}, "takes no last frame"},
         {{{"prompt", "x"}, {"control_frames", json::array({image})}}, "takes no control video"},
         {{{"prompt", "x"}, {"output_format", "webm"}}, "no WebM encoder"},
-        {{{"prompt", "x"}, {"video_frames", 5000}}, "video_frames"}};
+        {{{"prompt", "x"}, {"video_frames", 5000}}, "video_frames"},
+        {{{"prompt", "x"},
+          {"vae_tiling_params",
+           {{"temporal_tiling", true}, {"extra_tiling_args", "temporal_tile_frames=two"}}}},
+         "temporal_tile_frames"}};
     for (const auto& [body, word] : bad) {
         SCOPED_TRACE(body.dump().substr(0, 200));
         auto r = post_json(c, "/sdcpp/v1/vid_gen", body);
@@ -250,14 +254,11 @@ TEST(ServerLtx, RefusalsKeepTheServerServing) {
 
     json init = ltx_job("webp");
     init["init_image"] = image;
-    json tiled = ltx_job("webp");
-    tiled["vae_tiling_params"] = {{"enabled", true}};
     // The fixture's VAE is a decoder only: the engine may refuse the init image for that
     // before LTX-2.3 refuses image-to-video; either way the job names why.
     for (const auto& [body, words] : std::vector<std::pair<json, std::vector<std::string>>>{
              {init,
-              {"LTX-2: image-to-video (-i) is not supported yet", "img2img needs a full VAE"}},
-             {tiled, {"LTX-2: --vae-tiling is not supported yet"}}}) {
+              {"LTX-2: image-to-video (-i) is not supported yet", "img2img needs a full VAE"}}}) {
         const json done = run_video(c, body, server);
         ASSERT_EQ(done["status"], "failed") << done.dump().substr(0, 800);
         EXPECT_EQ(done["error"]["code"], "invalid_input") << done["error"].dump();

@@ -21,6 +21,7 @@
 #include "image/input_fit.h"
 #include "image/wav.h"
 #include "models/te/gemma_vocab.h"
+#include "models/vae/tiling.h"
 #include "pipeline/family.h"
 #include "pipeline/latent_image.h"
 #include "pipeline/parts/module_setup.h"
@@ -85,11 +86,6 @@ Status check_request(const GenerateOptions& o) {
         return Status::Error(std::string("LTX-2: image-to-video (") +
                              (o.init_image ? "-i" : "--end-img") + ") is not supported yet");
     }
-    if (o.vae_tiling.enabled) {
-        return Status::Error(
-            "LTX-2: --vae-tiling is not supported yet (the video and its sound track are "
-            "decoded whole)");
-    }
     return Status::Ok();
 }
 
@@ -153,6 +149,10 @@ class LtxAutoencoder : public Autoencoder {
           encoder_runner_(std::move(encoder_runner)) {}
 
     void set_layout(const LtxLatentLayout& layout) { layout_ = layout; }
+    // The request's --vae-tiling (regions of the frame) and --temporal-tiling (windows of
+    // latent frames); the sound track is decoded whole.
+    void set_tiling(const TilingOptions& tiling) { tiling_ = tiling; }
+    bool tiles_itself() const override { return true; }
     int downscale() const override { return video_.space_scale(); }
     bool can_encode() const override { return encoder_runner_ != nullptr; }
     // One image [W, H, 3, 1] -> its latent frame [W/32, H/32, 128, 1] (the posterior mean,
@@ -196,7 +196,7 @@ class LtxAutoencoder : public Autoencoder {
                             z.data.begin() + (f * c + ch) * plane);
             }
         }
-        auto frames = ltx::ltx_decode_video(video_, z, graph_run(*video_runner_));
+        auto frames = decode_video(z);
         if (!frames.ok()) return frames.status().with_context("LTX-2 video VAE");
         if (sound && steps > 0 && audio_) {
             auto wave = ltx::ltx_decode_audio(*audio_, audio, graph_run(*audio_runner_));
@@ -217,8 +217,35 @@ class LtxAutoencoder : public Autoencoder {
         return frames;
     }
 
+    // z [w, h, C, T] -> frames, tiled as the request says (regions, each decoded in windows
+    // of latent frames with --temporal-tiling, as the reference does both).
+    Result<HostTensor> decode_video(const HostTensor& z) {
+        ltx::LtxTemporalTiling windows;
+        windows.enabled = tiling_.temporal;
+        windows.frames = tiling_.temporal_frames;
+        windows.overlap = tiling_.temporal_overlap;
+        auto whole = [&](const HostTensor& zz) {
+            return ltx::ltx_decode_video(video_, zz, graph_run(*video_runner_), windows);
+        };
+        if (!tiling_.enabled) return whole(z);
+        models::TileOptions to;
+        to.tile_w = tiling_.tile_w;
+        to.tile_h = tiling_.tile_h;
+        to.overlap = tiling_.overlap;
+        HostTensor frames;
+        GGDIFF_TRY(models::run_tiled_video(z, frames, static_cast<float>(video_.space_scale()), to,
+                                           [&](const HostTensor& in, HostTensor& out) -> Status {
+                                               auto r = whole(in);
+                                               if (!r.ok()) return r.status();
+                                               out = std::move(*r);
+                                               return Status::Ok();
+                                           }));
+        return frames;
+    }
+
     ltx::LtxVideoVaeConfig video_;
     std::optional<ltx::LtxAudioVaeConfig> audio_;
+    TilingOptions tiling_;
     std::unique_ptr<ModuleRunner> video_runner_, audio_runner_, encoder_runner_;
     LtxLatentLayout layout_;
     std::shared_ptr<const AudioTrack> track_;
@@ -429,6 +456,7 @@ Result<Family> load(const FamilyContext& ctx) {
         layout.fps = static_cast<float>(std::max(1, o.fps));
         d->set_layout(layout);
         a->set_layout(layout);
+        a->set_tiling(o.vae_tiling);
         return first_frame_condition(*a, o, width, height, rng);
     };
     f.lora_targets.push_back(ltx_lora_target((*denoiser)->runner(), kDit));

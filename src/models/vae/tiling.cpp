@@ -170,4 +170,23 @@ Status run_tiled(const HostTensor& in, HostTensor& out, float scale, const TileO
     return Status::Ok();
 }
 
+Status run_tiled_video(const HostTensor& in, HostTensor& out, float scale, const TileOptions& opt,
+                       const TileFn& fn) {
+    const int64_t channels = in.dim(2), frames_in = in.dim(3);
+    HostTensor flat = in;
+    flat.ne = {in.dim(0), in.dim(1), channels * frames_in, 1};
+    int64_t frames = 0;
+    GGDIFF_TRY(
+        run_tiled(flat, out, scale, opt, [&](const HostTensor& tile, HostTensor& got) -> Status {
+            HostTensor video = tile;
+            video.ne = {tile.dim(0), tile.dim(1), channels, frames_in};
+            GGDIFF_TRY(fn(video, got));
+            frames = got.dim(3);
+            got.ne = {got.dim(0), got.dim(1), got.dim(2) * frames, 1};
+            return Status::Ok();
+        }));
+    out.ne = {out.dim(0), out.dim(1), out.dim(2) / frames, frames};
+    return Status::Ok();
+}
+
 }  // namespace ggdiff::models

@@ -35,6 +35,13 @@ using TileFn = std::function<Status(const HostTensor& tile_in, HostTensor& tile_
 Status run_tiled(const HostTensor& in, HostTensor& out, float scale, const TileOptions& opt,
                  const TileFn& fn);
 
+// A video decoded in tiles of its region, each tile a whole video of that region (as the
+// reference engine tiles a video): in [W, H, C, T]; fn gets [tw, th, C, T] and returns
+// [tw*scale, th*scale, C_out, F] (F frames, the same for every tile); out is
+// [W*scale, H*scale, C_out, F]. The frames blend as channels.
+Status run_tiled_video(const HostTensor& in, HostTensor& out, float scale, const TileOptions& opt,
+                       const TileFn& fn);
+
 // Start offsets (in units of `unit` input pixels) of the tiles along one axis of `size`
 // units with tiles of `tile` units and at least `overlap` fractional overlap; exposed for
 // tests. The first tile starts at 0, the last ends at `size`.
