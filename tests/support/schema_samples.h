@@ -32,6 +32,7 @@ inline std::string sample_value(const ggdiff_option_desc& d) {
     if (name == "rpc-servers") return "127.0.0.1:50052";
     if (name == "cache-option") return "threshold=0.5";
     if (name == "scm-mask") return "1,0,1";
+    if (name == "extra-tiling-args") return "temporal_tile_frames=2";
     // A folder of frame images (Wan VACE).
     if (name == "control-video") return GGDIFF_SOURCE_DIR "/tests/golden/wan_vace/control";
     if (d.default_value[0] && d.type != GGDIFF_OPTION_BOOL) return d.default_value;
