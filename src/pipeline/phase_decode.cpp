@@ -21,10 +21,7 @@ Result<HostTensor> decode_once(Family& f, const GeneratePlan& p, const HostTenso
     };
     // A VAE that tiles its own decode (LTX-2's packed video and sound) gets the latent whole.
     if (!tiling.enabled || f.vae->tiles_itself()) return decode(latent);
-    models::TileOptions to;
-    to.tile_w = tiling.tile_w;
-    to.tile_h = tiling.tile_h;
-    to.overlap = tiling.overlap;
+    models::TileOptions to = tile_options(tiling);
     // Seamless tiling wraps the VAE's convolutions around the tile, so a tile must span the
     // whole image on a wrapping axis (as the reference engine, which keeps the wrap only
     // where one tile covers the axis).
@@ -81,6 +78,14 @@ Result<HostTensor> decode_once(Family& f, const GeneratePlan& p, const HostTenso
 }
 
 }  // namespace
+
+models::TileOptions tile_options(const TilingOptions& tiling) {
+    models::TileOptions to;
+    to.tile_w = tiling.tile_w;
+    to.tile_h = tiling.tile_h;
+    to.overlap = tiling.overlap;
+    return to;
+}
 
 std::vector<float> drop_leading_frames(GeneratePlan& p, int latent_channels, int drop,
                                        const std::vector<float>& latent) {

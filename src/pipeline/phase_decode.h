@@ -11,6 +11,7 @@
 #include "core/host_tensor.h"
 #include "core/status.h"
 #include "image/infotext.h"
+#include "models/vae/tiling.h"
 #include "pipeline/family.h"
 #include "pipeline/generate_plan.h"
 #include "pipeline/options.h"
@@ -21,6 +22,10 @@ namespace ggdiff {
 // `p` is changed to the shape returned.
 std::vector<float> drop_leading_frames(GeneratePlan& p, int latent_channels, int drop,
                                        const std::vector<float>& latent);
+
+// The tile sizes and overlap of --vae-tiling as the tiled VAE passes take them (for a VAE that
+// tiles its own decode as well as for the engine's).
+models::TileOptions tile_options(const TilingOptions& tiling);
 
 // Decodes `latent` (the plan's latent shape) to images [W, H, channels, frames] in [-1, 1],
 // whole or in tiles as `tiling` says. With `auto_fit`, an untiled decode that fails is

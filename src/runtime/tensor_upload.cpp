@@ -43,7 +43,6 @@ void in_pieces(size_t piece, const void* data, size_t offset, size_t size, Write
     for (size_t done = 0; done < size; done += piece) {
         write(bytes + done, offset + done, std::min(piece, size - done));
     }
-    if (size == 0) write(bytes, offset, 0);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "pipeline/family.h"
 #include "pipeline/latent_image.h"
 #include "pipeline/parts/module_setup.h"
+#include "pipeline/phase_decode.h"
 #include "tokenizers/gemma_tokenizer.h"
 
 namespace ggdiff {
@@ -228,12 +229,9 @@ class LtxAutoencoder : public Autoencoder {
             return ltx::ltx_decode_video(video_, zz, graph_run(*video_runner_), windows);
         };
         if (!tiling_.enabled) return whole(z);
-        models::TileOptions to;
-        to.tile_w = tiling_.tile_w;
-        to.tile_h = tiling_.tile_h;
-        to.overlap = tiling_.overlap;
         HostTensor frames;
-        GGDIFF_TRY(models::run_tiled_video(z, frames, static_cast<float>(video_.space_scale()), to,
+        GGDIFF_TRY(models::run_tiled_video(z, frames, static_cast<float>(video_.space_scale()),
+                                           tile_options(tiling_),
                                            [&](const HostTensor& in, HostTensor& out) -> Status {
                                                auto r = whole(in);
                                                if (!r.ok()) return r.status();
