@@ -323,6 +323,18 @@ int ggdiff_audio_save_wav(const ggdiff_audio* audio, const char* path);
 int ggdiff_video_encode(const ggdiff_image* frames, int count, int fps, const char* format,
                         int quality, unsigned char** out_bytes, size_t* out_size);
 
+/* ggdiff_video_encode with a sound track (`audio` null or empty: none): "avi" carries it as a
+ * 16-bit PCM stream; "webp" cannot and leaves it out (ggdiff_audio_encode_wav gives the track
+ * to hand out beside it). */
+int ggdiff_video_encode_audio(const ggdiff_image* frames, int count, int fps, const char* format,
+                              int quality, const ggdiff_audio* audio, unsigned char** out_bytes,
+                              size_t* out_size);
+
+/* The in-memory counterpart of ggdiff_audio_save_wav: a 16-bit PCM WAV file's bytes
+ * (*out_bytes malloc'd, free()). */
+int ggdiff_audio_encode_wav(const ggdiff_audio* audio, unsigned char** out_bytes,
+                            size_t* out_size);
+
 /* 0 when ggdiff_video_save could write `path`: a .avi or .webp name, with the rules of
  * ggdiff_image_check_path for the target. Nothing is written. */
 int ggdiff_video_check_path(const char* path);
@@ -376,8 +388,9 @@ int ggdiff_image_decode(const void* data, size_t size, int64_t max_pixels,
  * (0 .. count-1; 0 without), "files": {"model": path, "vae": path, ...} (the files given, or the
  * built-in model's path as "model"), "vae": VAE file base name or null, "defaults": what the
  * family uses when a request leaves it unset ({"sample_method", "cfg_scale", "width", "height",
- * "clip_skip", "flow_shift" for the flow families with a fixed shift, e.g. SD3's 3, and "eta"
- * for the families with their own eta, e.g. HiDream-O1's 8}),
+ * "clip_skip", "flow_shift" for the flow families with a fixed shift, e.g. SD3's 3, "eta"
+ * for the families with their own eta, e.g. HiDream-O1's 8, and "scheduler" for the families
+ * with their own schedule when a request names none, e.g. LTX-2's "ltx2"}),
  * "version": library version}. (ggdiff_model_info describes model files before any loading.) */
 int ggdiff_loaded_model_info(const ggdiff_model* model, char** out_json);
 

@@ -376,7 +376,7 @@ void encode_video_result(RunContext& c) {
     EncodedImage video;
     try {
         if (!c.sound.empty() && r.output_format == "avi") {
-            video.bytes = avi_with_sound(c.frames.data(), count, r.fps, c.sound);
+            video.bytes = avi_with_sound(c.frames.data(), count, r.fps, r.quality, c.sound);
             video.audio_in_container = true;
         } else {
             unsigned char* bytes = nullptr;

@@ -1,7 +1,8 @@
-// The sound track of an audio-video model's result (LTX-2.3) in the server's video answers:
-// copied from the library while its frames come (ggdiff_generated_audio is valid only during
-// the on_image call), then carried by an AVI as its PCM stream or handed out as a WAV file's
-// bytes next to a container that cannot carry sound (WebP).
+// The sound track of an audio-video model's result (LTX-2.3) in the server's
+// video answers: copied from the library while its frames come
+// (ggdiff_generated_audio is valid only during the on_image call), then carried
+// by an AVI as its PCM stream or handed out as a WAV file's bytes next to a
+// container that cannot carry sound (WebP).
 #pragma once
 
 #include <cstdint>
@@ -24,18 +25,17 @@ struct SoundTrack {
     bool empty() const { return samples.empty(); }
 };
 
-// The sound track of the batch item whose frames on_image is being called with (empty when
-// it has none: no audio VAE, or a model without sound).
+// The sound track of the batch item whose frames on_image is being called with
+// (empty when it has none: no audio VAE, or a model without sound).
 SoundTrack current_sound_track(const ggdiff_model* model);
 
-// A 16-bit PCM WAV file of `sound`, as ggdiff_audio_save_wav writes it. Throws
+// A 16-bit PCM WAV file of `sound` (ggdiff_audio_encode_wav). Throws
 // std::runtime_error with the library's message.
 std::vector<uint8_t> sound_to_wav(const SoundTrack& sound);
 
-// An MJPEG AVI of the frames with `sound` as its PCM stream, as ggdiff_video_save_audio writes
-// it (its frames at that writer's JPEG quality, 90). Throws std::runtime_error with the
-// library's message.
-std::vector<uint8_t> avi_with_sound(const ggdiff_image* frames, int count, int fps,
+// An MJPEG AVI of the frames (JPEG `quality`) with `sound` as its PCM stream.
+// Throws std::runtime_error with the library's message.
+std::vector<uint8_t> avi_with_sound(const ggdiff_image* frames, int count, int fps, int quality,
                                     const SoundTrack& sound);
 
 }  // namespace ggdiff::server

@@ -76,6 +76,9 @@ int ggdiff_loaded_model_info(const ggdiff_model* model, char** out) {
         defaults["flow_shift"] = family.param.shift();
     // The samplers' eta where the family sets one (HiDream-O1: 8, which also scales the noise).
     if (family.defaults.eta) defaults["eta"] = *family.defaults.eta;
+    // The family's own schedule when a request names none (LTX-2: ltx2).
+    if (family.default_sigmas && !family.default_sigmas_name.empty())
+        defaults["scheduler"] = family.default_sigmas_name;
     j["defaults"] = defaults;
     j["files"] = files;
     j["vae"] = f.vae.empty() ? nlohmann::json(nullptr)

@@ -55,6 +55,16 @@ ggdiff::Status to_audio(const ggdiff_audio* a, ggdiff::AudioTrack& out) {
     return ggdiff::validate_audio(out);
 }
 
+// Hands `bytes` out as a malloc'd copy (free()).
+int copy_out(const std::vector<uint8_t>& bytes, unsigned char** out_bytes, size_t* out_size) {
+    auto* out = static_cast<unsigned char*>(std::malloc(bytes.empty() ? 1 : bytes.size()));
+    if (!out) return fail("out of memory");
+    std::memcpy(out, bytes.data(), bytes.size());
+    *out_bytes = out;
+    *out_size = bytes.size();
+    return 0;
+}
+
 }  // namespace
 
 extern "C" {
@@ -118,6 +128,16 @@ int ggdiff_video_encode(const ggdiff_image* frames, int count, int fps, const ch
     if (!frames || !format || !out_bytes || !out_size) {
         return fail("ggdiff_video_encode: null argument");
     }
+    return ggdiff_video_encode_audio(frames, count, fps, format, quality, nullptr, out_bytes,
+                                     out_size);
+}
+
+int ggdiff_video_encode_audio(const ggdiff_image* frames, int count, int fps, const char* format,
+                              int quality, const ggdiff_audio* audio, unsigned char** out_bytes,
+                              size_t* out_size) {
+    if (!frames || !format || !out_bytes || !out_size) {
+        return fail("ggdiff_video_encode_audio: null argument");
+    }
     *out_bytes = nullptr;
     *out_size = 0;
     try {
@@ -125,21 +145,37 @@ int ggdiff_video_encode(const ggdiff_image* frames, int count, int fps, const ch
         if (!fmt.ok()) return fail(fmt.status());
         std::vector<ggdiff::Image> images;
         ggdiff::Status st = to_frames(frames, count, images);
+        ggdiff::AudioTrack track;
+        if (st.ok()) st = to_audio(audio, track);
         if (!st.ok()) return fail(st.with_context("cannot encode video"));
         ggdiff::VideoWriteOptions wo;
         wo.fps = fps;
         wo.quality = quality;
         if (frames[0].parameters) wo.parameters = frames[0].parameters;
+        if (!track.empty()) wo.audio = &track;
         auto bytes = ggdiff::encode_video(images, *fmt, wo);
         if (!bytes.ok()) return fail(bytes.status());
-        auto* out = static_cast<unsigned char*>(std::malloc(bytes->empty() ? 1 : bytes->size()));
-        if (!out) return fail("out of memory");
-        std::memcpy(out, bytes->data(), bytes->size());
-        *out_bytes = out;
-        *out_size = bytes->size();
-        return 0;
+        return copy_out(*bytes, out_bytes, out_size);
     } catch (const std::exception& e) {
         return fail(std::string("encoding the video failed: ") + e.what());
+    }
+}
+
+int ggdiff_audio_encode_wav(const ggdiff_audio* audio, unsigned char** out_bytes,
+                            size_t* out_size) {
+    if (!audio || !out_bytes || !out_size) return fail("ggdiff_audio_encode_wav: null argument");
+    *out_bytes = nullptr;
+    *out_size = 0;
+    try {
+        ggdiff::AudioTrack track;
+        ggdiff::Status st = to_audio(audio, track);
+        if (st.ok() && track.empty()) st = ggdiff::Status::Error("no audio samples");
+        if (!st.ok()) return fail(st.with_context("cannot encode the WAV file"));
+        auto bytes = ggdiff::encode_wav(track);
+        if (!bytes.ok()) return fail(bytes.status());
+        return copy_out(*bytes, out_bytes, out_size);
+    } catch (const std::exception& e) {
+        return fail(std::string("encoding the WAV file failed: ") + e.what());
     }
 }
 

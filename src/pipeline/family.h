@@ -305,6 +305,8 @@ struct Family {
     // sampler's and the parameterization's default schedule.
     std::function<std::vector<float>(const GenerateOptions&, int width, int height, int steps)>
         default_sigmas;
+    // What front ends call default_sigmas ("ltx2"): the model's default scheduler.
+    std::string default_sigmas_name;
     // A video model's conditions from the request's images, for an output of width x height x
     // frames (Family::output_frames); null: the family takes none (--end-img is refused).
     std::function<Result<VideoConditions>(const GenerateOptions&, int width, int height, int frames,

@@ -10,6 +10,7 @@
 
 #include "ggdiff.h"
 #include "image/video_io.h"
+#include "image/wav.h"
 
 namespace {
 
@@ -80,6 +81,72 @@ TEST(CApiVideo, EncodeBothFormats) {
     mixed.images[1].data = nullptr;
     EXPECT_NE(ggdiff_video_encode(mixed.images.data(), 2, 10, "webp", 90, &bytes, &size), 0);
     EXPECT_NE(error().find("frame 1 has no pixel data"), std::string::npos) << error();
+}
+
+// A sound track in memory: the AVI carries it as its PCM stream, the WAV bytes hold the same
+// 16-bit samples, a WebP leaves it out; a bad track is refused by name.
+TEST(CApiVideo, EncodeWithSoundAndWav) {
+    Frames f(2, 16, 16);
+    std::vector<float> samples(2 * 800);
+    for (size_t i = 0; i < samples.size(); ++i) samples[i] = ((i * 37) % 200) / 100.0f - 1.0f;
+    ggdiff_audio a{};
+    a.sample_rate = 16000;
+    a.channels = 2;
+    a.frames = 800;
+    a.samples = samples.data();
+
+    unsigned char* wav_bytes = nullptr;
+    size_t wav_size = 0;
+    ASSERT_EQ(ggdiff_audio_encode_wav(&a, &wav_bytes, &wav_size), 0) << error();
+    auto wav = ggdiff::decode_wav(wav_bytes, wav_size);
+    std::free(wav_bytes);
+    ASSERT_TRUE(wav.ok()) << wav.status().message();
+    EXPECT_EQ(wav->sample_rate, 16000);
+    EXPECT_EQ(wav->channels, 2);
+    ASSERT_EQ(wav->samples.size(), samples.size());
+    for (size_t i = 0; i < samples.size(); ++i)
+        ASSERT_NEAR(wav->samples[i], samples[i], 1.0 / 16384) << "sample " << i;
+
+    unsigned char* bytes = nullptr;
+    size_t size = 0;
+    ASSERT_EQ(ggdiff_video_encode_audio(f.images.data(), 2, 8, "avi", 40, &a, &bytes, &size), 0)
+        << error();
+    auto v = ggdiff::decode_video(bytes, size);
+    std::free(bytes);
+    ASSERT_TRUE(v.ok()) << v.status().message();
+    EXPECT_EQ(v->frames.size(), 2u);
+    EXPECT_EQ(v->audio.sample_rate, 16000);
+    EXPECT_EQ(v->audio.samples, wav->samples) << "the AVI's PCM stream is not the WAV's track";
+
+    ASSERT_EQ(ggdiff_video_encode_audio(f.images.data(), 2, 8, "webp", 90, &a, &bytes, &size), 0)
+        << error();
+    v = ggdiff::decode_video(bytes, size);
+    std::free(bytes);
+    ASSERT_TRUE(v.ok()) << v.status().message();
+    EXPECT_TRUE(v->audio.empty());
+
+    // No track: the plain video.
+    ASSERT_EQ(ggdiff_video_encode_audio(f.images.data(), 2, 8, "avi", 90, nullptr, &bytes, &size),
+              0)
+        << error();
+    v = ggdiff::decode_video(bytes, size);
+    std::free(bytes);
+    ASSERT_TRUE(v.ok()) << v.status().message();
+    EXPECT_TRUE(v->audio.empty());
+
+    ggdiff_audio bad = a;
+    bad.channels = 0;
+    bytes = nullptr;
+    EXPECT_NE(ggdiff_video_encode_audio(f.images.data(), 2, 8, "avi", 90, &bad, &bytes, &size), 0);
+    EXPECT_NE(error().find("0 channels"), std::string::npos) << error();
+    EXPECT_EQ(bytes, nullptr);
+    EXPECT_NE(ggdiff_audio_encode_wav(&bad, &bytes, &size), 0);
+    EXPECT_NE(error().find("0 channels"), std::string::npos) << error();
+    ggdiff_audio empty{};
+    EXPECT_NE(ggdiff_audio_encode_wav(&empty, &bytes, &size), 0);
+    EXPECT_NE(error().find("no audio samples"), std::string::npos) << error();
+    EXPECT_NE(ggdiff_audio_encode_wav(nullptr, &bytes, &size), 0);
+    EXPECT_EQ(bytes, nullptr);
 }
 
 TEST(CApiVideo, SaveAndCheckPath) {

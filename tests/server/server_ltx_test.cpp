@@ -103,6 +103,7 @@ TEST(ServerLtx, CapabilitiesNameTheLtxDefaults) {
     EXPECT_EQ(model["cfg_scale"], 7.0);
     EXPECT_EQ(model["width"], 768);
     EXPECT_EQ(model["height"], 512);
+    EXPECT_EQ(model["scheduler"], "ltx2");
     EXPECT_EQ(caps["model"]["video"]["frames_step"], 8);
     EXPECT_EQ(caps["model"]["video"]["audio"], true);
     EXPECT_EQ(caps["features_by_mode"]["vid_gen"]["audio"], true);

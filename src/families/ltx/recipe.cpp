@@ -428,6 +428,7 @@ Result<Family> load(const FamilyContext& ctx) {
         const int64_t tokens = static_cast<int64_t>(width / 32) * (height / 32) * latent_frames(o);
         return models::ltx2_sigmas(steps, tokens);
     };
+    f.default_sigmas_name = "ltx2";
     GGDIFF_LOG_INFO(
         "%s: DiT %lld wide (%lld heads), audio %lld wide, %lld blocks; Gemma 3 %lld wide, %lld "
         "layers; text %s",
