@@ -255,11 +255,9 @@ TEST(ServerLtx, RefusalsKeepTheServerServing) {
 
     json init = ltx_job("webp");
     init["init_image"] = image;
-    // The fixture's VAE is a decoder only: the engine may refuse the init image for that
-    // before LTX-2.3 refuses image-to-video; either way the job names why.
+    // The fixture's VAE is a decoder only: image-to-video needs its encoder, and the job says so.
     for (const auto& [body, words] : std::vector<std::pair<json, std::vector<std::string>>>{
-             {init,
-              {"LTX-2: image-to-video (-i) is not supported yet", "img2img needs a full VAE"}}}) {
+             {init, {"-i needs a full VAE", "img2img needs a full VAE"}}}) {
         const json done = run_video(c, body, server);
         ASSERT_EQ(done["status"], "failed") << done.dump().substr(0, 800);
         EXPECT_EQ(done["error"]["code"], "invalid_input") << done["error"].dump();

@@ -25,7 +25,8 @@ std::vector<ggml_tensor*> LtxDenoiser::build(GraphBuilder& gb, const models::Ltx
             std::fill_n(ts.data.begin() + k * w * h, w * h,
                         (*frame_mask)[static_cast<size_t>(k)] * sigma);
         }
-        in.video_sigma = gb.input(ts);
+        // Moved in: the builder keeps it until the run (a named local would dangle).
+        in.video_sigma = gb.input(std::move(ts));
     }
     in.context = gb.input(context);
     models::LtxRope vr = models::ltx_video_rope(cfg, w, h, f, fps);

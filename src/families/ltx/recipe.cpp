@@ -81,11 +81,9 @@ Status check_request(const GenerateOptions& o) {
         GGDIFF_LOG_WARN("--video-frames %d: LTX-2 makes 8n+1 frames; making %d", o.video_frames,
                         output_frames(o));
     }
-    if (o.init_image || o.end_image) {
-        // first_frame_condition below builds -i as the reference does, but its frames do not
-        // match the reference's yet (docs/ltx2.md); --end-img (keyframe tokens) is not built.
-        return Status::Error(std::string("LTX-2: image-to-video (") +
-                             (o.init_image ? "-i" : "--end-img") + ") is not supported yet");
+    if (o.end_image) {
+        // The reference appends the last frame as keyframe tokens with their own positions.
+        return Status::Error("LTX-2: a last frame (--end-img) is not supported yet");
     }
     return Status::Ok();
 }
