@@ -9,7 +9,8 @@ void add_hires_options(std::vector<OptionSpec>& out) {
     opt(out, g, "hires", OptType::Bool, kGenerate)
         .help(
             "Run a second, upscaled img2img pass over each image (A1111's hires fix); works for "
-            "every model that does img2img")
+            "every model that does img2img, and for LTX-2.3 videos through its latent upscaler "
+            "models")
         .bind(to_bool(GGDIFF_FIELD(gen.hires.enabled)));
     opt(out, g, "hires-upscaler", OptType::String, kGenerate)
         .def("Latent")
@@ -18,15 +19,18 @@ void add_hires_options(std::vector<OptionSpec>& out) {
             "(nearest-exact), Latent (antialiased), Latent (bicubic), Latent (bicubic "
             "antialiased) resize the latent; Lanczos and Nearest resize the decoded image; any "
             "other NAME is an upscaler model NAME.gguf/.safetensors/.pt/.pth in "
-            "--hires-upscalers-dir; None "
-            "turns the hires fix off")
+            "--hires-upscalers-dir; None turns the hires fix off. LTX-2.3 takes only its latent "
+            "upscaler models (ltx-2.3-spatial-upscaler-x2 / x1.5, ltx-2.3-temporal-upscaler-x2), "
+            "which decide the second pass's size and frames")
         .check([](const OptionValue& v) -> Status {
             if (v.text.empty()) return Status::Error("--hires-upscaler needs a name");
             return Status::Ok();
         })
         .bind(to_text(GGDIFF_FIELD(gen.hires.upscaler)));
     opt(out, g, "hires-upscalers-dir", OptType::Path, kModel)
-        .help("Folder of upscaler models (ESRGAN) that --hires-upscaler names")
+        .help(
+            "Folder of upscaler models (ESRGAN; LTX-2.3's latent upscalers) that "
+            "--hires-upscaler names")
         .bind(to_text(GGDIFF_FIELD(model.hires_upscalers_dir)));
     opt(out, g, "hires-scale", OptType::Float, kGenerate)
         .range(0.01, 16)

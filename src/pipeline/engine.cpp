@@ -308,4 +308,20 @@ Result<std::function<Result<HostTensor>(const HostTensor&)>> Engine::hires_upsca
         });
 }
 
+Result<std::shared_ptr<LatentUpscaler>> Engine::latent_upscaler(const std::string& path) const {
+    std::lock_guard<std::mutex> lock(latent_upscaler_mutex_);
+    if (!latent_upscaler_ || latent_upscaler_path_ != path) {
+        latent_upscaler_.reset();
+        const Family& f = replicas_.front()->family;
+        if (!f.latent_upscaler) {
+            return Status::Error(f.name + " takes no latent upscaler models");
+        }
+        auto u = f.latent_upscaler(path);
+        if (!u.ok()) return u.status();
+        latent_upscaler_ = std::move(*u);
+        latent_upscaler_path_ = path;
+    }
+    return latent_upscaler_;
+}
+
 }  // namespace ggdiff

@@ -95,6 +95,9 @@ class Engine {
     // The hires fix's upscaler model at `path`, run in tiles of `tile` pixels.
     Result<std::function<Result<HostTensor>(const HostTensor&)>> hires_upscaler(
         const std::string& path, int tile);
+    // The family's latent upscaler model at `path` (Family::latent_upscaler), opened on first
+    // use and kept while requests name it.
+    Result<std::shared_ptr<LatentUpscaler>> latent_upscaler(const std::string& path) const;
     // Data parallel: the locks of the non-CPU devices more than one replica uses.
     void share_devices(const std::vector<EnginePlacement>& placements, bool control);
 
@@ -115,6 +118,9 @@ class Engine {
     std::unique_ptr<models::EsrganUpscaler> hires_upscaler_;
     std::string hires_upscaler_path_;
     std::mutex hires_upscaler_mutex_;
+    mutable std::shared_ptr<LatentUpscaler> latent_upscaler_;
+    mutable std::string latent_upscaler_path_;
+    mutable std::mutex latent_upscaler_mutex_;
     PhaseTimings timings_;
 };
 

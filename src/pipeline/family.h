@@ -186,6 +186,28 @@ struct VideoConditions {
     int leading_frames = 0;
 };
 
+// A latent upscaler model the hires fix runs on the first pass's clean latent instead of a
+// resize (LTX-2's spatial x2 / x1.5 and temporal x2 upscalers): the model decides the second
+// pass's size and frames. Made by Family::latent_upscaler; shared by data-parallel replicas
+// (upscale() takes turns).
+class LatentUpscaler {
+  public:
+    virtual ~LatentUpscaler() = default;
+    // The file's base name without extension (logs, errors).
+    virtual const std::string& name() const = 0;
+    // What a request of width x height and `frames` output frames becomes (video frames, as
+    // Family::output_frames counts them).
+    virtual void output(int& width, int& height, int& frames) const = 0;
+    // Reads the weights onto their devices (before any compute of a request that uses it).
+    virtual Status prepare() = 0;
+    // The first pass's clean latent of request `first` (width w1 x h1) -> the latent of request
+    // `second` (its size and frames from output()), in the diffusion latent's layout.
+    virtual Result<std::vector<float>> upscale(const GenerateOptions& first, int w1, int h1,
+                                               const GenerateOptions& second, int w2, int h2,
+                                               std::vector<float> latent) = 0;
+    virtual void end_phase() = 0;
+};
+
 // What the family does when the request leaves something unset.
 struct FamilyDefaults {
     std::string sampler = "euler_a";  // CLI name
@@ -312,6 +334,14 @@ struct Family {
     std::function<Result<VideoConditions>(const GenerateOptions&, int width, int height, int frames,
                                           sampling::Rng& rng)>
         video_conditions;
+    // The hires fix's upscaler models: opens the file at `path` (its header; the weights load
+    // in LatentUpscaler::prepare) as a latent upscaler of this family, or says why it is not
+    // one. Set: the fix takes only such models (--hires-upscaler names one in
+    // --hires-upscalers-dir), runs them on the latent and samples the second pass at the size
+    // and frames they give, its noise drawn after the first pass's from the same RNG (as
+    // stable-diffusion.cpp does for LTX-2). Null: the fix resizes or decodes as for images
+    // (refused for video models).
+    std::function<Result<std::shared_ptr<LatentUpscaler>>(const std::string& path)> latent_upscaler;
     // Whether video_conditions reads --end-img.
     bool takes_end_image = false;
     // Whether video_conditions reads --control-video (Wan VACE); elsewhere it is refused.

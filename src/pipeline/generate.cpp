@@ -119,19 +119,51 @@ Status upscale_images(const ReplicaJob& job, BatchRun& run, std::vector<Generate
     return Status::Ok();
 }
 
-// The hires fix of batch item `b`: `x`, its first pass's clean latent, is upscaled (the RNGs
-// restarted at the item's seed first) and sampled again at the target size from the hires
-// schedule; `x` gets the result.
+// The hires fix of batch item `b`: `x`, its first pass's clean latent, is upscaled and sampled
+// again at the target size from the hires schedule; `x` gets the result. Resizes and image
+// upscalers restart the RNGs at the item's seed first; a family's latent upscaler model
+// (HiresPlan::Kind::LatentModel) runs on the latent and the pass draws its noise from
+// `item_rngs`, the first pass's, where they left off (as stable-diffusion.cpp's LTX-2 does).
 Status hires_pass(Engine::Replica& replica, const ReplicaJob& job, const DenoiseContext& first,
-                  int b, PreviewMode preview_mode, std::vector<float>& x, BatchRun& run,
-                  PhaseTimings& t) {
+                  int b, PreviewMode preview_mode, GenerationRngs& item_rngs, std::vector<float>& x,
+                  BatchRun& run, PhaseTimings& t) {
     Family& f = replica.family;
     const HiresPlan& hp = *job.hires;
     const GenerateOptions& o = job.o;
     const int64_t seed = o.seed + b;
-    GenerationRngs rngs = GenerationRngs::make(job.plan, seed);
+    const bool latent_model = hp.kind == HiresPlan::Kind::LatentModel;
+    GenerationRngs rngs = latent_model ? item_rngs : GenerationRngs::make(job.plan, seed);
+    // The second pass's request: the first's, or the latent upscaler's size and frames.
+    const GenerateOptions& po = latent_model ? hp.options : o;
     DenoiseInputs in;
-    {
+    if (latent_model) {
+        {
+            LockSet lock(replica.decode_locks);
+            const auto tu = Clock::now();
+            auto up = hp.latent_model->upscale(o, job.plan.width, job.plan.height, po,
+                                               hp.plan.width, hp.plan.height, std::move(x));
+            hp.latent_model->end_phase();
+            if (!up.ok()) return up.status().with_context("hires fix: upscaler " + hp.upscaler);
+            if (up->size() != hp.plan.latent_numel()) {
+                return Status::Error("hires fix: the upscaler " + hp.upscaler +
+                                     " gave a latent of another shape");
+            }
+            in.init.latent = std::move(*up);
+            GGDIFF_LOG_INFO("hires %s: latent upscale to %dx%d, %d frames, %.2fs",
+                            hp.upscaler.c_str(), hp.plan.width, hp.plan.height,
+                            f.output_frames ? f.output_frames(po) : 1, seconds_since(tu));
+        }
+        // The family's parts follow the second pass's request (LTX-2: its latent layout).
+        if (f.video_conditions) {
+            auto video = f.video_conditions(po, hp.plan.width, hp.plan.height, f.output_frames(po),
+                                            *rngs.noise);
+            if (!video.ok()) return video.status();
+            if (video->used_init_image || !video->frame_keep.empty()) {
+                return Status::Error("--hires with image conditions is not supported yet for " +
+                                     f.name);
+            }
+        }
+    } else {
         LockSet lock(replica.decode_locks);
         auto up = hires_upscale(f, job.plan, hp, std::move(x), *rngs.noise, o.vae_tiling,
                                 job.auto_fit, job.hires_model);
@@ -141,9 +173,9 @@ Status hires_pass(Engine::Replica& replica, const ReplicaJob& job, const Denoise
     in.init.sigmas = hp.plan.sigmas;
     in.init.keep = hires_keep(first.inputs.init.keep, job.plan, hp);
     in.refs = first.inputs.refs;
-    in.control = control_condition(f, hp.plan, o, false);
+    in.control = control_condition(f, hp.plan, po, false);
     // The pass is cached too (as the reference caches it); denoise_item restarts the cache.
-    const DenoiseContext dc{f, hp.plan, o, first.text, in, first.cache};
+    const DenoiseContext dc{f, hp.plan, po, first.text, in, first.cache};
     const sampling::DenoiseFn guided = guided_denoiser(dc);
     x = starting_latent(dc, *rngs.noise);
     const int total = static_cast<int>(hp.plan.sigmas.size()) - 1;
@@ -288,10 +320,16 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
     }
     const std::string ti_hashes = f.text->embedding_hashes();
     if (!ti_hashes.empty()) info.extra.emplace_back("TI hashes", ti_hashes);
+    const bool latent_model_hires = job.hires && job.hires->kind == HiresPlan::Kind::LatentModel;
     for (const int b : job.items) {
         if (run.stopped()) return Status::Error("cancelled");
         const bool last = b == job.items.back();
         const int64_t seed = o.seed + b;
+        if (latent_model_hires && b != job.items.front() && f.video_conditions) {
+            // The last item's hires pass left the family's parts at its own request.
+            auto video = f.video_conditions(o, p.width, p.height, f.output_frames(o), *rngs.noise);
+            if (!video.ok()) return video.status();
+        }
         rngs.reseed(seed);
         std::vector<float> x = starting_latent(dc, *rngs.noise);
         const int total = static_cast<int>(in.init.sigmas.size()) - 1;
@@ -318,7 +356,7 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
 
         const GeneratePlan* decode_plan = &p;
         if (job.hires) {
-            GGDIFF_TRY(hires_pass(replica, job, dc, b, preview_mode, x, run, t));
+            GGDIFF_TRY(hires_pass(replica, job, dc, b, preview_mode, rngs, x, run, t));
             if (last) f.denoiser->end_phase();
             decode_plan = &job.hires->plan;
             meter.close(t.sampling_figures);
@@ -357,8 +395,18 @@ Status run_replica(Engine::Replica& replica, const ReplicaJob& job, BatchRun& ru
 
 int Engine::image_count(const GenerateOptions& o) const {
     const Family& f = family_parts();
-    return std::max(1, o.batch) *
-           (f.output_frames ? std::max(1, f.output_frames(o)) : latent_frames(f, o));
+    int frames = f.output_frames ? std::max(1, f.output_frames(o)) : latent_frames(f, o);
+    // A latent upscaler model in time (LTX-2's temporal x2) makes more frames; its errors come
+    // from generate().
+    if (f.output_frames && f.latent_upscaler && o.hires.enabled && o.hires.upscaler != "None") {
+        auto path = find_hires_upscaler_model(o.hires.upscaler, hires_upscalers_dir_);
+        auto model = path.ok() ? latent_upscaler(*path) : path.status();
+        if (model.ok()) {
+            int w = f.defaults.width, h = f.defaults.height;
+            (*model)->output(w, h, frames);
+        }
+    }
+    return std::max(1, o.batch) * frames;
 }
 
 Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
@@ -371,6 +419,15 @@ Result<std::vector<GeneratedImage>> Engine::generate(const GenerateOptions& o,
     auto hires = plan_hires(o, replicas_.front()->family, *planned, hires_upscalers_dir_);
     if (!hires.ok()) return Status::InputError(hires.status().message());
     ImageUpscaleFn hires_model;
+    if (*hires && (*hires)->kind == HiresPlan::Kind::LatentModel) {
+        const std::string flag = "--hires-upscaler " + (*hires)->upscaler;
+        auto model = latent_upscaler((*hires)->model_path);
+        if (!model.ok()) return Status::InputError(model.status().with_context(flag).message());
+        Status st =
+            plan_latent_model_hires(**hires, o, replicas_.front()->family, *planned, *model);
+        if (!st.ok()) return Status::InputError(st.message());
+        GGDIFF_TRY((*model)->prepare().with_context(flag));
+    }
     if (*hires && (*hires)->kind == HiresPlan::Kind::Model) {
         auto fn = hires_upscaler((*hires)->model_path, (*hires)->tile_size);
         if (!fn.ok()) return fn.status().with_context("--hires-upscaler " + (*hires)->upscaler);

@@ -74,65 +74,10 @@ int align_up(int v, int m) {
     return (v + m - 1) / m * m;
 }
 
-}  // namespace
-
-const std::vector<std::string>& hires_upscaler_names() {
-    static const std::vector<std::string> names = [] {
-        std::vector<std::string> out;
-        for (const NamedUpscaler& u : kUpscalers) out.emplace_back(u.name);
-        return out;
-    }();
-    return names;
-}
-
-Result<std::optional<HiresPlan>> plan_hires(const GenerateOptions& o, const Family& f,
-                                            const GeneratePlan& first,
-                                            const std::string& upscalers_dir) {
-    const HiresOptions& h = o.hires;
-    if (!h.enabled || h.upscaler == "None") return std::optional<HiresPlan>();
-    if (f.output_frames) {
-        return Status::Error("--hires is not supported for video models (" + f.name + ")");
-    }
-    if (first.frames != 1) {
-        return Status::Error("--hires is not supported for " + f.name +
-                             " (its latent holds several images)");
-    }
-    if (f.inpaint_inputs) {
-        return Status::Error("--hires is not supported yet for inpainting models");
-    }
-    if (!f.vae->can_encode()) {
-        bool latent_only = false;
-        for (const NamedUpscaler& u : kUpscalers) {
-            if (h.upscaler == u.name) latent_only = u.kind == HiresPlan::Kind::Latent;
-        }
-        if (!latent_only) {
-            return Status::Error("--hires-upscaler " + h.upscaler +
-                                 " re-encodes the image: it needs a VAE with encoder weights");
-        }
-    }
-    if (!(h.denoising_strength > 0.0f && h.denoising_strength <= 1.0f)) {
-        return Status::Error("--hires-denoising-strength must be in (0, 1]");
-    }
-    HiresPlan hp;
-    hp.upscaler = h.upscaler;
-    hp.tile_size = h.tile_size;
-    bool named = false;
-    for (const NamedUpscaler& u : kUpscalers) {
-        if (h.upscaler != u.name) continue;
-        named = true;
-        hp.kind = u.kind;
-        hp.filter = u.filter;
-        hp.antialias = u.antialias;
-    }
-    if (!named) {
-        auto path = find_upscaler_model(h.upscaler, upscalers_dir);
-        if (!path.ok()) return path.status();
-        hp.kind = HiresPlan::Kind::Model;
-        hp.model_path = *path;
-    }
-
-    // The target: both sides given, one (square), or the first pass scaled; then rounded up
-    // to what the denoiser takes.
+// The hires target: both sides given, one (square), or the first pass scaled; then rounded up
+// to what the denoiser takes (with a warning).
+Result<std::pair<int, int>> hires_target(const HiresOptions& h, const Family& f,
+                                         const GeneratePlan& first) {
     int w = h.width, ht = h.height;
     if (w > 0 && ht <= 0) ht = w;
     if (ht > 0 && w <= 0) w = ht;
@@ -153,6 +98,114 @@ Result<std::optional<HiresPlan>> plan_hires(const GenerateOptions& o, const Fami
         w = aw;
         ht = ah;
     }
+    return std::make_pair(w, ht);
+}
+
+// The second pass's sigmas into hp.plan and its step count into hp.steps: --hires-sigmas as
+// given, else as A1111 does, a schedule long enough that the strength's cut leaves the hires
+// steps (`so`: the request whose size and frames the schedule is for).
+Status hires_schedule(HiresPlan& hp, const GenerateOptions& o, const GenerateOptions& so,
+                      const Family& f) {
+    const HiresOptions& h = o.hires;
+    GeneratePlan& p = hp.plan;
+    if (!h.sigmas.empty()) {
+        if (h.sigmas.size() < 2) return Status::Error("--hires-sigmas needs at least two values");
+        p.sigmas = h.sigmas;
+        hp.steps = static_cast<int>(h.sigmas.size()) - 1;
+        return Status::Ok();
+    }
+    hp.steps = std::max(1, h.steps > 0 ? h.steps : o.steps);
+    const int total =
+        std::max(1, static_cast<int>(static_cast<float>(hp.steps) / h.denoising_strength));
+    auto sigmas = schedule_sigmas(so, f, p, total, p.width, p.height);
+    if (!sigmas.ok()) return sigmas.status().with_context("hires schedule");
+    auto t_enc = static_cast<int>(static_cast<float>(total) * h.denoising_strength);
+    t_enc = std::min(t_enc, total - 1);
+    const size_t begin = static_cast<size_t>(total - t_enc - 1);
+    if (begin >= sigmas->size()) return Status::Error("hires schedule is too short");
+    p.sigmas.assign(sigmas->begin() + static_cast<long>(begin), sigmas->end());
+    return Status::Ok();
+}
+
+}  // namespace
+
+const std::vector<std::string>& hires_upscaler_names() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> out;
+        for (const NamedUpscaler& u : kUpscalers) out.emplace_back(u.name);
+        return out;
+    }();
+    return names;
+}
+
+Result<std::optional<HiresPlan>> plan_hires(const GenerateOptions& o, const Family& f,
+                                            const GeneratePlan& first,
+                                            const std::string& upscalers_dir) {
+    const HiresOptions& h = o.hires;
+    if (!h.enabled || h.upscaler == "None") return std::optional<HiresPlan>();
+    bool named = false;
+    HiresPlan hp;
+    hp.upscaler = h.upscaler;
+    hp.tile_size = h.tile_size;
+    for (const NamedUpscaler& u : kUpscalers) {
+        if (h.upscaler != u.name) continue;
+        named = true;
+        hp.kind = u.kind;
+        hp.filter = u.filter;
+        hp.antialias = u.antialias;
+    }
+    if (f.latent_upscaler) {
+        // The family's own latent upscaler models (LTX-2): nothing else upscales its latent.
+        if (named) {
+            return Status::Error("--hires-upscaler " + h.upscaler + ": " + f.name +
+                                 "'s hires fix runs a latent upscaler model: name one in "
+                                 "--hires-upscalers-dir with --hires-upscaler (e.g. "
+                                 "ltx-2-spatial-upscaler-x2-1.0)");
+        }
+        if (o.init_image || o.end_image) {
+            return Status::Error(std::string("--hires with ") +
+                                 (o.init_image ? "-i" : "--end-img") +
+                                 " (the image conditions at the upscaled size) is not supported "
+                                 "yet for " +
+                                 f.name);
+        }
+        if (!(h.denoising_strength > 0.0f && h.denoising_strength <= 1.0f)) {
+            return Status::Error("--hires-denoising-strength must be in (0, 1]");
+        }
+        auto path = find_upscaler_model(h.upscaler, upscalers_dir);
+        if (!path.ok()) return path.status();
+        hp.kind = HiresPlan::Kind::LatentModel;
+        hp.model_path = *path;
+        hp.plan = first;
+        return std::optional<HiresPlan>(std::move(hp));
+    }
+    if (f.output_frames) {
+        return Status::Error("--hires is not supported for video models (" + f.name + ")");
+    }
+    if (first.frames != 1) {
+        return Status::Error("--hires is not supported for " + f.name +
+                             " (its latent holds several images)");
+    }
+    if (f.inpaint_inputs) {
+        return Status::Error("--hires is not supported yet for inpainting models");
+    }
+    if (!f.vae->can_encode() && !(named && hp.kind == HiresPlan::Kind::Latent)) {
+        return Status::Error("--hires-upscaler " + h.upscaler +
+                             " re-encodes the image: it needs a VAE with encoder weights");
+    }
+    if (!(h.denoising_strength > 0.0f && h.denoising_strength <= 1.0f)) {
+        return Status::Error("--hires-denoising-strength must be in (0, 1]");
+    }
+    if (!named) {
+        auto path = find_upscaler_model(h.upscaler, upscalers_dir);
+        if (!path.ok()) return path.status();
+        hp.kind = HiresPlan::Kind::Model;
+        hp.model_path = *path;
+    }
+
+    auto target = hires_target(h, f, first);
+    if (!target.ok()) return target.status();
+    const auto [w, ht] = *target;
     Status fits = check_image_dimensions(w, ht);
     if (!fits.ok()) return fits.with_context("hires target");
 
@@ -162,24 +215,38 @@ Result<std::optional<HiresPlan>> plan_hires(const GenerateOptions& o, const Fami
     p.height = ht;
     p.latent_w = w / f.vae->downscale();
     p.latent_h = ht / f.vae->downscale();
-    if (!h.sigmas.empty()) {
-        if (h.sigmas.size() < 2) return Status::Error("--hires-sigmas needs at least two values");
-        p.sigmas = h.sigmas;
-        hp.steps = static_cast<int>(h.sigmas.size()) - 1;
-        return std::optional<HiresPlan>(std::move(hp));
-    }
-    // As A1111: the schedule is long enough that the strength's cut leaves `steps` steps.
-    hp.steps = std::max(1, h.steps > 0 ? h.steps : o.steps);
-    const int total =
-        std::max(1, static_cast<int>(static_cast<float>(hp.steps) / h.denoising_strength));
-    auto sigmas = schedule_sigmas(o, f, p, total, w, ht);
-    if (!sigmas.ok()) return sigmas.status().with_context("hires schedule");
-    auto t_enc = static_cast<int>(static_cast<float>(total) * h.denoising_strength);
-    t_enc = std::min(t_enc, total - 1);
-    const size_t begin = static_cast<size_t>(total - t_enc - 1);
-    if (begin >= sigmas->size()) return Status::Error("hires schedule is too short");
-    p.sigmas.assign(sigmas->begin() + static_cast<long>(begin), sigmas->end());
+    GGDIFF_TRY(hires_schedule(hp, o, o, f));
     return std::optional<HiresPlan>(std::move(hp));
+}
+
+Status plan_latent_model_hires(HiresPlan& hp, const GenerateOptions& o, const Family& f,
+                               const GeneratePlan& first, std::shared_ptr<LatentUpscaler> model) {
+    int w = first.width, ht = first.height;
+    int frames = f.output_frames ? f.output_frames(o) : 1;
+    model->output(w, ht, frames);
+    // As the reference: the model decides; a target asked for (or the default --hires-scale's)
+    // that differs is only reported.
+    auto target = hires_target(o.hires, f, first);
+    if (target.ok() && (target->first != w || target->second != ht)) {
+        GGDIFF_LOG_WARN(
+            "hires: the latent upscaler %s gives %dx%d; ignoring the hires target %dx%d",
+            model->name().c_str(), w, ht, target->first, target->second);
+    }
+    GenerateOptions& so = hp.options;
+    so = o;
+    so.width = w;
+    so.height = ht;
+    so.video_frames = frames;
+    so.hires.enabled = false;
+    auto plan = plan_request(so, f);
+    if (!plan.ok()) return plan.status().with_context("hires pass");
+    hp.plan = std::move(*plan);
+    hp.latent_model = std::move(model);
+    return hires_schedule(hp, o, so, f);
+}
+
+Result<std::string> find_hires_upscaler_model(const std::string& name, const std::string& dir) {
+    return find_upscaler_model(name, dir);
 }
 
 Result<std::vector<float>> hires_upscale(Family& f, const GeneratePlan& first, const HiresPlan& hp,
@@ -264,7 +331,11 @@ std::vector<float> hires_keep(const std::vector<float>& keep, const GeneratePlan
 std::vector<std::pair<std::string, std::string>> hires_infotext(const GenerateOptions& o,
                                                                 const HiresPlan& hp) {
     std::vector<std::pair<std::string, std::string>> out;
-    if (o.hires.width > 0 || o.hires.height > 0) {
+    if (hp.kind == HiresPlan::Kind::LatentModel) {
+        // The model's size, whatever was asked for.
+        out.emplace_back("Hires resize",
+                         std::to_string(hp.plan.width) + "x" + std::to_string(hp.plan.height));
+    } else if (o.hires.width > 0 || o.hires.height > 0) {
         out.emplace_back("Hires resize",
                          std::to_string(hp.plan.width) + "x" + std::to_string(hp.plan.height));
     } else {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,7 +32,8 @@ namespace ggdiff {
 const std::vector<std::string>& hires_upscaler_names();
 
 struct HiresPlan {
-    enum class Kind { Latent, Image, Model };
+    // LatentModel: a family's latent upscaler model (Family::latent_upscaler) on the latent.
+    enum class Kind { Latent, Image, Model, LatentModel };
     Kind kind = Kind::Latent;
     std::string upscaler;  // as given ("Latent", "Lanczos", a model name)
     ResampleFilter filter = ResampleFilter::Bilinear;
@@ -41,6 +43,10 @@ struct HiresPlan {
     int steps = 0;           // steps the pass samples (metadata: "Hires steps")
     // The second pass: the target size and latent shape, its sigmas (already cut).
     GeneratePlan plan;
+    // Kind::LatentModel: the model, and the second pass's request (the first's with the size
+    // and video frames the model gives); plan is filled by plan_latent_model_hires.
+    std::shared_ptr<LatentUpscaler> latent_model;
+    GenerateOptions options;
 };
 
 // The hires pass of request `o` whose first pass is `first`; nullopt when the fix is off.
@@ -49,6 +55,16 @@ struct HiresPlan {
 Result<std::optional<HiresPlan>> plan_hires(const GenerateOptions& o, const Family& f,
                                             const GeneratePlan& first,
                                             const std::string& upscalers_dir);
+
+// Kind::LatentModel: the second pass of `hp` (from plan_hires) for what `model` makes of the
+// first pass `first`: its size and frames (a hires target that differs is ignored with a
+// warning, as stable-diffusion.cpp does), its plan and its schedule.
+Status plan_latent_model_hires(HiresPlan& hp, const GenerateOptions& o, const Family& f,
+                               const GeneratePlan& first, std::shared_ptr<LatentUpscaler> model);
+
+// The file --hires-upscaler `name` stands for in --hires-upscalers-dir `dir`: NAME.gguf,
+// .safetensors, .pt or .pth; errors name the flag at fault.
+Result<std::string> find_hires_upscaler_model(const std::string& name, const std::string& dir);
 
 // An image upscaler model: RGB [W, H, 3, 1] in [0, 1] -> [W * s, H * s, 3, 1], not clamped.
 using ImageUpscaleFn = std::function<Result<HostTensor>(const HostTensor& rgb)>;

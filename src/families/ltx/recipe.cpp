@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "families/ltx/audio_vae.h"
 #include "families/ltx/denoiser.h"
+#include "families/ltx/hires.h"
 #include "families/ltx/latents.h"
 #include "families/ltx/lora.h"
 #include "families/ltx/text.h"
@@ -456,6 +457,10 @@ Result<Family> load(const FamilyContext& ctx) {
         a->set_tiling(o.vae_tiling);
         return first_frame_condition(*a, o, width, height, rng);
     };
+    // --hires: the latent upscaler models (families/ltx/hires.h).
+    auto upscalers = ltx::ltx_latent_upscalers(ctx, vae_prefix);
+    if (!upscalers.ok()) return upscalers.status().with_context("--vae");
+    f.latent_upscaler = std::move(*upscalers);
     f.lora_targets.push_back(ltx_lora_target((*denoiser)->runner(), kDit));
     f.denoiser = std::move(*denoiser);
     f.vae = std::move(*ae);
