@@ -153,14 +153,27 @@ Status hires_pass(Engine::Replica& replica, const ReplicaJob& job, const Denoise
                             hp.upscaler.c_str(), hp.plan.width, hp.plan.height,
                             f.output_frames ? f.output_frames(po) : 1, seconds_since(tu));
         }
-        // The family's parts follow the second pass's request (LTX-2: its latent layout).
+        // The family's parts follow the second pass's request (LTX-2: its latent layout), and
+        // its image conditions (-i) are made again at the new size, held fully (the
+        // reference's refine pass conditions at strength 1) in the upscaled latent.
         if (f.video_conditions) {
-            auto video = f.video_conditions(po, hp.plan.width, hp.plan.height, f.output_frames(po),
+            GenerateOptions vo = po;
+            vo.strength = 1.0f;
+            auto video = f.video_conditions(vo, hp.plan.width, hp.plan.height, f.output_frames(po),
                                             *rngs.noise);
             if (!video.ok()) return video.status();
-            if (video->used_init_image || !video->frame_keep.empty()) {
-                return Status::Error("--hires with image conditions is not supported yet for " +
-                                     f.name);
+            in.video = std::move(*video);
+            if (in.video.leading_frames > 0) {
+                return Status::Error(
+                    "--hires with leading condition frames is not supported yet for " + f.name);
+            }
+            if (!in.video.frame_keep.empty()) {
+                std::vector<float> up = std::move(in.init.latent);
+                hold_frames(in, hp.plan);
+                for (size_t i = 0; i < up.size(); ++i) {
+                    const float k = in.init.keep[i];
+                    in.init.latent[i] = k * up[i] + (1.0f - k) * in.init.latent[i];
+                }
             }
         }
     } else {
@@ -171,7 +184,7 @@ Status hires_pass(Engine::Replica& replica, const ReplicaJob& job, const Denoise
         in.init.latent = std::move(*up);
     }
     in.init.sigmas = hp.plan.sigmas;
-    in.init.keep = hires_keep(first.inputs.init.keep, job.plan, hp);
+    if (!latent_model) in.init.keep = hires_keep(first.inputs.init.keep, job.plan, hp);
     in.refs = first.inputs.refs;
     in.control = control_condition(f, hp.plan, po, false);
     // The pass is cached too (as the reference caches it); denoise_item restarts the cache.

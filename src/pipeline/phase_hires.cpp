@@ -162,12 +162,8 @@ Result<std::optional<HiresPlan>> plan_hires(const GenerateOptions& o, const Fami
                                  "--hires-upscalers-dir with --hires-upscaler (e.g. "
                                  "ltx-2-spatial-upscaler-x2-1.0)");
         }
-        if (o.init_image || o.end_image) {
-            return Status::Error(std::string("--hires with ") +
-                                 (o.init_image ? "-i" : "--end-img") +
-                                 " (the image conditions at the upscaled size) is not supported "
-                                 "yet for " +
-                                 f.name);
+        if (o.end_image) {
+            return Status::Error("--hires with --end-img is not supported yet for " + f.name);
         }
         if (!(h.denoising_strength > 0.0f && h.denoising_strength <= 1.0f)) {
             return Status::Error("--hires-denoising-strength must be in (0, 1]");

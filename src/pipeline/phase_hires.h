@@ -8,7 +8,7 @@
 // Everything follows stable-diffusion.cpp (see ../shared/golden/sd1_extras notes): the RNGs
 // restart at the item's seed before the upscale, the VAE's posterior sample comes first, then
 // the noise; the schedule has steps / strength steps and the pass runs its last
-// int(steps_total * strength) + 1 sigmas.
+// int(steps_total * strength) + 1 steps.
 #pragma once
 
 #include <functional>
