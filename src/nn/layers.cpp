@@ -140,12 +140,12 @@ ggml_tensor* expand_kv_heads(ggml_context* ctx, ggml_tensor* x, int64_t d, int64
 }
 
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int heads,
-                       bool causal, ggml_tensor* key_mask) {
+                       bool causal, ggml_tensor* key_mask, bool ggml_only) {
     const int64_t dim = q->ne[0];
     const int64_t d = dim / heads;
     const int64_t tq = q->ne[1], tk = k->ne[1];
     const int64_t n = q->ne[2];
-    if (cpu::enabled(ctx) && q->type == GGML_TYPE_F32 && k->type == GGML_TYPE_F32 &&
+    if (!ggml_only && cpu::enabled(ctx) && q->type == GGML_TYPE_F32 && k->type == GGML_TYPE_F32 &&
         v->type == GGML_TYPE_F32) {
         return cpu::attention(ctx, q, k, v, heads, causal, key_mask);
     }
@@ -155,7 +155,7 @@ ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_t
     q = ggml_permute(ctx, ggml_reshape_4d(ctx, q, d, heads, tq, n), 0, 2, 1, 3);
     k = ggml_permute(ctx, ggml_reshape_4d(ctx, k, d, heads, tk, n), 0, 2, 1, 3);
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-    if (!causal && kernel_choices(ctx).flash_attention) {
+    if (!causal && !ggml_only && kernel_choices(ctx).flash_attention) {
         // Flash attention (--fa): K and V in f16 as the GPU kernels expect, f32 accumulation;
         // the result comes back as [d, H, Tq, N].
         ggml_tensor* v16 = ggml_permute(ctx, ggml_reshape_4d(ctx, v, d, heads, tk, n), 0, 2, 1, 3);
@@ -179,6 +179,7 @@ ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_t
     // v^T: [Tk, d, H, N]
     v = ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_4d(ctx, v, d, heads, tk, n), 1, 2, 0, 3));
     ggml_tensor* kq = ggml_mul_mat(ctx, k, q);  // [Tk, Tq, H, N]
+    if (ggml_only) ggml_set_name(kq, cpu::kGgmlOnlyProduct);
     if (causal) {
         kq = ggml_scale(ctx, kq, scale);
         kq = ggml_diag_mask_inf(ctx, kq, 0);
@@ -189,7 +190,8 @@ ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_t
     } else {
         kq = ggml_soft_max_ext(ctx, kq, nullptr, scale, 0.0f);
     }
-    ggml_tensor* out = ggml_mul_mat(ctx, v, kq);               // [d, Tq, H, N]
+    ggml_tensor* out = ggml_mul_mat(ctx, v, kq);  // [d, Tq, H, N]
+    if (ggml_only) ggml_set_name(out, cpu::kGgmlOnlyProduct);
     out = ggml_cont(ctx, ggml_permute(ctx, out, 0, 2, 1, 3));  // [d, H, Tq, N]
     return ggml_reshape_3d(ctx, out, dim, tq, n);
 }

@@ -48,8 +48,13 @@ ggml_tensor* layer_norm(Ctx& c, ggml_tensor* x, const std::string& prefix, int64
 // op; elsewhere ggml's flash attention when the module chose it (kernel_choices.h), else
 // plain products and softmax. key_mask (f32 [Tk, N], or null) is added to every query's
 // scaled logits: 0 keeps a key, -inf hides it (padding masks; a batch item's own row).
+// ggml_only: ggml's own products and softmax even where the CPU kernels could run (its
+// products are named cpu::kGgmlOnlyProduct), for a text encoder whose output follows the
+// reference engine's arithmetic closely only that way (LTX-2's Gemma 3: its cfg golden moved
+// from 1.75 to 0.56).
 ggml_tensor* attention(ggml_context* ctx, ggml_tensor* q, ggml_tensor* k, ggml_tensor* v, int heads,
-                       bool causal = false, ggml_tensor* key_mask = nullptr);
+                       bool causal = false, ggml_tensor* key_mask = nullptr,
+                       bool ggml_only = false);
 
 // Grouped-query attention's keys or values for every query head: [kv*d, T, N] ->
 // [heads*d, T, N], each of the kv heads serving heads/kv query heads in turn.

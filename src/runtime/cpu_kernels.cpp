@@ -635,7 +635,9 @@ void accelerate_mul_mats(ggml_context* ctx, std::vector<ggml_tensor*>& outs) {
             }
             if (t->view_src) t->view_src = replaced(t->view_src);
             ggml_tensor* r = t;
-            if (t->op == GGML_OP_MUL_MAT && can_mul_mat(t->src[0], t->src[1])) {
+            // nn::attention's ggml_only products stay ggml's.
+            if (t->op == GGML_OP_MUL_MAT && std::strcmp(t->name, kGgmlOnlyProduct) != 0 &&
+                can_mul_mat(t->src[0], t->src[1])) {
                 r = mul_mat(ctx, t->src[0], t->src[1]);
                 r->flags |= t->flags;
             }

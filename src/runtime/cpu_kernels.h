@@ -73,4 +73,7 @@ double kernel_flops(const ggml_tensor* t);
 // replaced nodes stay in `ctx` unused: allocate the graph (gallocr, sched), not the context.
 void accelerate_mul_mats(ggml_context* ctx, std::vector<ggml_tensor*>& outs);
 
+// The name of a product accelerate_mul_mats leaves to ggml (nn::attention's ggml_only).
+inline constexpr const char* kGgmlOnlyProduct = "ggml_only_mul_mat";
+
 }  // namespace ggdiff::cpu

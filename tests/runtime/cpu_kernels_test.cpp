@@ -230,6 +230,29 @@ TEST_F(CpuKernels, RewriteReplacesMulMatsAndKeepsTheirUsers) {
         EXPECT_NEAR(plain[i], fast[i], 1e-4 * std::fabs(plain[i]) + 1e-4);
 }
 
+// A product named cpu::kGgmlOnlyProduct stays ggml's through the rewrite (the others do not):
+// nn::attention's ggml_only products (tests/nn/attention_ggml_only_test.cpp).
+TEST_F(CpuKernels, GgmlOnlyProductsStayGgmls) {
+    const int64_t k = 32, m = 24, n = 18;
+    const auto a = random_values(static_cast<size_t>(k * m), 7);
+    const auto b = random_values(static_cast<size_t>(k * n), 8);
+    auto build = [&](bool rewrite) {
+        return Graph{{{k, m}, {k, n}}, [=](ggml_context* ctx, std::vector<ggml_tensor*>& in) {
+                         ggml_tensor* kept = ggml_mul_mat(ctx, in[0], in[1]);
+                         ggml_set_name(kept, ggdiff::cpu::kGgmlOnlyProduct);
+                         ggml_tensor* fast = ggml_mul_mat(ctx, in[0], in[1]);
+                         std::vector<ggml_tensor*> outs{ggml_sub(ctx, kept, fast)};
+                         if (rewrite) {
+                             ggdiff::cpu::accelerate_mul_mats(ctx, outs);
+                             EXPECT_EQ(outs[0]->src[0]->op, GGML_OP_MUL_MAT);
+                             EXPECT_EQ(outs[0]->src[1]->op, GGML_OP_CUSTOM);
+                         }
+                         return outs[0];
+                     }};
+    };
+    for (float d : build(true).run({a, b})) EXPECT_NEAR(d, 0.0f, 1e-4f);
+}
+
 // --- convolutions ------------------------------------------------------------------
 
 struct ConvCase {

@@ -28,6 +28,7 @@ Result<LtxTextConfig> detect_ltx_text(const TensorIndex& index, const std::strin
     if (!llm.ok()) return llm.status();
     LtxTextConfig cfg;
     cfg.llm = *llm;
+    cfg.llm.ggml_attention = true;
     cfg.states = cfg.llm.layers + 1;
     const std::string video = cfg.proj + "video_aggregate_embed.weight";
     const std::string audio = cfg.proj + "audio_aggregate_embed.weight";

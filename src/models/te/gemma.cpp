@@ -215,11 +215,13 @@ ggml_tensor* build_gemma(nn::Ctx& c, const GemmaConfig& cfg, ggml_tensor* x, ggm
             ggml_tensor* kr = nn::token_range(ctx, k, 0, real);
             ggml_tensor* vr = nn::token_range(ctx, v, 0, real);
             a = ggml_concat(
-                ctx, nn::attention(ctx, nn::token_range(ctx, q, 0, real), kr, vr, heads, true),
+                ctx,
+                nn::attention(ctx, nn::token_range(ctx, q, 0, real), kr, vr, heads, true, nullptr,
+                              cfg.ggml_attention),
                 nn::attention(ctx, nn::token_range(ctx, q, real, padding), kr, vr, heads, false),
                 1);
         } else {
-            a = nn::attention(ctx, q, k, v, heads, /*causal=*/true);
+            a = nn::attention(ctx, q, k, v, heads, /*causal=*/true, nullptr, cfg.ggml_attention);
         }
         a = nn::linear(c, a, p + "self_attn.o_proj", qw, h, false);
         x = ggml_add(ctx, x, rms1(c, cfg, a, p + "post_attention_layernorm.weight", h));

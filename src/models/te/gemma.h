@@ -49,6 +49,9 @@ struct GemmaConfig {
     // stores 1 + w, applied as it is (false).
     bool norm_adds_one = true;
     bool qk_norm = false;  // Gemma 3: per-head RMSNorm of q and k
+    // Causal attention on ggml's own products and softmax (nn::attention's ggml_only), not
+    // the CPU kernels: LTX-2's text path, whose outputs follow the reference only that way.
+    bool ggml_attention = false;
     // Attention logits soft-capped as cap * tanh(logits / cap); 0: none.
     float attn_soft_cap = 0.0f;
     // Layers i with i % sliding_period == sliding_period - 1 attend globally, the others to
