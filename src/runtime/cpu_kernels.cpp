@@ -179,7 +179,8 @@ __attribute__((target("avx512f,f16c"))) void widen_f16_avx512(const uint16_t* sr
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
-        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(h));
+        // The zero-masked form: GCC 12 warns about the undefined source of the plain one.
+        _mm512_storeu_ps(dst + i, _mm512_maskz_cvtph_ps(0xffff, h));
     }
     for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
 }

@@ -77,7 +77,14 @@ const TinyUpscaler& tiny_upscaler(const std::string& kind) {
     for (char& ch : tag) {
         if (ch == '.') ch = '_';
     }
-    const std::string file = testing::test_dir("ltx_upscaler_" + tag) + "/up.safetensors";
+    // One folder per test: ctest runs the tests of this file as parallel processes, and one
+    // rewriting a file another has mapped kills that one (SIGBUS).
+    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& ch : test) {
+        if (ch == '/') ch = '_';
+    }
+    const std::string file =
+        testing::test_dir("ltx_upscaler_" + tag + "_" + test) + "/up.safetensors";
     testing::write_safetensors(file, m.fake);
     TensorIndex index;
     Status st = index.add(file);
