@@ -93,7 +93,10 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"ideogram4_tiny/U", "ideogram4"},  // with its unconditional DiT
     {"lens_tiny", "lens"},              // tests/golden: MMDiT on four stacked GPT-OSS states (GGUF)
     {"ltx_tiny", "ltx2"},  // tests/golden: audio-video DiT, embeddings connectors, Gemma 3 (GGUF)
-    {"ltx_tiny_cfg", "ltx2"},  // ltx_tiny's CFG case, kept out of ctest until ggdiff is within 1.5
+    {"ltx_tiny_cfg", "ltx2"},   // ltx_tiny's CFG case with a negative prompt
+    {"ltx_i2v", "ltx2"},        // ltx_tiny with an x32 VAE encoder, for -i
+    {"ltx_hires/t2v", "ltx2"},  // ltx_tiny and its latent upscalers (--hires)
+    {"ltx_hires/i2v", "ltx2"},  // the same with the x32 VAE encoder
 };
 
 // The part flags -M info and -M convert read (others, e.g. --upscale-model, are left out).

@@ -55,10 +55,12 @@ struct Files {
     std::vector<float> mean, std;
 };
 
-// Written for each test (the scratch folder goes with it).
+// Written for each test, in a folder of its own: ctest runs the tests in parallel.
 Files files() {
     Files out;
-    const std::string dir = testing::test_dir("ltx_hires_unit");
+    const std::string dir =
+        testing::test_dir(std::string("ltx_hires_") +
+                          ::testing::UnitTest::GetInstance()->current_test_info()->name());
     out.weights = vae_test::random_weights(temporal_upscaler_shapes(), 91);
     std::vector<testing::FakeTensor> fake;
     for (auto& [name, w] : out.weights) {
