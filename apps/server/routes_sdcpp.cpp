@@ -539,8 +539,9 @@ GenRequest parse_vid_gen(const nlohmann::json& body, ServerContext& ctx) {
         r.set_number("vace-strength", strength, "vace_strength");
     }
     if (f.has("end_image")) {
-        require_capability(r, ctx.host, "end_image", "end_image",
-                           "the model takes no last frame (a Wan image-to-video model does)");
+        require_capability(
+            r, ctx.host, "end_image", "end_image",
+            "the model takes no last frame (a Wan image-to-video or LTX-2 model does)");
     }
     read_image(f, "end_image", "end-img", r, ctx.config);
     // Wan VACE's control video, frame by frame (as --control-video's folder).

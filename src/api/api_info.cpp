@@ -62,7 +62,7 @@ int ggdiff_loaded_model_info(const ggdiff_model* model, char** out) {
     const ggdiff::Family& family = model->engine->family_parts();
     j["ref_images"] = family.ref_image_multiple > 0;
     j["control_video"] = family.takes_control_video;  // Wan VACE: --control-video
-    j["end_image"] = family.takes_end_image;          // Wan I2V / FLF2V / TI2V: --end-img
+    j["end_image"] = family.takes_end_image;          // Wan I2V / FLF2V / TI2V, LTX-2: --end-img
     // Skip-layer guidance (--slg-scale) and the blocks --skip-layers may name.
     j["skip_layers"] = family.skips_layers;
     j["skip_layer_count"] = family.skip_layer_count;

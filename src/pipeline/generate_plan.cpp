@@ -198,8 +198,8 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
     }
     if (o.end_image && !f.takes_end_image) {
         return Status::Error("--end-img is not supported for " + f.name +
-                             " models (a first-last-frame video model, such as Wan FLF2V or "
-                             "Wan I2V, takes it)");
+                             " models (a first-last-frame video model, such as Wan FLF2V, "
+                             "Wan I2V or LTX-2, takes it)");
     }
     if (!o.control_frames.empty() && !f.takes_control_video) {
         return Status::Error("--control-video is not supported for " + f.name +

@@ -95,6 +95,7 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"ltx_tiny", "ltx2"},  // tests/golden: audio-video DiT, embeddings connectors, Gemma 3 (GGUF)
     {"ltx_tiny_cfg", "ltx2"},   // ltx_tiny's CFG case with a negative prompt
     {"ltx_i2v", "ltx2"},        // ltx_tiny with an x32 VAE encoder, for -i
+    {"ltx_flf2v", "ltx2"},      // the same for --end-img
     {"ltx_hires/t2v", "ltx2"},  // ltx_tiny and its latent upscalers (--hires)
     {"ltx_hires/i2v", "ltx2"},  // the same with the x32 VAE encoder
 };

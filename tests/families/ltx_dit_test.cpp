@@ -235,6 +235,17 @@ TEST(LtxDitPositions, AsTheReferenceBuildsThem) {
     EXPECT_FLOAT_EQ(v[2], 16.0f / 2048.0f);
     EXPECT_FLOAT_EQ(v[5], 48.0f / 2048.0f);       // column 1
     EXPECT_FLOAT_EQ(v[6], 5.0f / 24.0f / 20.0f);  // frame 1: pixel frames 1..9
+    // A keyframe appended after 2 frames (--end-img of a 9-frame video) spans pixel frames 8..9,
+    // one pixel frame long; the frames before it are placed as without it.
+    LtxKeyframes key;
+    key.count = 1;
+    key.pixel = 8;
+    const std::vector<float> k = ltx_video_coords(2, 1, 3, 24.0f, key);
+    ASSERT_EQ(k.size(), 18u);
+    for (size_t i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(k[i], v[i]) << i;
+    EXPECT_FLOAT_EQ(k[12], 8.5f / 24.0f / 20.0f);
+    EXPECT_FLOAT_EQ(k[13], 16.0f / 2048.0f);
+    EXPECT_FLOAT_EQ(k[17], 48.0f / 2048.0f);
     // Audio: 4 mel frames of 10 ms per step, causal.
     const std::vector<float> a = ltx_audio_seconds(3);
     EXPECT_FLOAT_EQ(a[0], 0.005f);
@@ -430,7 +441,7 @@ TEST_F(LtxDit, DenoiserPacksWhatTheDitGives) {
     ModuleDevices where;
     LtxDenoiser d(std::make_unique<ModuleRunner>(index, -1, where, 2, "DiT"), *cfg);
     ASSERT_TRUE(d.prepare().ok());
-    d.set_layout({2, 5, 24.0f});
+    d.set_layout({2, 5, 24.0f, {}});
     Conditioning c;
     c.context = text;
     DenoiseBatch b;
@@ -444,7 +455,7 @@ TEST_F(LtxDit, DenoiserPacksWhatTheDitGives) {
     want_video.ne = {3, 2, kIn * 2, 1};
     const HostTensor want_packed = ltx_pack(want_video, 2, want.audio);
     EXPECT_LT(max_abs_diff(*got, want_packed), 1e-5);
-    d.set_layout({2, 4, 24.0f});  // a layout the latent does not have
+    d.set_layout({2, 4, 24.0f, {}});  // a layout the latent does not have
     EXPECT_FALSE(d.run(b).ok());
 }
 

@@ -3,9 +3,9 @@
 // /sdcpp/v1/capabilities names the family and its defaults (euler, CFG 7, 768x512, 1 + 8n
 // frames, sound with an audio VAE); a vid_gen job gives its 9 frames and its sound track (a
 // WAV in result.audio beside a WebP, the PCM stream of an AVI: the same samples); without
-// --audio-vae there is no sound and no audio field; what LTX-2.3 refuses (a last frame, a
-// control video, an init image, VAE tiling) is refused naming it, and the server goes on
-// serving.
+// --audio-vae there is no sound and no audio field; what LTX-2.3 refuses (a control video, bad
+// tiling arguments; a first or last frame with this decoder-only VAE) is refused naming it, and
+// the server goes on serving.
 #include <cmath>
 
 #include "image/image_io.h"
@@ -107,7 +107,7 @@ TEST(ServerLtx, CapabilitiesNameTheLtxDefaults) {
     EXPECT_EQ(caps["model"]["video"]["frames_step"], 8);
     EXPECT_EQ(caps["model"]["video"]["audio"], true);
     EXPECT_EQ(caps["features_by_mode"]["vid_gen"]["audio"], true);
-    EXPECT_EQ(caps["features_by_mode"]["vid_gen"]["end_image"], false);
+    EXPECT_EQ(caps["features_by_mode"]["vid_gen"]["end_image"], true);
     EXPECT_EQ(caps["features_by_mode"]["vid_gen"]["control_frames"], false);
     const json& vid = caps["defaults_by_mode"]["vid_gen"];
     EXPECT_EQ(vid["fps"], 16);
@@ -228,8 +228,9 @@ TEST(ServerLtx, ItsPartsStayWithItsModel) {
 }
 
 // What LTX-2.3 does not take is refused naming it: a 400 where the server knows it from the
-// model (a last frame, a control video) or the request (bad tiling arguments), a failed job
-// (invalid_input) where only the engine does (an init image); the server then still serves.
+// model (a control video) or the request (bad tiling arguments), a failed job (invalid_input)
+// where only the engine does (a first or last frame for a VAE without its encoder); the server
+// then still serves.
 TEST(ServerLtx, RefusalsKeepTheServerServing) {
     if (!prerequisites_ok()) return;
     ServerProcess server(model_args(), true, "", false);
@@ -237,7 +238,6 @@ TEST(ServerLtx, RefusalsKeepTheServerServing) {
     const std::string image = png_base64(64, 64);
 
     const std::vector<std::pair<json, std::string>> bad = {
-        {{{"prompt", "x"}, {"end_image", image}}, "takes no last frame"},
         {{{"prompt", "x"}, {"control_frames", json::array({image})}}, "takes no control video"},
         {{{"prompt", "x"}, {"output_format", "webm"}}, "no WebM encoder"},
         {{{"prompt", "x"}, {"video_frames", 5000}}, "video_frames"},
@@ -255,9 +255,13 @@ TEST(ServerLtx, RefusalsKeepTheServerServing) {
 
     json init = ltx_job("webp");
     init["init_image"] = image;
-    // The fixture's VAE is a decoder only: image-to-video needs its encoder, and the job says so.
+    json last = ltx_job("webp");
+    last["end_image"] = image;
+    // The fixture's VAE is a decoder only: a first or last frame needs its encoder, and the job
+    // says so.
     for (const auto& [body, words] : std::vector<std::pair<json, std::vector<std::string>>>{
-             {init, {"-i needs a full VAE", "img2img needs a full VAE"}}}) {
+             {init, {"-i needs a full VAE", "img2img needs a full VAE"}},
+             {last, {"--end-img needs a full VAE"}}}) {
         const json done = run_video(c, body, server);
         ASSERT_EQ(done["status"], "failed") << done.dump().substr(0, 800);
         EXPECT_EQ(done["error"]["code"], "invalid_input") << done["error"].dump();

@@ -12,7 +12,8 @@ namespace ggdiff {
 std::vector<ggml_tensor*> LtxDenoiser::build(GraphBuilder& gb, const models::LtxDitConfig& cfg,
                                              const HostTensor& video, const HostTensor* audio,
                                              float sigma, const HostTensor& context, float fps,
-                                             const std::vector<float>* frame_mask) {
+                                             const std::vector<float>* frame_mask,
+                                             const models::LtxKeyframes& keyframes) {
     const int64_t w = video.dim(0), h = video.dim(1), f = video.dim(2);
     const int64_t steps = audio ? audio->dim(1) : 0;
     const int64_t l = context.dim(1);
@@ -29,14 +30,14 @@ std::vector<ggml_tensor*> LtxDenoiser::build(GraphBuilder& gb, const models::Ltx
         in.video_sigma = gb.input(std::move(ts));
     }
     in.context = gb.input(context);
-    models::LtxRope vr = models::ltx_video_rope(cfg, w, h, f, fps);
+    models::LtxRope vr = models::ltx_video_rope(cfg, w, h, f, fps, keyframes);
     in.video_cos = gb.input(std::move(vr.cos));
     in.video_sin = gb.input(std::move(vr.sin));
     if (audio) {
         in.audio = gb.input(*audio);
         models::LtxRope ar = models::ltx_audio_rope(cfg, steps, false);
         models::LtxRope at = models::ltx_audio_rope(cfg, steps, true);
-        models::LtxRope vt = models::ltx_video_time_rope(cfg, w, h, f, fps);
+        models::LtxRope vt = models::ltx_video_time_rope(cfg, w, h, f, fps, keyframes);
         in.audio_cos = gb.input(std::move(ar.cos));
         in.audio_sin = gb.input(std::move(ar.sin));
         in.atime_cos = gb.input(std::move(at.cos));
@@ -133,7 +134,7 @@ Result<HostTensor> LtxDenoiser::run(const DenoiseBatch& b) {
         const float sigma = b.timesteps[static_cast<size_t>(i)];
         auto res = runner_->run([&](GraphBuilder& gb) {
             return build(gb, cfg_, video, steps > 0 ? &audio : nullptr, sigma, context, layout_.fps,
-                         b.frame_keep);
+                         b.frame_keep, layout_.keyframes);
         });
         if (!res.ok()) return res.status();
         HostTensor v = std::move((*res)[0]);

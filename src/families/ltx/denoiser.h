@@ -7,6 +7,8 @@
 // Image-to-video: DenoiseBatch::frame_keep holds one mask value per latent frame (1 sampled,
 // 1 - strength for a frame given by -i); the video tokens of frame f then run at timestep
 // mask[f] * sigma, as the reference's per-token timesteps do (the audio keeps sigma).
+// --end-img past frame 0: its latent frame is appended after the video's (LtxLatentLayout::
+// keyframes), held the same way, and placed in time at the output's last frame.
 #pragma once
 
 #include <memory>
@@ -20,9 +22,10 @@ namespace ggdiff {
 
 // The packed latent's layout for a request.
 struct LtxLatentLayout {
-    int64_t frames = 1;       // latent frames
+    int64_t frames = 1;       // latent frames, the keyframes included
     int64_t audio_steps = 0;  // 0: video only
     float fps = 24.0f;
+    models::LtxKeyframes keyframes;  // appended latent frames (--end-img), dropped in decoding
 };
 
 class LtxDenoiser : public Denoiser {
@@ -45,7 +48,8 @@ class LtxDenoiser : public Denoiser {
     static std::vector<ggml_tensor*> build(GraphBuilder& gb, const models::LtxDitConfig& cfg,
                                            const HostTensor& video, const HostTensor* audio,
                                            float sigma, const HostTensor& context, float fps,
-                                           const std::vector<float>* frame_mask = nullptr);
+                                           const std::vector<float>* frame_mask = nullptr,
+                                           const models::LtxKeyframes& keyframes = {});
 
   private:
     LtxDenoiser() = default;

@@ -296,14 +296,21 @@ Result<LtxDitConfig> detect_ltx_dit(const TensorIndex& index, const std::string&
     return cfg;
 }
 
-std::vector<float> ltx_video_coords(int64_t w, int64_t h, int64_t frames, float fps) {
+std::vector<float> ltx_video_coords(int64_t w, int64_t h, int64_t frames, float fps,
+                                    const LtxKeyframes& keyframes) {
     auto seconds = [&](int64_t corner) {
         return std::max(0.0f, static_cast<float>(corner * 8) + 1.0f - 8.0f) / fps;
+    };
+    const int64_t first_key = frames - std::clamp<int64_t>(keyframes.count, 0, frames);
+    auto centre = [&](int64_t t) {
+        if (t < first_key) return 0.5f * (seconds(t) + seconds(t + 1));
+        const float start = static_cast<float>(keyframes.pixel + (t - first_key) * 8);
+        return 0.5f * (start / fps + (start + 1.0f) / fps);
     };
     std::vector<float> out;
     out.reserve(static_cast<size_t>(3 * w * h * frames));
     for (int64_t t = 0; t < frames; ++t) {
-        const float ct = 0.5f * (seconds(t) + seconds(t + 1));
+        const float ct = centre(t);
         for (int64_t y = 0; y < h; ++y) {
             for (int64_t x = 0; x < w; ++x) {
                 out.push_back(ct / 20.0f);
@@ -362,13 +369,14 @@ LtxRope ltx_rope(const std::vector<float>& coords, int axes, int64_t dim, int64_
     return rope_tables(angles, heads);
 }
 
-LtxRope ltx_video_rope(const LtxDitConfig& cfg, int64_t w, int64_t h, int64_t frames, float fps) {
-    return ltx_rope(ltx_video_coords(w, h, frames, fps), 3, cfg.hidden, cfg.heads);
+LtxRope ltx_video_rope(const LtxDitConfig& cfg, int64_t w, int64_t h, int64_t frames, float fps,
+                       const LtxKeyframes& keyframes) {
+    return ltx_rope(ltx_video_coords(w, h, frames, fps, keyframes), 3, cfg.hidden, cfg.heads);
 }
 
 LtxRope ltx_video_time_rope(const LtxDitConfig& cfg, int64_t w, int64_t h, int64_t frames,
-                            float fps) {
-    const std::vector<float> xyz = ltx_video_coords(w, h, frames, fps);
+                            float fps, const LtxKeyframes& keyframes) {
+    const std::vector<float> xyz = ltx_video_coords(w, h, frames, fps, keyframes);
     std::vector<float> t(xyz.size() / 3);
     for (size_t i = 0; i < t.size(); ++i) t[i] = xyz[3 * i];  // seconds / 20
     return ltx_rope(t, 1, cfg.audio_context, cfg.audio_heads);

@@ -62,10 +62,19 @@ struct LtxRope {
     HostTensor cos, sin;
 };
 
+// Latent frames appended after the video's as keyframes (--end-img's last frame), as the
+// reference's build_ltxv_video_positions places them: keyframe k spans pixel frames
+// pixel + 8k .. pixel + 8k + 1 (one pixel frame long), whatever its place in the latent.
+struct LtxKeyframes {
+    int64_t count = 0;  // the last `count` of the latent's frames
+    int64_t pixel = 0;  // the pixel frame the first one shows (the output's last frame)
+};
+
 // The centre of each video latent cell in (seconds / 20, pixels / 2048, pixels / 2048): frame t
-// spans pixel frames max(0, 8t - 7) .. max(0, 8t + 1) at `fps`, cells are 32 pixels.
-// [3, tokens] (axis fastest), tokens frame-major then row then column.
-std::vector<float> ltx_video_coords(int64_t w, int64_t h, int64_t frames, float fps);
+// spans pixel frames max(0, 8t - 7) .. max(0, 8t + 1) at `fps` (keyframes: as above), cells are
+// 32 pixels. [3, tokens] (axis fastest), tokens frame-major then row then column.
+std::vector<float> ltx_video_coords(int64_t w, int64_t h, int64_t frames, float fps,
+                                    const LtxKeyframes& keyframes = {});
 // The audio latent step t's centre in seconds: latent steps are 4 mel frames of 160 samples at
 // 16 kHz, causal (start max(0, 4t - 3) mel frames).
 std::vector<float> ltx_audio_seconds(int64_t steps);
@@ -80,9 +89,10 @@ LtxRope ltx_rope(const std::vector<float>& coords, int axes, int64_t dim, int64_
 // The video tokens' tables (self-attention: 3 axes over hidden; cross-attention with audio:
 // time only over the audio heads), the audio ones, and a connector's (positions 0..n-1 over
 // 4096, double precision).
-LtxRope ltx_video_rope(const LtxDitConfig& cfg, int64_t w, int64_t h, int64_t frames, float fps);
+LtxRope ltx_video_rope(const LtxDitConfig& cfg, int64_t w, int64_t h, int64_t frames, float fps,
+                       const LtxKeyframes& keyframes = {});
 LtxRope ltx_video_time_rope(const LtxDitConfig& cfg, int64_t w, int64_t h, int64_t frames,
-                            float fps);
+                            float fps, const LtxKeyframes& keyframes = {});
 LtxRope ltx_audio_rope(const LtxDitConfig& cfg, int64_t steps, bool cross);
 LtxRope ltx_connector_rope(const LtxConnectorConfig& cc, int64_t tokens);
 // The length a connector fills a context of `tokens` to (0: it does not run).

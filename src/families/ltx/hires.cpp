@@ -22,8 +22,7 @@ int64_t latent_frames(const GenerateOptions& o) {
 }
 
 int64_t audio_steps(const GenerateOptions& o) {
-    const int frames = static_cast<int>(1 + kTime * (latent_frames(o) - 1));
-    return models::ltx_audio_steps(frames, std::max(1, o.fps));
+    return models::ltx_request_audio_steps(o.video_frames, o.fps);
 }
 
 class LtxLatentUpscaler : public LatentUpscaler {

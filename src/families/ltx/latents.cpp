@@ -17,6 +17,14 @@ int64_t ltx_audio_steps(int frames, int fps) {
         std::ceil(static_cast<float>(frames) / static_cast<float>(fps) * kPerSecond));
 }
 
+int ltx_output_frames(int frames) {
+    return static_cast<int>(1 + 8 * (ltx_latent_frames(frames) - 1));
+}
+
+int64_t ltx_request_audio_steps(int frames, int fps) {
+    return ltx_audio_steps(ltx_output_frames(frames), std::max(1, fps));
+}
+
 int64_t ltx_packed_channels(int64_t w, int64_t h, int64_t frames, int64_t channels,
                             int64_t audio_steps) {
     const int64_t plane = w * h * frames;

@@ -22,6 +22,10 @@ constexpr int64_t kLtxAudioChannels = 8, kLtxAudioBins = 16;
 
 int64_t ltx_latent_frames(int frames);
 int64_t ltx_audio_steps(int frames, int fps);
+// What a request of `frames` frames makes: 1 + 8 (T - 1) frames from T latent frames, and the
+// audio steps of that many frames at `fps` (at least 1).
+int ltx_output_frames(int frames);
+int64_t ltx_request_audio_steps(int frames, int fps);
 // Channels per latent frame of the packed tensor: video channels plus the audio's share.
 int64_t ltx_packed_channels(int64_t w, int64_t h, int64_t frames, int64_t channels,
                             int64_t audio_steps);

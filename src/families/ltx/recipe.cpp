@@ -60,16 +60,34 @@ const ModelLayout kLtxLayout = [] {
     return l;
 }();
 
-int latent_frames(const GenerateOptions& o) {
+// The latent frames the video decodes from.
+int target_frames(const GenerateOptions& o) {
     return static_cast<int>(models::ltx_latent_frames(o.video_frames));
 }
 
 int output_frames(const GenerateOptions& o) {
-    return 1 + 8 * (latent_frames(o) - 1);
+    return models::ltx_output_frames(o.video_frames);
+}
+
+// --end-img on a video of more than one frame: its latent frame is appended to the sampled
+// latent as a keyframe (a one-frame video replaces its only latent frame instead), as the
+// reference does.
+models::LtxKeyframes keyframes(const GenerateOptions& o) {
+    models::LtxKeyframes k;
+    if (o.end_image && output_frames(o) > 1) {
+        k.count = 1;
+        k.pixel = output_frames(o) - 1;
+    }
+    return k;
+}
+
+// The sampled latent's frames: the video's and the keyframes.
+int latent_frames(const GenerateOptions& o) {
+    return target_frames(o) + static_cast<int>(keyframes(o).count);
 }
 
 int64_t audio_steps(const GenerateOptions& o) {
-    return models::ltx_audio_steps(output_frames(o), std::max(1, o.fps));
+    return models::ltx_request_audio_steps(o.video_frames, o.fps);
 }
 
 int request_channels(const GenerateOptions& o, int width, int height) {
@@ -81,10 +99,6 @@ Status check_request(const GenerateOptions& o) {
     if (output_frames(o) != o.video_frames) {
         GGDIFF_LOG_WARN("--video-frames %d: LTX-2 makes 8n+1 frames; making %d", o.video_frames,
                         output_frames(o));
-    }
-    if (o.end_image) {
-        // The reference appends the last frame as keyframe tokens with their own positions.
-        return Status::Error("LTX-2: a last frame (--end-img) is not supported yet");
     }
     return Status::Ok();
 }
@@ -187,11 +201,12 @@ class LtxAutoencoder : public Autoencoder {
                 (long long)latent.dim(2), (long long)t, (long long)packed));
         }
         auto [video, audio] = models::ltx_unpack(latent, c, t, steps);
-        // [w, h, C * T] with channel c of frame t at plane c * T + t -> [w, h, C, T].
-        const int64_t plane = w * h;
-        HostTensor z({w, h, c, t});
+        // [w, h, C * T] with channel c of frame t at plane c * T + t -> [w, h, C, T'], the
+        // keyframes (the last frames) left out.
+        const int64_t plane = w * h, kept = t - layout_.keyframes.count;
+        HostTensor z({w, h, c, kept});
         for (int64_t ch = 0; ch < c; ++ch) {
-            for (int64_t f = 0; f < t; ++f) {
+            for (int64_t f = 0; f < kept; ++f) {
                 std::copy_n(video.data.begin() + (ch * t + f) * plane, plane,
                             z.data.begin() + (f * c + ch) * plane);
             }
@@ -287,27 +302,41 @@ Result<std::unique_ptr<LtxAutoencoder>> make_autoencoder(
                                             std::move(er));
 }
 
-// -i: the image's latent becomes latent frame 0, sampled with the mask 1 - --strength (its
-// tokens at that fraction of each step's timestep, the prediction blended back towards it), as
-// the reference's image-to-video does; the sound and the other frames are sampled as usual.
-Result<VideoConditions> first_frame_condition(LtxAutoencoder& vae, const GenerateOptions& o,
-                                              int width, int height, sampling::Rng& rng) {
+// -i and --end-img: each image's latent is held at its latent frame (-i: frame 0; --end-img:
+// the keyframe appended after the video's, or frame 0 of a one-frame video), sampled with the
+// mask 1 - --strength (its tokens at that fraction of each step's timestep, the prediction
+// blended back towards it), as the reference's image-to-video and FLF2V do; the sound and the
+// other frames are sampled as usual.
+Result<VideoConditions> frame_conditions(LtxAutoencoder& vae, const GenerateOptions& o, int width,
+                                         int height, sampling::Rng& rng) {
     VideoConditions vc;
-    if (!o.init_image) return vc;
-    auto enc = vae.encode(image_to_tensor(fit_input_image(*o.init_image, width, height)), rng);
-    if (!enc.ok()) return enc.status().with_context("LTX-2: encoding the first frame (-i)");
+    if (!o.init_image && !o.end_image) return vc;
     const int64_t w = width / 32, h = height / 32, t = latent_frames(o), plane = w * h;
-    if (enc->dim(0) != w || enc->dim(1) != h || enc->dim(2) != kVideoChannels) {
-        return Status::Error("LTX-2: the VAE encoded -i to a latent of another shape");
-    }
     const int64_t planes = static_cast<int64_t>(request_channels(o, width, height)) * t;
-    vc.used_init_image = true;
     vc.held_channels = static_cast<int>(kVideoChannels);
     vc.frame_keep.assign(static_cast<size_t>(t), 1.0f);
-    vc.frame_keep[0] = 1.0f - std::clamp(o.strength, 0.0f, 1.0f);
     vc.latent.assign(static_cast<size_t>(plane * planes), 0.0f);
-    for (int64_t c = 0; c < kVideoChannels; ++c) {
-        std::copy_n(enc->data.begin() + c * plane, plane, vc.latent.begin() + c * t * plane);
+    const float keep = 1.0f - std::clamp(o.strength, 0.0f, 1.0f);
+    auto hold = [&](const Image& image, int64_t frame, const char* what) -> Status {
+        auto enc = vae.encode(image_to_tensor(fit_input_image(image, width, height)), rng);
+        if (!enc.ok()) return enc.status().with_context(std::string("LTX-2: encoding ") + what);
+        if (enc->dim(0) != w || enc->dim(1) != h || enc->dim(2) != kVideoChannels) {
+            return Status::Error(std::string("LTX-2: the VAE encoded ") + what +
+                                 " to a latent of another shape");
+        }
+        vc.frame_keep[static_cast<size_t>(frame)] = keep;
+        for (int64_t c = 0; c < kVideoChannels; ++c) {
+            std::copy_n(enc->data.begin() + c * plane, plane,
+                        vc.latent.begin() + (c * t + frame) * plane);
+        }
+        return Status::Ok();
+    };
+    if (o.init_image) {
+        GGDIFF_TRY(hold(*o.init_image, 0, "the first frame (-i)"));
+        vc.used_init_image = true;
+    }
+    if (o.end_image) {
+        GGDIFF_TRY(hold(*o.end_image, t - 1, "the last frame (--end-img)"));
     }
     return vc;
 }
@@ -424,7 +453,8 @@ Result<Family> load(const FamilyContext& ctx) {
     f.request_latent_channels = request_channels;
     f.check_request = check_request;
     f.default_sigmas = [](const GenerateOptions& o, int width, int height, int steps) {
-        const int64_t tokens = static_cast<int64_t>(width / 32) * (height / 32) * latent_frames(o);
+        // The video's tokens (the keyframes not counted), as the reference counts them.
+        const int64_t tokens = static_cast<int64_t>(width / 32) * (height / 32) * target_frames(o);
         return models::ltx2_sigmas(steps, tokens);
     };
     f.default_sigmas_name = "ltx2";
@@ -452,11 +482,13 @@ Result<Family> load(const FamilyContext& ctx) {
         layout.frames = latent_frames(o);
         layout.audio_steps = audio_steps(o);
         layout.fps = static_cast<float>(std::max(1, o.fps));
+        layout.keyframes = keyframes(o);
         d->set_layout(layout);
         a->set_layout(layout);
         a->set_tiling(o.vae_tiling);
-        return first_frame_condition(*a, o, width, height, rng);
+        return frame_conditions(*a, o, width, height, rng);
     };
+    f.takes_end_image = true;
     // --hires: the latent upscaler models (families/ltx/hires.h).
     auto upscalers = ltx::ltx_latent_upscalers(ctx, vae_prefix);
     if (!upscalers.ok()) return upscalers.status().with_context("--vae");
