@@ -111,7 +111,7 @@ nlohmann::json vid_gen_defaults_json(const ServerContext& ctx, const std::string
     const ggdiff_options* h = owned.get();
     nlohmann::json d = defaults_json(ctx, model);
     for (const char* key : {"batch_count", "qwen_image_layers", "auto_resize_ref_image",
-                            "increase_ref_index", "hires", "embed_image_metadata"}) {
+                            "increase_ref_index", "embed_image_metadata"}) {
         d.erase(key);
     }
     const nlohmann::json frames = default_json(h, "video-frames");
@@ -181,6 +181,7 @@ nlohmann::json capabilities(ServerContext& ctx, const std::string& model) {
         {"end_image", info.value("end_image", false) && option_supported("end-img")},
         {"control_frames", info.value("control_video", false) && option_supported("control-video")},
         {"high_noise_sample_params", option_supported("high-noise-steps")},
+        {"hires", info.value("video_hires", false) && option_supported("hires")},
         {"lora", ctx.host.lora_supported()},
         {"vae_tiling", true},
         {"cache", option_supported("cache-mode")},
@@ -517,7 +518,7 @@ GenRequest parse_vid_gen(const nlohmann::json& body, ServerContext& ctx) {
     r.video = true;
     // Fields of img_gen that are not part of vid_gen's request schema.
     for (const char* key : {"batch_count", "ref_images", "mask_image", "control_image",
-                            "control_strength", "embed_image_metadata", "hires"}) {
+                            "control_strength", "embed_image_metadata"}) {
         if (f.has(key) && !body[key].is_null()) {
             throw bad_field(key, "not a vid_gen field (see /sdcpp/v1/img_gen)");
         }
@@ -544,6 +545,16 @@ GenRequest parse_vid_gen(const nlohmann::json& body, ServerContext& ctx) {
             "the model takes no last frame (a Wan image-to-video or LTX-2 model does)");
     }
     read_image(f, "end_image", "end-img", r, ctx.config);
+    // The hires fix of a video runs the model's latent upscalers (LTX-2's, named in the
+    // server's --hires-upscalers-dir).
+    if (auto hires = f.object("hires")) {
+        if (hires->boolean("enabled").value_or(false)) {
+            require_capability(r, ctx.host, "video_hires", hires->path("enabled"),
+                               "the model has no hires fix for video (LTX-2's latent upscalers "
+                               "are one)");
+        }
+        read_hires(*hires, r);
+    }
     // Wan VACE's control video, frame by frame (as --control-video's folder).
     const auto control = f.array("control_frames", 4096);
     for (size_t i = 0; i < control.size(); ++i) {

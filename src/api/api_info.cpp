@@ -63,6 +63,8 @@ int ggdiff_loaded_model_info(const ggdiff_model* model, char** out) {
     j["ref_images"] = family.ref_image_multiple > 0;
     j["control_video"] = family.takes_control_video;  // Wan VACE: --control-video
     j["end_image"] = family.takes_end_image;          // Wan I2V / FLF2V / TI2V, LTX-2: --end-img
+    // --hires on a video: the family's latent upscaler models (LTX-2).
+    j["video_hires"] = static_cast<bool>(family.latent_upscaler);
     // Skip-layer guidance (--slg-scale) and the blocks --skip-layers may name.
     j["skip_layers"] = family.skips_layers;
     j["skip_layer_count"] = family.skip_layer_count;

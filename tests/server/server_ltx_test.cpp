@@ -181,6 +181,44 @@ TEST(ServerLtx, VideoJobsCarryTheSoundTrack) {
     EXPECT_NE(other["result"]["audio"]["b64_json"], wa["b64_json"]);
 }
 
+// vid_gen's `hires` runs LTX-2's latent upscaler named in the server's --hires-upscalers-dir:
+// twice the size, the same frames and sound; one the folder lacks is refused naming it.
+TEST(ServerLtx, HiresRunsTheLatentUpscaler) {
+    if (!prerequisites_ok() || !built_fixtures_present({"ltx_upscaler_x2"})) return;
+    const std::string ups = e2e::fresh_dir("server_ltx_upscalers");
+    std::filesystem::copy_file(e2e::built_fixture("ltx_upscaler_x2"),
+                               ups + "/ltx_up_x2.safetensors");
+    std::vector<std::string> args = model_args();
+    args.insert(args.end(), {"--hires-upscalers-dir", ups});
+    ServerProcess server(args, true, "", false);
+    auto c = server.client();
+    const json caps = body_json(c.Get("/sdcpp/v1/capabilities"));
+    EXPECT_EQ(caps["features_by_mode"]["vid_gen"]["hires"], true) << caps.dump().substr(0, 800);
+    EXPECT_TRUE(caps["defaults_by_mode"]["vid_gen"].contains("hires"));
+
+    json job = ltx_job("webp");
+    job["hires"] = {
+        {"enabled", true}, {"upscaler", "ltx_up_x2"}, {"steps", 2}, {"denoising_strength", 0.5}};
+    const json done = run_video(c, job, server);
+    ASSERT_EQ(done["status"], "completed") << done.dump().substr(0, 1500) << server.log();
+    EXPECT_EQ(done["result"]["frame_count"], 9);
+    auto v = decode_result(done["result"]);
+    ASSERT_TRUE(v.ok()) << v.status().message();
+    EXPECT_EQ(v->width, 128);
+    EXPECT_EQ(v->height, 128);
+    EXPECT_EQ(done["result"]["audio"]["sample_count"], expected_samples(9, 16));
+    EXPECT_NE(v->parameters.find("Hires upscaler: ltx_up_x2"), std::string::npos) << v->parameters;
+
+    job["hires"]["upscaler"] = "ltx_up_x3";
+    const json missing = run_video(c, job, server);
+    ASSERT_EQ(missing["status"], "failed") << missing.dump().substr(0, 800);
+    EXPECT_NE(missing["error"]["message"].get<std::string>().find("ltx_up_x3"), std::string::npos)
+        << missing["error"].dump();
+    auto health = c.Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+}
+
 TEST(ServerLtx, WithoutAnAudioVaeThereIsNoSound) {
     if (!prerequisites_ok()) return;
     ServerProcess server(model_args(/*sound=*/false), true, "", false);

@@ -43,6 +43,7 @@ TEST(ServerVideo, VidGenJobsGiveOneContainer) {
     EXPECT_EQ(caps["defaults_by_mode"]["vid_gen"]["fps"], 16);
     EXPECT_FALSE(caps["defaults_by_mode"]["vid_gen"].contains("batch_count"));
     EXPECT_EQ(caps["features_by_mode"]["vid_gen"]["end_image"], false);
+    EXPECT_EQ(caps["features_by_mode"]["vid_gen"]["hires"], false);  // LTX-2's latent upscalers
     EXPECT_EQ(caps["features_by_mode"]["vid_gen"]["high_noise_sample_params"], true);
     EXPECT_EQ(caps["defaults_by_mode"]["vid_gen"]["video_frames"], 1);
     EXPECT_EQ(caps["features_by_mode"]["vid_gen"]["cancel_generating"], true);
@@ -93,7 +94,8 @@ TEST(ServerVideo, VidGenJobsGiveOneContainer) {
         {{{"prompt", "x"}, {"vace_strength", 0.5}}, "vace_strength"},
         {{{"prompt", "x"}, {"control_frames", json::array({"AAAA"})}}, "control_frames"},
         {{{"prompt", "x"}, {"fps", 500}}, "fps"},
-        {{{"prompt", "x"}, {"batch_count", 2}}, "batch_count"}};
+        {{{"prompt", "x"}, {"batch_count", 2}}, "batch_count"},
+        {{{"prompt", "x"}, {"hires", {{"enabled", true}}}}, "no hires fix for video"}};
     for (const auto& [body, word] : bad) {
         SCOPED_TRACE(body.dump());
         auto r = post_json(c, "/sdcpp/v1/vid_gen", body);
