@@ -346,7 +346,7 @@ void add_generation_options(std::vector<OptionSpec>& out) {
     opt(out, g, "vae-tile-overlap", OptType::Float, kGenerate)
         .range(0, 0.99)
         .def("0.5")
-        .help("Tile overlap as a fraction of the tile")
+        .help("Tile overlap as a fraction of the tile (above 0.5 it is taken as 0.5, as in sd-cli)")
         .bind(to_float(GGDIFF_FIELD(gen.vae_tiling.overlap)));
     opt(out, g, "temporal-tiling", OptType::Bool, kGenerate)
         .help(

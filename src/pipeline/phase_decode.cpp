@@ -83,7 +83,10 @@ models::TileOptions tile_options(const TilingOptions& tiling) {
     models::TileOptions to;
     to.tile_w = tiling.tile_w;
     to.tile_h = tiling.tile_h;
-    to.overlap = tiling.overlap;
+    // As the reference's VAE: overlaps past half a tile are taken as half, and tiles are at
+    // least 4 latent pixels.
+    to.overlap = std::clamp(tiling.overlap, 0.0f, 0.5f);
+    to.min_tile = 4;
     return to;
 }
 

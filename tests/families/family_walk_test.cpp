@@ -43,6 +43,7 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"sd1_extras/sd1+esrgan_x2", "sd1"},
     {"sd1_extras/sd1+esrgan_x4_old", "sd1"},
     {"sd1_lora", "sd1"},
+    {"vae_tiling", "sd1"},  // tests/golden: tiled decodes of sd1_mc32 recorded with the reference
     {"sd1_inpaint", "sd1"},
     {"sd1_control", "sd1"},
     {"sdxl_tiny", "sdxl"},
@@ -96,6 +97,7 @@ const std::map<std::string, std::string> kGoldenFamilies = {
     {"ltx_tiny_cfg", "ltx2"},   // ltx_tiny's CFG case with a negative prompt
     {"ltx_i2v", "ltx2"},        // ltx_tiny with an x32 VAE encoder, for -i
     {"ltx_flf2v", "ltx2"},      // the same for --end-img
+    {"ltx_lora", "ltx2"},       // ltx_tiny with a ComfyUI-named LoRA
     {"ltx_hires/t2v", "ltx2"},  // ltx_tiny and its latent upscalers (--hires)
     {"ltx_hires/i2v", "ltx2"},  // the same with the x32 VAE encoder
 };

@@ -172,7 +172,7 @@ TEST(UpscaleTiling, Errors) {
     auto boom = [](const HostTensor&, HostTensor&) { return Status::Error("boom"); };
     auto st = run_upscale_tiles(in, out, 2, 4, boom);
     ASSERT_FALSE(st.ok());
-    EXPECT_EQ(st.message(), "boom");
+    EXPECT_NE(st.message().find("boom"), std::string::npos) << st.message();
 }
 
 HostTensor random_image(int w, int h, uint64_t seed) {

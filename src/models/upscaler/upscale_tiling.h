@@ -1,14 +1,9 @@
 // Tiled upscaling on the host, laid out and blended as stable-diffusion.cpp tiles its ESRGAN
-// runs, so that large images give the same result as the reference engine:
-//
-// - Along each axis the tiles are `tile` input pixels wide (the whole side when it is
-//   smaller); their count and overlap come from a target overlap of 25 %: the fewest tiles
-//   whose overlap stays near the target (plan_tile_axis). The last tile is moved back so
-//   that it ends on the border; the columns it shares beyond the planned overlap are skipped.
-// - Each tile's output is added with the weight s(fx) * s(fy), where s is smootherstep
-//   (6t^5 - 15t^4 + 10t^3) and f ramps from 0 to 1 across the planned overlap at an edge
-//   shared with a neighbour (1 elsewhere): s(t) + s(1 - t) = 1, so two overlapping tiles'
-//   weights add up to 1 and a per-pixel callback gives exactly the untiled result.
+// runs (the same process_tiles_2d as its VAE: models/vae/tiling.h), so that large images give
+// the same result as the reference engine. Along each axis the tiles are `tile` input pixels
+// wide (the whole side when it is smaller); their count and overlap come from a target overlap
+// of 25 % (plan_tile_axis); the last tile is moved back to end on the border; overlaps blend
+// with smootherstep weights that add up to 1.
 #pragma once
 
 #include <vector>

@@ -10,45 +10,66 @@ namespace ggdiff::models {
 
 namespace {
 
-// Feathering weight of output position p (0-based) in a tile of length len whose first
-// `lead` and last `trail` positions overlap a neighbour.
-double feather(int64_t p, int64_t len, int64_t lead, int64_t trail) {
-    double w = 1.0;
-    if (lead > 0) w = std::min(w, (static_cast<double>(p) + 0.5) / static_cast<double>(lead));
-    if (trail > 0) {
-        w *= std::min(1.0, (static_cast<double>(len - p) - 0.5) / static_cast<double>(trail));
+// The overlap fraction the reference engine settles on along one axis of `small` units cut in
+// tiles of `tile` units asked to overlap by `overlap` (its sd_tiling_calc_tiles, not wrapping):
+// the tile count that fits best, then the overlap that count needs.
+float settled_overlap(int small, int tile, float overlap) {
+    const int tile_overlap = static_cast<int>(static_cast<float>(tile) * overlap);
+    const int stride = tile - tile_overlap;
+    int num = stride > 0 ? (small - tile_overlap) / stride : 1;
+    const int overshoot = stride > 0 ? ((num + 1) * stride + tile_overlap) % small : 0;
+    if (overshoot != stride && overshoot <= num * (tile / 2 - tile_overlap)) ++num;
+    if (num <= 2) {
+        if (small <= tile) return 0.0f;
+        return static_cast<float>(2 * tile - small) / static_cast<float>(tile);
     }
-    return w;
+    return static_cast<float>(tile * num - small) / static_cast<float>(tile * (num - 1));
 }
 
-// Per-position weights of every tile along one axis, in output pixels.
-std::vector<std::vector<double>> axis_weights(const std::vector<int>& starts, int tile,
-                                              int64_t unit_out) {
-    const size_t n = starts.size();
-    const int64_t len = tile * unit_out;
-    std::vector<std::vector<double>> w(n, std::vector<double>(static_cast<size_t>(len)));
-    for (size_t k = 0; k < n; ++k) {
-        const int64_t lead = k > 0 ? (starts[k - 1] + tile - starts[k]) * unit_out : 0;
-        const int64_t trail = k + 1 < n ? (starts[k] + tile - starts[k + 1]) * unit_out : 0;
-        for (int64_t p = 0; p < len; ++p)
-            w[k][p] = feather(p, len, std::max<int64_t>(lead, 0), std::max<int64_t>(trail, 0));
+float smootherstep(float x) {
+    return x * x * x * (x * (6.0f * x - 15.0f) + 10.0f);
+}
+
+// Per output position of each tile along one axis: its blend weight, or -1 where the tile
+// does not write (the part of the last tile that the one before it already covers).
+std::vector<std::vector<float>> axis_weights(const AxisTiles& a, int64_t unit_out, int small) {
+    const int64_t len = a.tile * unit_out, ramp = a.overlap * unit_out, img = small * unit_out;
+    std::vector<std::vector<float>> w(a.tiles.size(), std::vector<float>(static_cast<size_t>(len)));
+    for (size_t k = 0; k < a.tiles.size(); ++k) {
+        const int64_t origin = a.tiles[k].start * unit_out, skip = a.tiles[k].skip * unit_out;
+        for (int64_t p = 0; p < len; ++p) {
+            if (p < skip) {
+                w[k][static_cast<size_t>(p)] = -1.0f;
+                continue;
+            }
+            const float lead = ramp > 0 && origin > 0
+                                   ? static_cast<float>(p - skip) / static_cast<float>(ramp)
+                                   : 1.0f;
+            const float trail = ramp > 0 && origin < img - len
+                                    ? static_cast<float>(len - p) / static_cast<float>(ramp)
+                                    : 1.0f;
+            w[k][static_cast<size_t>(p)] = smootherstep(std::min(std::min(lead, trail), 1.0f));
+        }
     }
     return w;
 }
 
 }  // namespace
 
-std::vector<int> tile_starts(int size, int tile, float overlap) {
-    if (size <= tile || tile <= 0) return {0};
-    const int stride = std::max(1, static_cast<int>(std::floor(tile * (1.0f - overlap))));
-    const int span = size - tile;
-    const int n = (span + stride - 1) / stride + 1;
-    std::vector<int> starts(static_cast<size_t>(n));
-    // Spread evenly: neighbours then overlap by at least the requested fraction.
-    for (int k = 0; k < n; ++k) {
-        starts[k] = static_cast<int>((static_cast<int64_t>(k) * span + (n - 1) / 2) / (n - 1));
+AxisTiles plan_tiles(int size, int tile, float overlap) {
+    AxisTiles a;
+    if (size <= 0 || tile <= 0) return a;
+    a.overlap = static_cast<int>(static_cast<float>(tile) * settled_overlap(size, tile, overlap));
+    const int stride = std::max(1, tile - a.overlap);
+    a.tile = std::min(tile, size);
+    for (int x = 0; x < size; x += stride) {
+        if (x + a.tile >= size) {
+            a.tiles.push_back({size - a.tile, x - (size - a.tile)});
+            break;
+        }
+        a.tiles.push_back({x, 0});
     }
-    return starts;
+    return a;
 }
 
 Status run_tiled(const HostTensor& in, HostTensor& out, float scale, const TileOptions& opt,
@@ -82,16 +103,19 @@ Status run_tiled(const HostTensor& in, HostTensor& out, float scale, const TileO
                              " is not a multiple of " + std::to_string(unit_in));
     }
     const int gw = static_cast<int>(W / unit_in), gh = static_cast<int>(H / unit_in);
-    const int tw = std::min(gw, std::max(1, static_cast<int>(opt.tile_w / unit_in)));
-    const int th = std::min(gh, std::max(1, static_cast<int>(opt.tile_h / unit_in)));
-    const std::vector<int> xs = tile_starts(gw, tw, opt.overlap);
-    const std::vector<int> ys = tile_starts(gh, th, opt.overlap);
+    auto asked = [&](int size, int tile) {
+        return std::max(std::min(std::max(1, static_cast<int>(tile / unit_in)), size),
+                        std::max(1, opt.min_tile));
+    };
+    const AxisTiles ax = plan_tiles(gw, asked(gw, opt.tile_w), opt.overlap);
+    const AxisTiles ay = plan_tiles(gh, asked(gh, opt.tile_h), opt.overlap);
+    const int tw = ax.tile, th = ay.tile;
 
     const int64_t tin_w = tw * unit_in, tin_h = th * unit_in;
     const int64_t tout_w = tw * unit_out, tout_h = th * unit_out;
     const int64_t OW = gw * unit_out, OH = gh * unit_out;
 
-    if (xs.size() == 1 && ys.size() == 1) {  // one tile: the untiled pass itself
+    if (ax.tiles.size() == 1 && ay.tiles.size() == 1) {  // one tile: the untiled pass itself
         HostTensor tile_out;
         GGDIFF_TRY(fn(in, tile_out).with_context("tile 1/1"));
         if (tile_out.dim(0) != OW || tile_out.dim(1) != OH || tile_out.dim(3) != N) {
@@ -103,18 +127,17 @@ Status run_tiled(const HostTensor& in, HostTensor& out, float scale, const TileO
         return Status::Ok();
     }
 
-    const auto wx = axis_weights(xs, tw, unit_out);
-    const auto wy = axis_weights(ys, th, unit_out);
+    const auto wx = axis_weights(ax, unit_out, gw);
+    const auto wy = axis_weights(ay, unit_out, gh);
 
-    std::vector<double> acc, wsum(static_cast<size_t>(OW * OH), 0.0);
     int64_t C_out = -1;
     HostTensor tile_in({tin_w, tin_h, C, N});
     HostTensor tile_out;
-    const size_t n_tiles = xs.size() * ys.size();
+    const size_t n_tiles = ax.tiles.size() * ay.tiles.size();
     size_t done = 0;
-    for (size_t ty = 0; ty < ys.size(); ++ty) {
-        for (size_t tx = 0; tx < xs.size(); ++tx) {
-            const int64_t x0 = xs[tx] * unit_in, y0 = ys[ty] * unit_in;
+    for (size_t ty = 0; ty < ay.tiles.size(); ++ty) {
+        for (size_t tx = 0; tx < ax.tiles.size(); ++tx) {
+            const int64_t x0 = ax.tiles[tx].start * unit_in, y0 = ay.tiles[ty].start * unit_in;
             // Gather the input tile.
             for (int64_t nc = 0; nc < C * N; ++nc) {
                 const float* src = in.ptr() + nc * W * H;
@@ -139,33 +162,27 @@ Status run_tiled(const HostTensor& in, HostTensor& out, float scale, const TileO
             }
             if (C_out < 0) {
                 C_out = tile_out.dim(2);
-                acc.assign(static_cast<size_t>(OW * OH * C_out * N), 0.0);
+                out = HostTensor({OW, OH, C_out, N});  // zeros
             }
-            // Accumulate weighted values and weights.
-            const int64_t ox0 = xs[tx] * unit_out, oy0 = ys[ty] * unit_out;
-            const std::vector<double>& wxs = wx[tx];
-            const std::vector<double>& wys = wy[ty];
-            for (int64_t y = 0; y < tout_h; ++y) {
-                double* ws = wsum.data() + (oy0 + y) * OW + ox0;
-                for (int64_t x = 0; x < tout_w; ++x) ws[x] += wys[y] * wxs[x];
-            }
+            // Added with the weights of both axes (they sum to 1 across the overlaps).
+            const int64_t ox0 = ax.tiles[tx].start * unit_out, oy0 = ay.tiles[ty].start * unit_out;
+            const std::vector<float>& wxs = wx[tx];
+            const std::vector<float>& wys = wy[ty];
             for (int64_t nc = 0; nc < C_out * N; ++nc) {
                 const float* src = tile_out.ptr() + nc * tout_w * tout_h;
-                double* dst = acc.data() + nc * OW * OH;
+                float* dst = out.ptr() + nc * OW * OH;
                 for (int64_t y = 0; y < tout_h; ++y) {
-                    double* row = dst + (oy0 + y) * OW + ox0;
+                    const float fy = wys[static_cast<size_t>(y)];
+                    if (fy < 0.0f) continue;
+                    float* row = dst + (oy0 + y) * OW + ox0;
                     const float* srow = src + y * tout_w;
-                    for (int64_t x = 0; x < tout_w; ++x) row[x] += wys[y] * wxs[x] * srow[x];
+                    for (int64_t x = 0; x < tout_w; ++x) {
+                        const float fx = wxs[static_cast<size_t>(x)];
+                        if (fx >= 0.0f) row[x] += srow[x] * fy * fx;
+                    }
                 }
             }
         }
-    }
-
-    out = HostTensor({OW, OH, C_out, N});
-    for (int64_t nc = 0; nc < C_out * N; ++nc) {
-        const double* src = acc.data() + nc * OW * OH;
-        float* dst = out.ptr() + nc * OW * OH;
-        for (int64_t i = 0; i < OW * OH; ++i) dst[i] = static_cast<float>(src[i] / wsum[i]);
     }
     return Status::Ok();
 }

@@ -1,14 +1,14 @@
 // Tiled VAE passes on the host: split a [W, H, C, N] tensor into overlapping tiles, run a
-// callback (a VAE decode or encode graph) on each, and blend the outputs with linear
-// feathering across every overlap, so that peak compute memory depends on the tile
-// size only.
+// callback (a VAE decode or encode graph) on each, and blend the outputs, so that peak compute
+// memory depends on the tile size only.
 //
-// Blending: each tile's output pixel gets the weight wx * wy, where along each axis the
-// weight ramps linearly from ~0 at an edge shared with a neighbouring tile to 1 at the
-// far end of that overlap (edges on the image border are not feathered); the result is
-// sum(w * tile) / sum(w), accumulated in double so that a callback that gives every tile
-// the same values as an untiled run gives exactly the untiled result.
-// (stable-diffusion.cpp blends its tiles in the same spirit, with a different ramp.)
+// Tiles and blending as stable-diffusion.cpp (process_tiles_2d) makes them, so that a tiled
+// decode gives the reference's pixels: along each axis the overlap is settled for the tile
+// count that fits best (plan_tiles), tiles step by the tile less that overlap, and the last one
+// is moved back to end at the border (the part the tile before it covers is not written). A
+// tile's output pixel is added with the weight wx * wy, each ramping as the smootherstep of the
+// distance into an overlap shared with a neighbour (0 to 1 over the overlap; 1 at the image's
+// border), which sum to 1 where tiles meet.
 #pragma once
 
 #include <functional>
@@ -22,7 +22,10 @@ namespace ggdiff::models {
 struct TileOptions {
     int tile_w = 32;       // tile size in input pixels (latent pixels for decode);
     int tile_h = 32;       // clamped to the input size
-    float overlap = 0.5f;  // minimum overlap between neighbours, fraction of the tile [0, 0.9]
+    float overlap = 0.5f;  // overlap asked for between neighbours, fraction of the tile [0, 0.9]
+    // Tiles are at least this many grid units (latent pixels) even where the input is smaller
+    // than that (the reference's 4 for a VAE; the tile is then the whole axis).
+    int min_tile = 1;
 };
 
 using TileFn = std::function<Status(const HostTensor& tile_in, HostTensor& tile_out)>;
@@ -42,9 +45,17 @@ Status run_tiled(const HostTensor& in, HostTensor& out, float scale, const TileO
 Status run_tiled_video(const HostTensor& in, HostTensor& out, float scale, const TileOptions& opt,
                        const TileFn& fn);
 
-// Start offsets (in units of `unit` input pixels) of the tiles along one axis of `size`
-// units with tiles of `tile` units and at least `overlap` fractional overlap; exposed for
-// tests. The first tile starts at 0, the last ends at `size`.
-std::vector<int> tile_starts(int size, int tile, float overlap);
+// The tiles along one axis of `size` grid units for tiles of `tile` units asked to overlap by
+// `overlap` (exposed for tests): each tile's start and the units at its start it leaves to the
+// tile before it (only the last, moved back to end at `size`, has any).
+struct AxisTile {
+    int start = 0, skip = 0;
+};
+struct AxisTiles {
+    int tile = 0;     // units per tile (at most `size`)
+    int overlap = 0;  // units over which neighbours blend
+    std::vector<AxisTile> tiles;
+};
+AxisTiles plan_tiles(int size, int tile, float overlap);
 
 }  // namespace ggdiff::models
