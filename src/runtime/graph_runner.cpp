@@ -61,7 +61,9 @@ ggml_tensor* GraphBuilder::declare(ggml_type type, const std::vector<int64_t>& n
 }
 
 ggml_tensor* GraphBuilder::input(const HostTensor& value) {
-    return declare(GGML_TYPE_F32, value.ne, value.data.data(), value.data.size() * sizeof(float));
+    // Copied: a pointer to the caller's tensor would dangle if it went away before the run (a
+    // named local in a builder helper did).
+    return input(HostTensor(value));
 }
 
 ggml_tensor* GraphBuilder::input(HostTensor&& value) {

@@ -26,8 +26,9 @@ class GraphBuilder {
   public:
     BuildCtx& nn() { return nn_; }
     ggml_context* ctx() { return nn_.ctx; }
-    // A float input of the host tensor's shape; the data is copied in before compute, so a
-    // named host tensor must outlive the run; a temporary is kept by the builder until then.
+    // A float input of the host tensor's shape. The builder keeps the values (a copy, or the
+    // moved tensor's own buffer) until they are uploaded before compute, so the caller's tensor
+    // may go away or change once this returns.
     ggml_tensor* input(const HostTensor& value);
     ggml_tensor* input(HostTensor&& value);
     // An int32 input (token ids, positions); the builder keeps a copy.

@@ -14,6 +14,7 @@
 #include <iterator>
 
 #include "../golden/e2e_support.h"
+#include "../support/ltx_parts.h"
 #include "image/image_io.h"
 #include "image/video_io.h"
 #include "image/wav.h"
@@ -25,39 +26,19 @@ namespace e2e = ggdiff::e2e;
 using e2e::contains;
 using e2e::RunResult;
 
-std::string part(const std::string& name) {
-    return e2e::built_fixture("ltx_recipe_" + name);
-}
+using ggdiff::ltx_parts::expected_samples;
+using ggdiff::ltx_parts::part;
 
 std::vector<std::string> parts() {
-    return {"-M",
-            "vid_gen",
-            "-t",
-            "2",
-            "--diffusion-model",
-            part("dit"),
-            "--embeddings-connectors",
-            part("connectors"),
-            "--llm",
-            part("llm"),
-            "--llm-tokenizer",
-            e2e::repo_suite_dir("pid_tiny") + "/gemma2_tokenizer.json",
-            "--vae",
-            part("vae"),
-            "--audio-vae",
-            part("audio_vae")};
+    std::vector<std::string> a = {"-M", "vid_gen", "-t", "2"};
+    const std::vector<std::string> files = ggdiff::ltx_parts::part_args();
+    a.insert(a.end(), files.begin(), files.end());
+    return a;
 }
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-// 16 kHz, hop 160, 4x: audio latent steps ceil(frames / fps * 25), 160 (4 steps - 3) samples.
-int64_t expected_samples(int frames, int fps) {
-    const int64_t steps = static_cast<int64_t>(
-        std::ceil(static_cast<float>(frames) / static_cast<float>(fps) * 25.0f));
-    return 160 * (4 * steps - 3);
 }
 
 class LtxHiresCli : public ::testing::Test {

@@ -14,6 +14,7 @@
 
 #include "../golden/e2e_support.h"
 #include "../io/io_test_util.h"
+#include "../support/ltx_parts.h"
 #include "lora_forms.h"
 
 namespace ggdiff::e2e {
@@ -21,25 +22,11 @@ namespace {
 
 using namespace lora_forms;
 
-std::string part(const std::string& name) {
-    return built_fixture("ltx_recipe_" + name);
-}
-
 std::vector<std::string> model() {
-    return {"-M",
-            "vid_gen",
-            "--diffusion-model",
-            part("dit"),
-            "--embeddings-connectors",
-            part("connectors"),
-            "--llm",
-            part("llm"),
-            "--llm-tokenizer",
-            repo_suite_dir("pid_tiny") + "/gemma2_tokenizer.json",
-            "--vae",
-            part("vae"),
-            "--audio-vae",
-            part("audio_vae")};
+    std::vector<std::string> a = {"-M", "vid_gen"};
+    const std::vector<std::string> files = ltx_parts::part_args();
+    a.insert(a.end(), files.begin(), files.end());
+    return a;
 }
 
 std::vector<std::string> request() {

@@ -8,6 +8,7 @@
 // the server goes on serving.
 #include <cmath>
 
+#include "../support/ltx_parts.h"
 #include "image/image_io.h"
 #include "image/video_io.h"
 #include "image/wav.h"
@@ -16,37 +17,16 @@
 namespace ggdiff::server_test {
 namespace {
 
-std::string part(const std::string& name) {
-    return e2e::built_fixture("ltx_recipe_" + name);
-}
+using ltx_parts::expected_samples;
 
 // Every part (without the audio VAE when `sound` is false).
 std::vector<std::string> model_args(bool sound = true) {
-    std::vector<std::string> a = {"--diffusion-model",
-                                  part("dit"),
-                                  "--embeddings-connectors",
-                                  part("connectors"),
-                                  "--llm",
-                                  part("llm"),
-                                  "--llm-tokenizer",
-                                  e2e::repo_suite_dir("pid_tiny") + "/gemma2_tokenizer.json",
-                                  "--vae",
-                                  part("vae")};
-    if (sound) a.insert(a.end(), {"--audio-vae", part("audio_vae")});
-    return a;
+    return ltx_parts::part_args(sound ? "" : "--audio-vae");
 }
 
 bool prerequisites_ok() {
     return built_fixtures_present({"ltx_recipe_dit", "ltx_recipe_connectors", "ltx_recipe_llm",
                                    "ltx_recipe_vae", "ltx_recipe_audio_vae"});
-}
-
-// 16 kHz, hop 160, 4x: audio latent steps ceil(frames / fps * 25), 160 (4 steps - 3) samples
-// (as tests/cli/ltx_e2e_test.cpp).
-int64_t expected_samples(int frames, int fps) {
-    const int64_t steps = static_cast<int64_t>(
-        std::ceil(static_cast<float>(frames) / static_cast<float>(fps) * 25.0f));
-    return 160 * (4 * steps - 3);
 }
 
 // A 64x64 request of 9 frames at 16 fps, 2 steps.

@@ -26,7 +26,7 @@ std::vector<ggml_tensor*> LtxDenoiser::build(GraphBuilder& gb, const models::Ltx
             std::fill_n(ts.data.begin() + k * w * h, w * h,
                         (*frame_mask)[static_cast<size_t>(k)] * sigma);
         }
-        // Moved in: the builder keeps it until the run (a named local would dangle).
+        // Moved in: the builder keeps its buffer until the run (no copy).
         in.video_sigma = gb.input(std::move(ts));
     }
     in.context = gb.input(context);

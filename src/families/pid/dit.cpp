@@ -439,7 +439,6 @@ PidGraphInputs graph_inputs(const models::PidConfig& cfg, int64_t w, int64_t h, 
     return g;
 }
 
-// The inputs must outlive the run: GraphBuilder copies them in at compute time.
 ggml_tensor* build(GraphBuilder& gb, const models::PidConfig& cfg, const HostTensor& x,
                    const HostTensor& t, const HostTensor& context, const HostTensor& lq,
                    const PidGraphInputs& g) {

@@ -122,8 +122,8 @@ ggml_tensor* build_wan_decode_chunk(nn::Ctx& c, const WanVaeConfig& cfg, ggml_te
 ggml_tensor* build_wan_encode_chunk(nn::Ctx& c, const WanVaeConfig& cfg, ggml_tensor* x, int chunk,
                                     WanCausalCache& cache);
 
-// Builds one chunk graph: `input` declares a graph input holding a host tensor (which must
-// outlive the run); returns the outputs.
+// Builds one chunk graph: `input` declares a graph input holding a copy of a host tensor;
+// returns the outputs.
 using WanGraphBuild = std::function<std::vector<ggml_tensor*>(
     nn::Ctx& c, const std::function<ggml_tensor*(const HostTensor&)>& input)>;
 // Computes the graph `build` makes and returns its outputs.
