@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <string>
 
+#include <unistd.h>
+
 #include "../io/io_test_util.h"
 #include "../vae/vae_test_support.h"
 #include "families/ltx/video_vae.h"
@@ -123,9 +125,10 @@ const TinyLtx& tiny(bool timestep, int64_t latent = 8) {
     for (const auto& [name, w] : m.weights) {
         fake.push_back({name, "F32", w.shape, testing::to_bytes(w.data)});
     }
+    // A folder per process: ctest runs these tests side by side, and test_dir empties it.
     const std::string path =
         testing::test_dir(std::string("ltx_vae_") + (timestep ? "ts" : "plain") +
-                          std::to_string(latent)) +
+                          std::to_string(latent) + "_" + std::to_string(getpid())) +
         "/vae.safetensors";
     testing::write_safetensors(path, fake);
     m.file = path;
