@@ -18,11 +18,11 @@
 namespace ggdiff {
 namespace {
 
+using models::AxisTiles;
 using models::detect_esrgan;
 using models::EsrganUpscaler;
-using models::plan_tile_axis;
+using models::plan_tiles;
 using models::run_upscale_tiles;
-using models::tile_axis_starts;
 
 std::string fixture(const std::string& stem) {
     return std::string(GGDIFF_BINARY_DIR) + "/fixtures/" + stem + ".safetensors";
@@ -109,26 +109,32 @@ TEST(EsrganDetect, RefusesWhatIsNoEsrgan) {
     EXPECT_FALSE(other.ok());
 }
 
-// The reference engine's tile counts and overlaps (its sd_tiling_calc_tiles at 25 %).
+// The reference engine's tile counts and overlaps (its sd_tiling_calc_tiles at 25 %, the
+// upscaler's target).
 TEST(UpscaleTiling, TileLayoutAsTheReference) {
-    auto p = plan_tile_axis(100, 128);
-    EXPECT_EQ(p.count, 1);
+    auto starts = [](const AxisTiles& a) {
+        std::vector<int> out;
+        for (const auto& t : a.tiles) out.push_back(t.start);
+        return out;
+    };
+    auto p = plan_tiles(100, 128, 0.25f);
+    EXPECT_EQ(p.tiles.size(), 1u);
     EXPECT_EQ(p.overlap, 0);
-    EXPECT_EQ(p.size, 100);
-    p = plan_tile_axis(128, 128);
-    EXPECT_EQ(p.count, 1);
-    p = plan_tile_axis(200, 128);  // 2 tiles: overlap (256 - 200) / 128 of a tile
-    EXPECT_EQ(p.count, 2);
+    EXPECT_EQ(p.tile, 100);
+    p = plan_tiles(128, 128, 0.25f);
+    EXPECT_EQ(p.tiles.size(), 1u);
+    p = plan_tiles(200, 128, 0.25f);  // 2 tiles: overlap (256 - 200) / 128 of a tile
+    EXPECT_EQ(p.tiles.size(), 2u);
     EXPECT_EQ(p.overlap, 56);
-    EXPECT_EQ(tile_axis_starts(200, p), (std::vector<int>{0, 72}));
-    p = plan_tile_axis(300, 128);  // 3 tiles: (384 - 300) / 256 of a tile
-    EXPECT_EQ(p.count, 3);
+    EXPECT_EQ(starts(p), (std::vector<int>{0, 72}));
+    p = plan_tiles(300, 128, 0.25f);  // 3 tiles: (384 - 300) / 256 of a tile
+    EXPECT_EQ(p.tiles.size(), 3u);
     EXPECT_EQ(p.overlap, 42);
-    EXPECT_EQ(tile_axis_starts(300, p), (std::vector<int>{0, 86, 172}));
-    p = plan_tile_axis(512, 128);
-    EXPECT_EQ(p.count, 5);
+    EXPECT_EQ(starts(p), (std::vector<int>{0, 86, 172}));
+    p = plan_tiles(512, 128, 0.25f);
+    EXPECT_EQ(p.tiles.size(), 5u);
     EXPECT_EQ(p.overlap, 32);
-    EXPECT_EQ(tile_axis_starts(512, p), (std::vector<int>{0, 96, 192, 288, 384}));
+    EXPECT_EQ(starts(p), (std::vector<int>{0, 96, 192, 288, 384}));
 }
 
 // A per-pixel "upscaler": every tile computes exactly the untiled values, so the blend must

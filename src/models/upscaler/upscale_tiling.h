@@ -2,30 +2,14 @@
 // runs (the same process_tiles_2d as its VAE: models/vae/tiling.h), so that large images give
 // the same result as the reference engine. Along each axis the tiles are `tile` input pixels
 // wide (the whole side when it is smaller); their count and overlap come from a target overlap
-// of 25 % (plan_tile_axis); the last tile is moved back to end on the border; overlaps blend
+// of 25 % (plan_tiles); the last tile is moved back to end on the border; overlaps blend
 // with smootherstep weights that add up to 1.
 #pragma once
-
-#include <vector>
 
 #include "core/status.h"
 #include "models/vae/tiling.h"
 
 namespace ggdiff::models {
-
-struct TileAxisPlan {
-    int count = 1;    // tiles along the axis
-    int overlap = 0;  // planned overlap of neighbours, input pixels
-    int size = 0;     // tile size along the axis, input pixels (<= the axis size)
-};
-
-// The tiles along an axis of `size` input pixels for tiles of `tile` pixels and a target
-// overlap fraction (0.25 for the upscaler).
-TileAxisPlan plan_tile_axis(int size, int tile, float target_overlap = 0.25f);
-
-// Start offsets of the tiles along an axis (the last one ends on the border), as the tiling
-// loop visits them; exposed for tests.
-std::vector<int> tile_axis_starts(int size, const TileAxisPlan& plan);
 
 // in: [W, H, C, 1]; fn gets [tw, th, C, 1] tiles and must return [tw*scale, th*scale, C', 1].
 // out becomes [W*scale, H*scale, C', 1]. A single tile (both sides <= tile) calls fn once
