@@ -125,8 +125,8 @@ void add_generation_options(std::vector<OptionSpec>& out) {
         .bind(to_text(GGDIFF_FIELD(init_image_path)));
     opt(out, g, "end-img", OptType::Path, kGenerate)
         .help(
-            "Last frame of a video for Wan image-to-video models (first-last-frame; resized to "
-            "the output size; read when set)")
+            "Last frame of a video for Wan image-to-video and LTX-2 models (first-last-frame; "
+            "resized to the output size; read when set)")
         .bind(image_file("--end-img", GGDIFF_FIELD(gen.end_image)));
     opt(out, g, "ref-image", OptType::Path, kGenerate | kRepeatable)
         .short_name("r")
@@ -334,7 +334,7 @@ void add_generation_options(std::vector<OptionSpec>& out) {
     opt(out, g, "vae-tile-size", OptType::Pair, kGenerate)
         .range(4, 4096)
         .def("32x32")
-        .help("Tile size in latent pixels, N or XxY")
+        .help("Tile size in latent pixels, N or XxY (at least 4, as in sd-cli)")
         .bind([](ApiOptions& o, OptionValue& v) -> Status {
             const double x = v.list[0], y = v.list[1];
             if (x != static_cast<int>(x) || y != static_cast<int>(y))
