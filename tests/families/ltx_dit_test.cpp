@@ -425,7 +425,8 @@ TEST_F(LtxDit, MatchesTheNumpyForward) {
 }
 
 // The denoiser adapter: the packed latent unpacked, the DiT run, the velocities packed back
-// (zero tail) give what the DiT gives on the parts.
+// (zero tail) give what the DiT gives on the parts, at every step (the connectors run once per
+// text, their outputs kept until the next request's layout).
 TEST_F(LtxDit, DenoiserPacksWhatTheDitGives) {
     Spec s;
     s.cross_adaln = true;
@@ -455,7 +456,31 @@ TEST_F(LtxDit, DenoiserPacksWhatTheDitGives) {
     want_video.ne = {3, 2, kIn * 2, 1};
     const HostTensor want_packed = ltx_pack(want_video, 2, want.audio);
     EXPECT_LT(max_abs_diff(*got, want_packed), 1e-5);
+    EXPECT_EQ(d.connected_texts(), 1u);
+
+    // Later steps start from the text's connector outputs; another text gets its own.
+    auto packed_want = [&](const HostTensor& context, float sigma) {
+        const DitRun r = run_dit(index, *cfg, x, &audio, context, sigma);
+        HostTensor v = r.video;
+        v.ne = {3, 2, kIn * 2, 1};
+        return ltx_pack(v, 2, r.audio);
+    };
+    b.timesteps = {0.4f};
+    got = d.run(b);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_LT(max_abs_diff(*got, packed_want(text, 0.4f)), 1e-5);
+    EXPECT_EQ(d.connected_texts(), 1u);
+    Conditioning other;
+    other.context = text;
+    for (float& v : other.context.data) v = 0.5f - v;
+    b.cond = {&other};
+    got = d.run(b);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_LT(max_abs_diff(*got, packed_want(other.context, 0.4f)), 1e-5);
+    EXPECT_EQ(d.connected_texts(), 2u);
+
     d.set_layout({2, 4, 24.0f, {}});  // a layout the latent does not have
+    EXPECT_EQ(d.connected_texts(), 0u);
     EXPECT_FALSE(d.run(b).ok());
 }
 

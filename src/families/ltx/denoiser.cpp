@@ -13,7 +13,8 @@ std::vector<ggml_tensor*> LtxDenoiser::build(GraphBuilder& gb, const models::Ltx
                                              const HostTensor& video, const HostTensor* audio,
                                              float sigma, const HostTensor& context, float fps,
                                              const std::vector<float>* frame_mask,
-                                             const models::LtxKeyframes& keyframes) {
+                                             const models::LtxKeyframes& keyframes,
+                                             const LtxConnectedText* connected) {
     const int64_t w = video.dim(0), h = video.dim(1), f = video.dim(2);
     const int64_t steps = audio ? audio->dim(1) : 0;
     const int64_t l = context.dim(1);
@@ -29,7 +30,12 @@ std::vector<ggml_tensor*> LtxDenoiser::build(GraphBuilder& gb, const models::Ltx
         // Moved in: the builder keeps its buffer until the run (no copy).
         in.video_sigma = gb.input(std::move(ts));
     }
-    in.context = gb.input(context);
+    if (connected) {
+        in.video_context = gb.input(connected->video);
+        if (audio) in.audio_context = gb.input(connected->audio);
+    } else {
+        in.context = gb.input(context);
+    }
     models::LtxRope vr = models::ltx_video_rope(cfg, w, h, f, fps, keyframes);
     in.video_cos = gb.input(std::move(vr.cos));
     in.video_sin = gb.input(std::move(vr.sin));
@@ -44,13 +50,15 @@ std::vector<ggml_tensor*> LtxDenoiser::build(GraphBuilder& gb, const models::Ltx
         in.atime_sin = gb.input(std::move(at.sin));
         in.vtime_cos = gb.input(std::move(vt.cos));
         in.vtime_sin = gb.input(std::move(vt.sin));
-        if (const int64_t n = models::ltx_connector_length(cfg.audio_connector, l); n > 0) {
+        if (const int64_t n = models::ltx_connector_length(cfg.audio_connector, l);
+            n > 0 && !connected) {
             models::LtxRope ac = models::ltx_connector_rope(cfg.audio_connector, n);
             in.aconn_cos = gb.input(std::move(ac.cos));
             in.aconn_sin = gb.input(std::move(ac.sin));
         }
     }
-    if (const int64_t n = models::ltx_connector_length(cfg.video_connector, l); n > 0) {
+    if (const int64_t n = models::ltx_connector_length(cfg.video_connector, l);
+        n > 0 && !connected) {
         models::LtxRope vc = models::ltx_connector_rope(cfg.video_connector, n);
         in.vconn_cos = gb.input(std::move(vc.cos));
         in.vconn_sin = gb.input(std::move(vc.sin));
@@ -58,6 +66,8 @@ std::vector<ggml_tensor*> LtxDenoiser::build(GraphBuilder& gb, const models::Ltx
     const models::LtxDitOutputs o = models::build_ltx_dit(gb.nn(), cfg, in);
     std::vector<ggml_tensor*> out = {o.video};
     if (o.audio) out.push_back(o.audio);
+    if (o.video_context) out.push_back(o.video_context);
+    if (o.audio_context) out.push_back(o.audio_context);
     return out;
 }
 
@@ -87,6 +97,14 @@ Result<std::unique_ptr<LtxDenoiser>> LtxDenoiser::create(const FamilyContext& ct
 
 Status LtxDenoiser::prepare() {
     return runner_->prepare([this](GraphBuilder& gb) { return declare(gb, cfg_); });
+}
+
+const LtxConnectedText* LtxDenoiser::find_connected(const HostTensor& text, bool audio) const {
+    for (const LtxConnectedText& c : connected_) {
+        if (c.audio.data.empty() == audio) continue;
+        if (c.text.ne == text.ne && c.text.data == text.data) return &c;
+    }
+    return nullptr;
 }
 
 Result<HostTensor> LtxDenoiser::run(const DenoiseBatch& b) {
@@ -132,11 +150,22 @@ Result<HostTensor> LtxDenoiser::run(const DenoiseBatch& b) {
         }
         video.ne = {w, h, t, c};  // the DiT's [W, H, F, C]: the same memory
         const float sigma = b.timesteps[static_cast<size_t>(i)];
+        const LtxConnectedText* connected = find_connected(context, steps > 0);
         auto res = runner_->run([&](GraphBuilder& gb) {
             return build(gb, cfg_, video, steps > 0 ? &audio : nullptr, sigma, context, layout_.fps,
-                         b.frame_keep, layout_.keyframes);
+                         b.frame_keep, layout_.keyframes, connected);
         });
         if (!res.ok()) return res.status();
+        // The connectors ran: what they made serves the text's later evaluations (not a
+        // compute probe's zeros).
+        const size_t velocities = steps > 0 ? 2 : 1;
+        if (!connected && res->size() > velocities && !ComputeProbe::active()) {
+            LtxConnectedText made;
+            made.text = context;
+            made.video = std::move((*res)[velocities]);
+            if (steps > 0) made.audio = std::move((*res)[velocities + 1]);
+            connected_.push_back(std::move(made));
+        }
         HostTensor v = std::move((*res)[0]);
         v.ne = {w, h, cfg_.out_channels * t, 1};
         HostTensor packed_out = steps > 0 ? models::ltx_pack(v, t, (*res)[1]) : std::move(v);

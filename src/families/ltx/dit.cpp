@@ -545,26 +545,39 @@ LtxDitOutputs build_ltx_dit(nn::Ctx& c, const LtxDitConfig& cfg, const LtxDitInp
         ax = ggml_reshape_3d(ctx, ax, cfg.audio_in, steps, n);
         ax = nn::linear(c, ax, p + "audio_patchify_proj", cfg.audio_in, cfg.audio_hidden);
     }
-    // The text contexts.
-    ggml_tensor* v_context = in.context;
-    ggml_tensor* a_context = in.context;
-    const int64_t l = in.context->ne[1];
-    if (in.context->ne[0] == cfg.context + cfg.audio_context) {
-        v_context = ggml_cont(ctx, ggml_view_3d(ctx, in.context, cfg.context, l, in.context->ne[2],
-                                                in.context->nb[1], in.context->nb[2], 0));
-        a_context =
-            ggml_cont(ctx, ggml_view_3d(ctx, in.context, cfg.audio_context, l, in.context->ne[2],
-                                        in.context->nb[1], in.context->nb[2],
-                                        cfg.context * ggml_element_size(in.context)));
-    }
-    if (l < 1024 && cfg.video_connector.present && v_context->ne[0] == cfg.video_connector.hidden) {
-        v_context = connector(c, p + "video_embeddings_connector.", cfg.video_connector, v_context,
-                              {in.vconn_cos, in.vconn_sin});
-    }
-    if (ax && l < 1024 && cfg.audio_connector.present &&
-        a_context->ne[0] == cfg.audio_connector.hidden) {
-        a_context = connector(c, p + "audio_embeddings_connector.", cfg.audio_connector, a_context,
-                              {in.aconn_cos, in.aconn_sin});
+    LtxDitOutputs o;
+    ggml_tensor* v_context = in.video_context;
+    ggml_tensor* a_context = in.audio_context;
+    if (!v_context) {
+        // The text contexts: the packed one split, each through its connector.
+        v_context = a_context = in.context;
+        const int64_t l = in.context->ne[1];
+        if (in.context->ne[0] == cfg.context + cfg.audio_context) {
+            v_context =
+                ggml_cont(ctx, ggml_view_3d(ctx, in.context, cfg.context, l, in.context->ne[2],
+                                            in.context->nb[1], in.context->nb[2], 0));
+            a_context =
+                ggml_cont(ctx, ggml_view_3d(ctx, in.context, cfg.audio_context, l,
+                                            in.context->ne[2], in.context->nb[1], in.context->nb[2],
+                                            cfg.context * ggml_element_size(in.context)));
+        }
+        bool connected = false;
+        if (l < 1024 && cfg.video_connector.present &&
+            v_context->ne[0] == cfg.video_connector.hidden) {
+            v_context = connector(c, p + "video_embeddings_connector.", cfg.video_connector,
+                                  v_context, {in.vconn_cos, in.vconn_sin});
+            connected = true;
+        }
+        if (ax && l < 1024 && cfg.audio_connector.present &&
+            a_context->ne[0] == cfg.audio_connector.hidden) {
+            a_context = connector(c, p + "audio_embeddings_connector.", cfg.audio_connector,
+                                  a_context, {in.aconn_cos, in.aconn_sin});
+            connected = true;
+        }
+        if (connected) {
+            o.video_context = v_context;
+            if (ax) o.audio_context = a_context;
+        }
     }
     // Per-token timesteps come for one sample of W*H*F tokens (the denoiser's invariant).
     GGML_ASSERT(!in.video_sigma || (n == 1 && in.video_sigma->ne[0] == w * h * f));
@@ -590,7 +603,6 @@ LtxDitOutputs build_ltx_dit(nn::Ctx& c, const LtxDitConfig& cfg, const LtxDitInp
         ggml_tensor* tb = table_f32(c, table, dim, 2);
         return ggml_add(ctx, emb, ggml_view_1d(ctx, tb, dim, row * dim * ggml_element_size(tb)));
     };
-    LtxDitOutputs o;
     vx = nn::modulate(ctx, nn::layer_norm_plain(ctx, vx, 1e-6f),
                       out_mod(p + "scale_shift_table", t.video_embedded, cfg.hidden, 0),
                       out_mod(p + "scale_shift_table", t.video_embedded, cfg.hidden, 1));

@@ -120,11 +120,20 @@ struct LtxDitInputs {
     ggml_tensor* vconn_sin = nullptr;
     ggml_tensor* aconn_cos = nullptr;
     ggml_tensor* aconn_sin = nullptr;
+    // The text contexts as an earlier evaluation's connectors left them (LtxDitOutputs'
+    // video_context / audio_context for the same `context`): the connectors then do not run
+    // and `context` is not read. The audio one is needed only with `audio`.
+    ggml_tensor* video_context = nullptr;  // [video width, L', N]
+    ggml_tensor* audio_context = nullptr;  // [audio width, L', N]
 };
 
 struct LtxDitOutputs {
     ggml_tensor* video = nullptr;  // [W, H, F, C_out * N]
     ggml_tensor* audio = nullptr;  // [16, steps, 8, N] or null
+    // When this graph ran the embeddings connectors: the contexts they made (the audio one
+    // only with audio), to be fed to later evaluations of the same text; null otherwise.
+    ggml_tensor* video_context = nullptr;
+    ggml_tensor* audio_context = nullptr;
 };
 
 LtxDitOutputs build_ltx_dit(nn::Ctx& c, const LtxDitConfig& cfg, const LtxDitInputs& in);
