@@ -323,14 +323,16 @@ Result<GeneratePlan> plan_request(const GenerateOptions& o, const Family& f) {
 Result<std::vector<float>> schedule_sigmas(const GenerateOptions& o, const Family& f,
                                            GeneratePlan& p, int steps, int width, int height) {
     // No --scheduler: the sampler's and the model's own default (lcm for lcm/tcd, simple for
-    // ddim_trailing, exponential for EDM-v models, else discrete).
-    sampling::ScheduleKind kind = sampling::default_schedule(p.sampler, p.param);
+    // ddim_trailing, exponential for EDM-v models; else the family's, else discrete), in
+    // stable-diffusion.cpp's order: a sampler's own schedule comes before the family's.
+    const sampling::ScheduleKind own = sampling::default_schedule(p.sampler, p.param);
+    sampling::ScheduleKind kind = own;
     if (kind == sampling::ScheduleKind::Discrete && f.defaults.schedule) {
         kind = *f.defaults.schedule;
     }
     kind = o.scheduler.value_or(kind);
     p.schedule = kind;
-    if (!o.scheduler && f.default_sigmas) {
+    if (!o.scheduler && f.default_sigmas && own == sampling::ScheduleKind::Discrete) {
         p.schedule.reset();  // the family's own: no A1111 schedule name
         return f.default_sigmas(o, width, height, steps);
     }

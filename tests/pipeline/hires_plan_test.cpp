@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/fake_parts.h"
 #include "pipeline/family.h"
 #include "pipeline/generate_plan.h"
 #include "pipeline/phase_hires.h"
@@ -20,26 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class FakeText : public TextConditioner {
-  public:
-    Result<Conditioning> encode(const TextRequest&) override { return Conditioning{}; }
-    void end_phase() override {}
-};
-
-class FakeVae : public Autoencoder {
-  public:
-    explicit FakeVae(bool encoder) : encoder_(encoder) {}
-    int downscale() const override { return 8; }
-    Result<HostTensor> decode(const HostTensor&) override { return Status::Error("unused"); }
-    bool can_encode() const override { return encoder_; }
-    Result<HostTensor> encode(const HostTensor&, sampling::Rng&) override {
-        return Status::Error("unused");
-    }
-    void end_phase() override {}
-
-  private:
-    bool encoder_;
-};
+using fake_parts::FakeText;
+using fake_parts::FakeVae;
 
 class HiresPlanTest : public ::testing::Test {
   protected:

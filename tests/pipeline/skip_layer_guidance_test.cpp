@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/fake_parts.h"
 #include "pipeline/family.h"
 #include "pipeline/generate_plan.h"
 #include "pipeline/phase_denoise.h"
@@ -15,22 +16,8 @@
 namespace ggdiff {
 namespace {
 
-class FakeText : public TextConditioner {
-  public:
-    Result<Conditioning> encode(const TextRequest&) override { return Conditioning{}; }
-    void end_phase() override {}
-};
-
-class FakeVae : public Autoencoder {
-  public:
-    int downscale() const override { return 8; }
-    Result<HostTensor> decode(const HostTensor&) override { return Status::Error("unused"); }
-    bool can_encode() const override { return false; }
-    Result<HostTensor> encode(const HostTensor&, sampling::Rng&) override {
-        return Status::Error("unused");
-    }
-    void end_phase() override {}
-};
+using fake_parts::FakeText;
+using fake_parts::FakeVae;
 
 // Per call: how many items, which conditionings, which blocks skipped.
 struct Call {
