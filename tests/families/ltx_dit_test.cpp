@@ -449,9 +449,19 @@ TEST_F(LtxDit, DenoiserPacksWhatTheDitGives) {
     b.x = packed;
     b.timesteps = {0.7f};
     b.cond = {&c};
+    // The compute buffer a probe measures (auto-fit), with the connectors in the graph.
+    auto probed = [&]() -> uint64_t {
+        ComputeProbe probe;
+        EXPECT_TRUE(d.run(b).ok());
+        return probe.bytes().empty() ? 0 : probe.bytes().begin()->second;
+    };
+    const uint64_t first_step = probed();
+    EXPECT_GT(first_step, 0u);
+    EXPECT_EQ(d.connected_texts(), 0u);  // a probe's zeros are not kept
     auto got = d.run(b);
     ASSERT_TRUE(got.ok()) << got.status().message();
     ASSERT_EQ(got->ne, packed.ne);
+    EXPECT_EQ(probed(), first_step);  // still the first step's graph, whatever is kept
     HostTensor want_video = want.video;
     want_video.ne = {3, 2, kIn * 2, 1};
     const HostTensor want_packed = ltx_pack(want_video, 2, want.audio);

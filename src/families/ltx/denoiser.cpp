@@ -150,7 +150,9 @@ Result<HostTensor> LtxDenoiser::run(const DenoiseBatch& b) {
         }
         video.ne = {w, h, t, c};  // the DiT's [W, H, F, C]: the same memory
         const float sigma = b.timesteps[static_cast<size_t>(i)];
-        const LtxConnectedText* connected = find_connected(context, steps > 0);
+        // A compute probe measures the graph with the connectors: the first step's.
+        const bool probe = ComputeProbe::active() != nullptr;
+        const LtxConnectedText* connected = probe ? nullptr : find_connected(context, steps > 0);
         auto res = runner_->run([&](GraphBuilder& gb) {
             return build(gb, cfg_, video, steps > 0 ? &audio : nullptr, sigma, context, layout_.fps,
                          b.frame_keep, layout_.keyframes, connected);
@@ -159,7 +161,7 @@ Result<HostTensor> LtxDenoiser::run(const DenoiseBatch& b) {
         // The connectors ran: what they made serves the text's later evaluations (not a
         // compute probe's zeros).
         const size_t velocities = steps > 0 ? 2 : 1;
-        if (!connected && res->size() > velocities && !ComputeProbe::active()) {
+        if (!connected && !probe && res->size() > velocities) {
             LtxConnectedText made;
             made.text = context;
             made.video = std::move((*res)[velocities]);
