@@ -83,6 +83,19 @@ std::map<placement::Module, uint64_t> by_module(const ComputeFigures& measured) 
     return out;
 }
 
+// LTX-2's part files keep their own names (io/tensor_index.cpp: prefix_for_role): the text
+// projection of --embeddings-connectors runs with the text encoders, --audio-vae's decoder and
+// vocoder with the VAE.
+Component ltx_part_component(const std::string& name) {
+    for (const char* p : {"text_embedding_projection."}) {
+        if (name.rfind(p, 0) == 0) return Component::TextEncoder;
+    }
+    for (const char* p : {"audio_vae.", "vocoder.", "audio_vae_model."}) {
+        if (name.rfind(p, 0) == 0) return Component::Vae;
+    }
+    return Component::Other;
+}
+
 }  // namespace
 
 ModuleDevices upscaler_module_devices(const placement::PlacementSpec& spec,
@@ -144,6 +157,8 @@ Result<placement::AutoFitPlan> plan_auto_fit_for(const ModelOptions& o, const Te
             c = Component::Diffusion;
         } else if (c == Component::Other && t.name.rfind(clip_vision_prefix, 0) == 0) {
             c = Component::TextEncoder;
+        } else if (c == Component::Other) {
+            c = ltx_part_component(t.name);
         }
         bytes[static_cast<int>(c)] += converted_bytes(t, weight_type);
     }
