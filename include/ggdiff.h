@@ -332,8 +332,7 @@ int ggdiff_video_encode_audio(const ggdiff_image* frames, int count, int fps, co
 
 /* The in-memory counterpart of ggdiff_audio_save_wav: a 16-bit PCM WAV file's bytes
  * (*out_bytes malloc'd, free()). */
-int ggdiff_audio_encode_wav(const ggdiff_audio* audio, unsigned char** out_bytes,
-                            size_t* out_size);
+int ggdiff_audio_encode_wav(const ggdiff_audio* audio, unsigned char** out_bytes, size_t* out_size);
 
 /* 0 when ggdiff_video_save could write `path`: a .avi or .webp name, with the rules of
  * ggdiff_image_check_path for the target. Nothing is written. */
@@ -390,7 +389,8 @@ int ggdiff_image_decode(const void* data, size_t size, int64_t max_pixels,
  * family uses when a request leaves it unset ({"sample_method", "cfg_scale", "width", "height",
  * "clip_skip", "flow_shift" for the flow families with a fixed shift, e.g. SD3's 3, "eta"
  * for the families with their own eta, e.g. HiDream-O1's 8, and "scheduler" for the families
- * with their own schedule when a request names none, e.g. LTX-2's "ltx2"}),
+ * with their own schedule when a request names none, e.g. LTX-2's "ltx2"; samplers with a
+ * schedule of their own keep it: lcm and tcd LCM, ddim_trailing simple}),
  * "version": library version}. (ggdiff_model_info describes model files before any loading.) */
 int ggdiff_loaded_model_info(const ggdiff_model* model, char** out_json);
 
