@@ -2,6 +2,7 @@
 
 #include "core/log.h"
 #include "devices/devices.h"
+#include "io/name_util.h"
 #include "io/weight_type.h"
 #include "placement/auto_fit_report.h"
 #include "placement/data_parallel.h"
@@ -87,11 +88,9 @@ std::map<placement::Module, uint64_t> by_module(const ComputeFigures& measured) 
 // projection of --embeddings-connectors runs with the text encoders, --audio-vae's decoder and
 // vocoder with the VAE.
 Component ltx_part_component(const std::string& name) {
-    for (const char* p : {"text_embedding_projection."}) {
-        if (name.rfind(p, 0) == 0) return Component::TextEncoder;
-    }
+    if (starts_with(name, "text_embedding_projection.")) return Component::TextEncoder;
     for (const char* p : {"audio_vae.", "vocoder.", "audio_vae_model."}) {
-        if (name.rfind(p, 0) == 0) return Component::Vae;
+        if (starts_with(name, p)) return Component::Vae;
     }
     return Component::Other;
 }
